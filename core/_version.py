@@ -1,0 +1,3 @@
+"""The package version (kept equal to ``pyproject.toml``; a test checks)."""
+
+VERSION = "0.1.0"

@@ -1,0 +1,107 @@
+"""The ``bli-memory-mcp`` command.
+
+::
+
+    bli-memory-mcp                      run the MCP server on stdio (what hosts start)
+    bli-memory-mcp demo                 save and recall through the real server, in a scratch store
+    bli-memory-mcp hook <event>         lifecycle hook: session-start | prompt | stop
+    bli-memory-mcp --print-config[=H]   print the install contract / a host's config block
+    bli-memory-mcp install|uninstall|status [--host H] [--dry-run]
+
+This module imports nothing at the top beyond the standard library's ``sys``: the
+``hook`` branch runs on every prompt and must stay on the standard library, so each
+branch imports what it needs inside it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+USAGE = """\
+usage: bli-memory-mcp [--print-config[=HOST]] [COMMAND] ...
+
+Memory for AI coding agents: an MCP server on stdio, lifecycle hooks, an installer.
+
+commands:
+  (none)                 run the MCP server on stdio (this is what agent hosts start)
+  demo                   save and recall through the real server in a scratch store
+  hook EVENT [--host H] [--probe]
+                         lifecycle hook reading the host's JSON on stdin;
+                         EVENT is session-start, prompt or stop
+  install [--host H|all] [--dry-run]
+                         register the server and hooks with an agent host (default: claude)
+  uninstall [--host H|all] [--dry-run]
+                         remove exactly what install added
+  status [--host H|all]  installed / outdated / absent, per host
+  --print-config[=HOST]  print the install contract (claude) or a host's config block
+  --version              print the version
+
+example:
+  bli-memory-mcp demo && bli-memory-mcp install --dry-run
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``bli-memory-mcp``; returns the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "hook":
+        from bli_memory.core.hooks import main as hook_main
+
+        return hook_main(args[1:])
+    if args and args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if args and args[0] == "--version":
+        from bli_memory.core._version import VERSION
+
+        sys.stdout.write(f"bli-memory-mcp {VERSION}\n")
+        return 0
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        return _dispatch(args)
+    except BliMemoryError as exc:
+        sys.stderr.write(f"bli-memory-mcp: {exc.message}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: list[str]) -> int:
+    if args and args[0].startswith("--print-config"):
+        from bli_memory.installers.cli import print_config
+
+        _, _, host = args[0].partition("=")
+        if not host and len(args) > 1 and args[1].startswith("--"):
+            host = args[1][2:]  # the spec's `--print-config --claude` spelling
+        return print_config(host or None)
+    if args and args[0] in ("install", "uninstall", "status"):
+        from bli_memory.installers.cli import run as installer_run
+
+        return installer_run(args[0], args[1:])
+    if args and args[0] == "demo":
+        from bli_memory.core.demo import main as demo_main
+
+        return demo_main(args[1:])
+    if args and args[0] not in ("serve",):
+        sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{USAGE}")
+        return 2
+    return _serve()
+
+
+def _serve() -> int:
+    from bli_memory.core.logs import configure_logging
+    from bli_memory.core.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    from bli_memory.core.mcp_server import run_stdio
+
+    run_stdio(settings)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

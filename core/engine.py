@@ -1,0 +1,402 @@
+"""The embedded memory engine: the memory tool contract over a local SQLite store.
+
+This module is also the plugin that offers it as the default backend
+(:func:`memory_backend`). Its module-level imports are cheap; numpy, the store and
+the embedding model load only when a backend is built.
+
+Retrieval ("by meaning, by keyword and by recency at once"):
+
+1. ``vector``: exact cosine similarity of the query embedding with every live vector
+   of the space (numpy matrix product over the cached float32 matrix);
+2. ``keyword_all``: FTS5 rows containing every content term of the query (code
+   identifiers, ticket ids, exact words), ordered by bm25;
+3. ``keyword_any``: FTS5 bm25 over any content term;
+4. weighted reciprocal-rank fusion plus a recency prior (:mod:`bli_memory.core.ranking`).
+
+Every hit carries its true cosine similarity (every row has a vector); the fused
+score orders results and is never shown as a similarity.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.contracts import hookimpl
+from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.models import (
+    ForgetResult,
+    Memory,
+    Profile,
+    SaveResult,
+    SearchHit,
+    SearchResult,
+    UpdateResult,
+)
+from bli_memory.core.ranking import RankingConfig, recency_prior, reciprocal_rank_fusion
+from bli_memory.core.terms import fts_all_query, fts_any_query, query_terms
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from bli_memory.core.settings import Settings
+    from bli_memory.core.store import SQLiteStore
+
+__all__ = ["FORGET_MIN_SIMILARITY", "EmbeddedBackend", "memory_backend"]
+
+#: A forget by query only ever removes a memory at least this similar (BLI Memory
+#: spec: "the closest match >= 0.85"); a weaker match is refused, never guessed.
+FORGET_MIN_SIMILARITY = 0.85
+
+#: Metadata ``kind`` values that make a memory part of the User Profile.
+PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+class EmbeddedBackend:
+    """Memory operations over one SQLite file and one embedding model.
+
+    Args:
+        store_path: The SQLite file.
+        embedder: Object with ``name``, ``dimensions`` and ``embed(texts)``; default:
+            the shipped all-MiniLM-L6-v2 int8 model, loaded on first use (or in the
+            background with :meth:`warm_up`).
+        ranking: Fusion weights (default :class:`RankingConfig`).
+
+    Thread-safe: the MCP server calls it from worker threads.
+    """
+
+    def __init__(
+        self,
+        store_path: Path,
+        *,
+        embedder: Any | None = None,
+        ranking: RankingConfig | None = None,
+    ) -> None:
+        from bli_memory.core import embeddings
+
+        self.store_path = store_path
+        self.ranking = ranking or RankingConfig()
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
+        self._dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
+        self._store: SQLiteStore | None = None
+        self._store_lock = threading.Lock()
+
+    # --- resources -----------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """Name of the embedding model recorded next to every vector."""
+        return self._model_name
+
+    @property
+    def store(self) -> SQLiteStore:
+        """The open store (opened and migrated on first use)."""
+        if self._store is None:
+            with self._store_lock:
+                if self._store is None:
+                    from bli_memory.core.store import SQLiteStore
+
+                    self._store = SQLiteStore(
+                        self.store_path, model_name=self._model_name, dimensions=self._dimensions
+                    )
+                    if self._store.migrations_applied:
+                        import structlog
+
+                        structlog.get_logger(component="store").info(
+                            "store migrated", migrations=self._store.migrations_applied
+                        )
+        return self._store
+
+    @property
+    def embedder(self) -> Any:
+        """The embedding model (loaded on first use)."""
+        if self._embedder is None:
+            with self._embedder_lock:
+                if self._embedder is None:
+                    from bli_memory.core.embeddings import get_embedder
+
+                    self._embedder = get_embedder()
+        return self._embedder
+
+    def warm_up(self) -> None:
+        """Open the store and load the model now (the daemon and MCP server call this)."""
+        _ = self.store
+        self.embedder.embed(["warm up"])
+
+    def close(self) -> None:
+        """Close the store."""
+        if self._store is not None:
+            self._store.close()
+
+    def _embed_one(self, text: str) -> Any:
+        return self.embedder.embed([text])[0]
+
+    # --- helpers -------------------------------------------------------------------
+
+    @staticmethod
+    def _content(content: str) -> str:
+        from bli_memory.core.store import MAX_CONTENT_CHARS, normalise_content
+
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInputError("content is empty: there is nothing to remember")
+        text = normalise_content(content)
+        if len(text) > MAX_CONTENT_CHARS:
+            raise InvalidInputError(
+                f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
+                "Save the durable facts, or use extract: true to distil them"
+            )
+        return text
+
+    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> Memory:
+        memory = self.store.get(id)
+        if memory is None or memory.state != "active":
+            raise NotFoundError(f"no live memory with id {id}")
+        if memory.space not in spaces:
+            raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
+        return memory
+
+    # --- the contract --------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        space: str,
+        limit: int = 10,
+        include_profile: bool = False,
+        ranking: RankingConfig | None = None,
+    ) -> SearchResult:
+        """Hybrid search of one space and its aliases.
+
+        Args:
+            query: Free text; empty or whitespace gives zero hits, not everything.
+            space: Container tag.
+            limit: Hits to return, 1..100.
+            include_profile: Also return the space's :class:`Profile`.
+            ranking: Override the fusion weights (benchmarks, ablations).
+
+        Returns:
+            Hits best first; zero hits is a normal answer.
+        """
+        import numpy as np
+
+        cfg = ranking or self.ranking
+        limit = max(1, min(int(limit), 100))
+        canonical, spaces = self.store.resolve_space(space)
+        profile = self.profile(space=canonical) if include_profile else None
+        q = (query or "").strip()
+        if not q:
+            return SearchResult(query=query or "", space=canonical, spaces=spaces, profile=profile)
+
+        n = max(cfg.candidates, limit * 3)
+        rankings: dict[str, list[int]] = {}
+        vs = self.store.vectors(spaces)
+        qv = None
+        sims = None
+        if len(vs.seqs):  # similarities are reported even when the vector channel is off
+            qv = self._embed_one(q)
+            sims = vs.matrix @ qv
+            if cfg.weight("vector") > 0:
+                k = min(n, len(sims))
+                top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+                top = top[np.argsort(-sims[top], kind="stable")]
+                rankings["vector"] = [int(vs.seqs[i]) for i in top]
+        terms = query_terms(q)
+        if cfg.weight("keyword_all") > 0:
+            expr = fts_all_query(terms)
+            if expr:
+                rankings["keyword_all"] = [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)]
+        if cfg.weight("keyword_any") > 0 and len(terms) > 1:
+            expr = fts_any_query(terms)
+            if expr:
+                rankings["keyword_any"] = [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)]
+        elif cfg.weight("keyword_any") > 0 and "keyword_all" in rankings:
+            rankings["keyword_any"] = list(rankings["keyword_all"])
+
+        fused = reciprocal_rank_fusion(rankings, cfg)
+        if not fused:
+            return SearchResult(query=query, space=canonical, spaces=spaces, profile=profile)
+        rows = self.store.rows_by_seq(fused)
+        now = datetime.now(UTC)
+        scored: list[tuple[float, int]] = []
+        for seq, score in fused.items():
+            memory = rows.get(seq)
+            if memory is None:  # expired or retired since the vectors were cached
+                continue
+            age = (now - _parse_time(memory.created_at)).total_seconds() / 86400
+            scored.append((score + recency_prior(age, cfg), seq))
+        scored.sort(key=lambda t: (-t[0], -t[1]))
+        channel_sets = {c: set(items) for c, items in rankings.items()}
+        hits = []
+        for score, seq in scored:
+            if len(hits) == limit:
+                break
+            similarity = None
+            if sims is not None:
+                pos = int(np.searchsorted(vs.seqs, seq))
+                if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
+                    similarity = round(float(sims[pos]), 4)
+            channels = tuple(
+                c for c in ("vector", "keyword_all", "keyword_any") if seq in channel_sets.get(c, ())
+            )
+            if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
+                continue
+            hits.append(SearchHit(memory=rows[seq], similarity=similarity, score=score, channels=channels))
+        return SearchResult(query=query, space=canonical, spaces=spaces, hits=tuple(hits), profile=profile)
+
+    def save(
+        self,
+        content: str,
+        *,
+        space: str,
+        custom_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        source: str = "mcp",
+        session_id: str | None = None,
+        expires_at: str | None = None,
+    ) -> SaveResult:
+        """Remember ``content`` in ``space``.
+
+        Identical live content in the space is not written twice (status
+        ``duplicate``); a ``custom_id`` that names a live row replaces it, keeping the
+        old row as history (status ``updated``). The row lands in the canonical space
+        when ``space`` is an alias, and :attr:`SaveResult.space` says so.
+
+        Raises:
+            InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
+        """
+        text = self._content(content)
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InvalidInputError("metadata must be a JSON object")
+        if custom_id is not None and not str(custom_id).strip():
+            custom_id = None
+        canonical, spaces = self.store.resolve_space(space)
+        vector = self._embed_one(text)
+        status, memory, previous = self.store.save(
+            text, vector, space=canonical, spaces=spaces, custom_id=custom_id, metadata=metadata,
+            source=source, session_id=session_id, expires_at=expires_at,
+        )
+        return SaveResult(memory=memory, space=memory.space, status=status, previous=previous)  # type: ignore[arg-type]
+
+    def update(
+        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
+    ) -> UpdateResult:
+        """Replace a live memory (by ``id`` or ``custom_id``) with new content.
+
+        The old row becomes ``superseded`` history and the new version points at it.
+
+        Raises:
+            InvalidInputError: neither or both of id/custom_id, or empty content.
+            NotFoundError: no live memory matches in this space.
+        """
+        if (id is None) == (custom_id is None):
+            raise InvalidInputError("give exactly one of id or customId")
+        text = self._content(content)
+        _, spaces = self.store.resolve_space(space)
+        if id is not None:
+            previous = self._live_in_space(id, spaces)
+        else:
+            found = self.store.find_live(spaces, custom_id=custom_id)
+            if found is None:
+                raise NotFoundError(f"no live memory with customId {custom_id!r} in space {spaces[0]}")
+            previous = found
+        from bli_memory.core.store import content_hash
+
+        if content_hash(previous.content) == content_hash(text):
+            return UpdateResult(memory=previous, previous=previous, status="unchanged")
+        memory = self.store.supersede(previous, text, self._embed_one(text))
+        return UpdateResult(memory=memory, previous=previous)
+
+    def forget(
+        self,
+        *,
+        space: str,
+        id: str | None = None,
+        content: str | None = None,
+        query: str | None = None,
+    ) -> ForgetResult:
+        """Tombstone one memory, chosen by id, by exact text or by closest match.
+
+        A match by ``query`` must reach cosine similarity 0.85
+        (:data:`FORGET_MIN_SIMILARITY`); a weaker best match is refused with its score.
+
+        Raises:
+            InvalidInputError: not exactly one selector.
+            NotFoundError: nothing matches (or nothing close enough).
+        """
+        given = [x for x in (id, content, query) if x is not None and str(x).strip()]
+        if len(given) != 1:
+            raise InvalidInputError("give exactly one of id, content or query")
+        _, spaces = self.store.resolve_space(space)
+        if id is not None and id.strip():
+            memory = self._live_in_space(id.strip(), spaces)
+            return ForgetResult(memory=self.store.forget(memory), matched_by="id")
+        if content is not None and content.strip():
+            from bli_memory.core.store import content_hash
+
+            found = self.store.find_live(spaces, sha256=content_hash(content))
+            if found is None:
+                raise NotFoundError(f"no live memory with exactly that text in space {spaces[0]}")
+            return ForgetResult(memory=self.store.forget(found), matched_by="content")
+        assert query is not None
+        vs = self.store.vectors(spaces)
+        if not len(vs.seqs):
+            raise NotFoundError(f"space {spaces[0]} holds no memories")
+        sims = vs.matrix @ self._embed_one(query.strip())
+        best = int(sims.argmax())
+        similarity = float(sims[best])
+        if similarity < FORGET_MIN_SIMILARITY:
+            raise NotFoundError(
+                f"the closest memory has similarity {similarity:.2f}, below the "
+                f"{FORGET_MIN_SIMILARITY} needed to forget by query; nothing was forgotten"
+            )
+        memory = self.store.rows_by_seq([int(vs.seqs[best])])[int(vs.seqs[best])]
+        return ForgetResult(
+            memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
+        )
+
+    def profile(self, *, space: str, limit: int = 10) -> Profile:
+        """User Profile (durable preferences, conventions, decisions) and Recent Context.
+
+        Profile facts are live memories whose metadata ``kind`` is one of
+        ``preference``, ``convention``, ``decision``, ``profile``; recent context is the
+        newest live memories of the space.
+        """
+        canonical, spaces = self.store.resolve_space(space)
+        recent = self.store.recent(spaces, limit=max(limit * 5, 50))
+        facts = [m for m in recent if str(m.metadata.get("kind", "")).lower() in PROFILE_KINDS]
+        return Profile(space=canonical, facts=tuple(facts[:limit]), recent=tuple(recent[:limit]))
+
+    def history(self, id: str) -> list[Memory]:
+        """Every version of the memory ``id`` belongs to, newest first.
+
+        Raises:
+            NotFoundError: unknown id.
+        """
+        return self.store.history(id)
+
+    def purge(self, id: str) -> int:
+        """Erase a memory and all its versions from the file (secrets saved by mistake)."""
+        return self.store.purge(id)
+
+    def enqueue_extract(
+        self, text: str, *, space: str, source: str, session_id: str | None = None
+    ) -> str:
+        """Queue raw text for the extractor; returns the job id."""
+        if not text or not text.strip():
+            raise InvalidInputError("nothing to extract: the text is empty")
+        canonical, _ = self.store.resolve_space(space)
+        return self.store.enqueue_job(text, space=canonical, source=source, session_id=session_id)
+
+
+@hookimpl(trylast=True)
+def memory_backend(settings: Settings) -> EmbeddedBackend | None:
+    """Offer the embedded engine; the remote client plugin answers first when configured."""
+    return EmbeddedBackend(settings.store_path)

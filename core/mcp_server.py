@@ -1,0 +1,434 @@
+"""The MCP server ``bli-memory``: four memory tools over stdio.
+
+Tool names and argument names are those of the hosted Supermemory MCP
+(``search_memory(query, containerTag?, includeProfile?, limit?)``,
+``save_memory(content, containerTag?, customId?, extract?, metadata?)``) so agents,
+skills and habits keep working; ``update_memory`` and ``forget_memory`` complete the
+set (BLI Memory spec, tool table).
+
+Every tool returns text for the model plus ``structuredContent`` (the rows and the
+space). Zero hits is a normal result whose text says the record is silent; a
+failure is ``isError`` with a reason. stdout carries JSON-RPC only: every log line
+goes to stderr. The embedding model loads in the background after start, so
+``initialize`` answers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from bli_memory.core._version import VERSION
+from bli_memory.core.errors import BliMemoryError, InvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from bli_memory.core.contracts import MemoryBackend
+    from bli_memory.core.models import Memory, SearchHit
+    from bli_memory.core.settings import Settings
+
+__all__ = ["ServerState", "build_server", "run_stdio"]
+
+SERVER_NAME = "bli-memory"
+
+INSTRUCTIONS = (
+    "Durable memory shared by every coding agent this person uses. Search it before "
+    "answering questions about this project's decisions, conventions, commands and history; "
+    "save durable facts (decisions and their reasons, preferences, conventions, fixes) when "
+    "you learn them; update a memory when a fact changes instead of saving a contradiction. "
+    "Zero results is a normal answer: the record is silent on that."
+)
+
+
+# --- structured output -----------------------------------------------------------
+
+
+class MemoryOut(BaseModel):
+    """One memory as the tools return it."""
+
+    id: str
+    content: str
+    containerTag: str
+    customId: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str
+    sessionId: str | None = None
+    createdAt: str
+    updatedAt: str
+    version: int
+    supersedes: str | None = None
+    state: str
+
+
+class HitOut(MemoryOut):
+    """A search hit: the memory, its cosine similarity, and which retrievers found it."""
+
+    similarity: float | None = Field(
+        default=None, description="Cosine similarity of query and memory; never a fused score."
+    )
+    matchedBy: list[str] = Field(default_factory=list)
+
+
+class ProfileOut(BaseModel):
+    """User Profile (durable facts) and Recent Context of a space."""
+
+    facts: list[MemoryOut]
+    recent: list[MemoryOut]
+
+
+class SearchOutput(BaseModel):
+    """Result of search_memory."""
+
+    query: str
+    containerTag: str = Field(description="Canonical tag of the space searched.")
+    searchedTags: list[str] = Field(description="Every tag naming the space (aliases included).")
+    count: int
+    results: list[HitOut]
+    profile: ProfileOut | None = None
+
+
+class SaveOutput(BaseModel):
+    """Result of save_memory."""
+
+    status: Literal["created", "duplicate", "updated", "queued"]
+    containerTag: str = Field(description="Where the memory actually went.")
+    memory: MemoryOut | None = None
+    previousId: str | None = None
+    jobId: str | None = None
+
+
+class UpdateOutput(BaseModel):
+    """Result of update_memory."""
+
+    status: Literal["updated", "unchanged"]
+    containerTag: str
+    memory: MemoryOut
+    previous: MemoryOut
+
+
+class ForgetOutput(BaseModel):
+    """Result of forget_memory."""
+
+    containerTag: str
+    matchedBy: Literal["id", "content", "query"]
+    similarity: float | None = None
+    forgotten: MemoryOut
+
+
+def _memory_out(m: Memory) -> dict[str, Any]:
+    return {
+        "id": m.id, "content": m.content, "containerTag": m.space, "customId": m.custom_id,
+        "metadata": dict(m.metadata), "source": m.source, "sessionId": m.session_id,
+        "createdAt": m.created_at, "updatedAt": m.updated_at, "version": m.version,
+        "supersedes": m.supersedes, "state": m.state,
+    }
+
+
+def _hit_out(h: SearchHit) -> dict[str, Any]:
+    return {**_memory_out(h.memory), "similarity": h.similarity, "matchedBy": list(h.channels)}
+
+
+def _date(ts: str) -> str:
+    return ts[:10] if ts else "????-??-??"
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# --- server state ----------------------------------------------------------------
+
+
+@dataclass
+class ServerState:
+    """What the tools share for the life of the server (built by the lifespan)."""
+
+    settings: Settings
+    backend: MemoryBackend
+    default_space: str
+    space_origin: str
+
+
+def _default_space(settings: Settings) -> tuple[str, str]:
+    from bli_memory.core.spaces import derive_space
+
+    env = dict(os.environ)
+    if settings.container_tag:
+        env["BLI_MEMORY_CONTAINER_TAG"] = settings.container_tag
+    space = derive_space(os.getcwd(), environ=env)
+    return space.tag, space.derived_from
+
+
+def _resolve_tag(state: ServerState, container_tag: str | None) -> str:
+    from bli_memory.core.spaces import validate_tag
+
+    if container_tag is None or not container_tag.strip():
+        return state.default_space
+    try:
+        return validate_tag(container_tag)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from exc
+
+
+def build_server(state_factory: Any) -> MCPServer:
+    """Build the MCP server with its four tools.
+
+    Args:
+        state_factory: Zero-argument callable returning the :class:`ServerState`; called
+            once when the server starts (so tests can inject a backend).
+
+    Returns:
+        An ``mcp.server.mcpserver.MCPServer`` named ``bli-memory``.
+    """
+    holder: dict[str, ServerState] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[ServerState]:
+        state = state_factory()
+        holder["state"] = state
+        warm = getattr(state.backend, "warm_up", None)
+        if warm is not None:
+            # Load the model off the request path so `initialize` answers at once.
+            threading.Thread(target=_safe_warm, args=(warm,), daemon=True, name="warm-up").start()
+        try:
+            yield state
+        finally:
+            state.backend.close()
+
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=VERSION, lifespan=lifespan)
+
+    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        except BliMemoryError as exc:
+            raise ToolError(f"{exc.reason}: {exc.message}") from exc
+
+    def result(text: str, payload: BaseModel) -> CallToolResult:
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=payload.model_dump(mode="json"),
+        )
+
+    async def search_memory(
+        query: Annotated[
+            str, Field(description="What to look for: a question, words or an identifier.")
+        ] = "",
+        containerTag: Annotated[
+            str | None, Field(description="Space to search; default: the current project's.")
+        ] = None,
+        includeProfile: Annotated[
+            bool, Field(description="Also return the User Profile and Recent Context.")
+        ] = False,
+        limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 10,
+    ) -> Annotated[CallToolResult, SearchOutput]:
+        """Search this project's memory by meaning, by keyword and by recency at once.
+
+        Use it before answering questions about decisions, conventions, commands, people
+        or history of this project. Exact identifiers (ticket ids, file names, error
+        codes) match lexically. Zero results is a normal answer meaning the record is
+        silent; an error means the search could not run.
+        """
+        state = holder["state"]
+        tag = _resolve_tag(state, containerTag) if containerTag else state.default_space
+        res = await call(
+            state.backend.search, query, space=tag, limit=limit, include_profile=includeProfile
+        )
+        profile = None
+        if res.profile is not None:
+            profile = {
+                "facts": [_memory_out(m) for m in res.profile.facts],
+                "recent": [_memory_out(m) for m in res.profile.recent],
+            }
+        out = SearchOutput(
+            query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
+            results=[_hit_out(h) for h in res.hits], profile=profile,
+        )
+        if res.hits:
+            lines = [f"{len(res.hits)} memories in space {res.space}, best first:"]
+            for i, h in enumerate(res.hits, 1):
+                sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else "keyword match"
+                lines.append(f"{i}. [{_date(h.memory.created_at)}] {_one_line(h.memory.content)}")
+                lines.append(f"   ({sim}; id {h.memory.id})")
+        elif not query.strip():
+            lines = ["The query is empty, so nothing was searched; the record is silent."]
+        else:
+            lines = [f"The record is silent: no memory in space {res.space} matches this query."]
+        if profile is not None:
+            lines.append("User Profile:")
+            lines += [f"- [{_date(m.created_at)}] {_one_line(m.content)}" for m in res.profile.facts] or [
+                "- (none recorded)"
+            ]
+            lines.append("Recent Context:")
+            lines += [f"- [{_date(m.created_at)}] {_one_line(m.content)}" for m in res.profile.recent] or [
+                "- (none recorded)"
+            ]
+        return result("\n".join(lines), out)
+
+    async def save_memory(
+        content: Annotated[str, Field(description="The fact to remember, self-contained.")],
+        containerTag: Annotated[
+            str | None, Field(description="Space to save in; default: the current project's.")
+        ] = None,
+        customId: Annotated[
+            str | None, Field(description="Your key for this memory; saving again with it replaces it.")
+        ] = None,
+        extract: Annotated[
+            bool, Field(description="Distil atomic facts from raw text (a conversation) first.")
+        ] = False,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="JSON object stored with the memory.")
+        ] = None,
+    ) -> Annotated[CallToolResult, SaveOutput]:
+        """Remember something durable: a decision and its reason, a preference, a convention.
+
+        Write one self-contained fact per call. Saving identical text again changes
+        nothing; a customId replaces the memory saved under it, keeping the old version
+        as history. The result names the space the memory actually went to.
+        """
+        state = holder["state"]
+        tag = _resolve_tag(state, containerTag)
+        if extract:
+            raise ToolError(
+                "not_yet_available: extract mode is not available in this version; "
+                "save the durable facts one per call instead"
+            )
+        res = await call(state.backend.save, content, space=tag, custom_id=customId, metadata=metadata)
+        out = SaveOutput(
+            status=res.status, containerTag=res.space,
+            memory=_memory_out(res.memory) if res.memory else None,
+            previousId=res.previous.id if res.previous else None, jobId=res.job_id,
+        )
+        verb = {
+            "created": "Saved",
+            "duplicate": "Already remembered (identical text); nothing new written",
+            "updated": "Saved, replacing the previous version under this customId",
+            "queued": "Queued for extraction",
+        }[res.status]
+        where = f" in space {res.space}"
+        if res.space != tag:
+            where += f" (the canonical space for {tag})"
+        ident = f"; id {res.memory.id}" if res.memory else ""
+        return result(f"{verb}{where}{ident}.", out)
+
+    async def update_memory(
+        content: Annotated[str, Field(description="The corrected text, in full.")],
+        id: Annotated[str | None, Field(description="Id of the memory to replace.")] = None,
+        customId: Annotated[
+            str | None, Field(description="customId of the memory to replace (instead of id).")
+        ] = None,
+        containerTag: Annotated[
+            str | None, Field(description="Space of the memory; default: the current project's.")
+        ] = None,
+    ) -> Annotated[CallToolResult, UpdateOutput]:
+        """Replace what a memory says, keeping the old version as history.
+
+        Use it when a remembered fact changed (a new decision, a corrected value).
+        Give the memory's id (from search_memory) or its customId.
+        """
+        state = holder["state"]
+        tag = _resolve_tag(state, containerTag)
+        res = await call(state.backend.update, content, space=tag, id=id, custom_id=customId)
+        out = UpdateOutput(
+            status=res.status, containerTag=res.memory.space, memory=_memory_out(res.memory),
+            previous=_memory_out(res.previous),
+        )
+        if res.status == "unchanged":
+            text = f"Unchanged: memory {res.memory.id} already says exactly that."
+        else:
+            text = (
+                f"Updated: memory {res.memory.id} (version {res.memory.version}) replaces "
+                f"{res.previous.id}, which is kept as history."
+            )
+        return result(text, out)
+
+    async def forget_memory(
+        id: Annotated[str | None, Field(description="Id of the memory to forget.")] = None,
+        content: Annotated[str | None, Field(description="Exact text of the memory to forget.")] = None,
+        query: Annotated[
+            str | None,
+            Field(description="Forget the closest match, only if its similarity is at least 0.85."),
+        ] = None,
+        containerTag: Annotated[
+            str | None, Field(description="Space of the memory; default: the current project's.")
+        ] = None,
+    ) -> Annotated[CallToolResult, ForgetOutput]:
+        """Forget one memory (a tombstone: it leaves search and every index).
+
+        Choose it by id, by its exact text, or by a query whose closest match has
+        similarity 0.85 or more; a weaker match is refused rather than guessed.
+        """
+        state = holder["state"]
+        tag = _resolve_tag(state, containerTag)
+        res = await call(state.backend.forget, space=tag, id=id, content=content, query=query)
+        out = ForgetOutput(
+            containerTag=res.memory.space, matchedBy=res.matched_by, similarity=res.similarity,
+            forgotten=_memory_out(res.memory),
+        )
+        how = {"id": "by id", "content": "by exact text", "query": f"by closest match ({res.similarity})"}
+        return result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.", out)
+
+    server.add_tool(
+        search_memory,
+        annotations=ToolAnnotations(
+            title="Search memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    server.add_tool(
+        save_memory,
+        annotations=ToolAnnotations(
+            title="Save memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    server.add_tool(
+        update_memory,
+        annotations=ToolAnnotations(
+            title="Update memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    server.add_tool(
+        forget_memory,
+        annotations=ToolAnnotations(
+            title="Forget memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    return server
+
+
+def _safe_warm(warm: Any) -> None:
+    try:
+        warm()
+    except Exception as exc:  # the first tool call will report it with a reason
+        import sys
+
+        sys.stderr.write(f"[bli-memory] warm-up failed: {type(exc).__name__}\n")
+
+
+def default_state(settings: Settings) -> ServerState:
+    """Build the server state from settings: backend from the plugins, default space."""
+    from bli_memory.core.contracts import get_plugin_manager
+
+    pm = get_plugin_manager()
+    backend = pm.hook.memory_backend(settings=settings)
+    tag, origin = _default_space(settings)
+    return ServerState(settings=settings, backend=backend, default_space=tag, space_origin=origin)
+
+
+def run_stdio(settings: Settings) -> None:
+    """Run the MCP server on stdio until the client closes it."""
+    server = build_server(lambda: default_state(settings))
+    anyio.run(server.run_stdio_async)

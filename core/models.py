@@ -1,0 +1,298 @@
+"""Data that crosses a contract: memories, search hits, hook input and output.
+
+Frozen dataclasses, standard library only, so host adapters and the hook entry
+point can import them for free. Times are ISO 8601 strings in UTC
+(``2026-11-30T04:57:01.123456Z``); similarities are cosine similarities in
+[-1, 1] between L2-normalised embeddings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Exchange",
+    "ForgetResult",
+    "HookEvent",
+    "HookInput",
+    "HookResult",
+    "HostConfigPlan",
+    "HostStatus",
+    "Memory",
+    "MemoryState",
+    "Profile",
+    "RenderedOutput",
+    "SaveResult",
+    "SearchHit",
+    "SearchResult",
+    "UpdateResult",
+]
+
+MemoryState = Literal["active", "superseded", "forgotten"]
+HookEvent = Literal["session-start", "prompt", "stop"]
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory row (one version of it).
+
+    Attributes:
+        id: UUID4 string of this version.
+        space: Container tag the row lives in.
+        content: The remembered text.
+        custom_id: Caller's upsert key, unique among live rows of a space, or None.
+        metadata: Caller's JSON object.
+        source: Who wrote it: ``mcp``, ``hook``, ``extract``, ``import``, ...
+        session_id: The host session it came from, when known.
+        created_at: When this version was written (UTC ISO 8601).
+        updated_at: Last change of the row's state (UTC ISO 8601).
+        version: 1 for the first version, +1 per update.
+        supersedes: Id of the version this one replaced, or None.
+        state: ``active``, ``superseded`` or ``forgotten``.
+        forgotten_at: When it was tombstoned, or None.
+        expires_at: After this time the memory leaves search, or None.
+    """
+
+    id: str
+    space: str
+    content: str
+    custom_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source: str = "mcp"
+    session_id: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    version: int = 1
+    supersedes: str | None = None
+    state: MemoryState = "active"
+    forgotten_at: str | None = None
+    expires_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with the contract's field names."""
+        return {
+            "id": self.id,
+            "space": self.space,
+            "content": self.content,
+            "customId": self.custom_id,
+            "metadata": dict(self.metadata),
+            "source": self.source,
+            "sessionId": self.session_id,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "version": self.version,
+            "supersedes": self.supersedes,
+            "state": self.state,
+            "forgottenAt": self.forgotten_at,
+            "expiresAt": self.expires_at,
+        }
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result.
+
+    Attributes:
+        memory: The live memory found.
+        similarity: Cosine similarity of query and memory embeddings, or None when the
+            vector channel did not score it. Never a fused score.
+        score: The fused ranking score (reciprocal-rank fusion plus recency prior); only
+            meaningful for ordering within one result.
+        channels: Which retrievers found it: ``vector``, ``keyword_all`` (every query
+            term matched), ``keyword_any``.
+    """
+
+    memory: Memory
+    similarity: float | None
+    score: float
+    channels: tuple[str, ...] = ()
+
+    @property
+    def exact_keyword(self) -> bool:
+        """True when every term of the query matched lexically (identifier hits)."""
+        return "keyword_all" in self.channels
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What session-start shows: durable facts about the person/project, and recent activity.
+
+    Attributes:
+        space: The canonical container tag.
+        facts: Durable preferences, conventions and decisions, newest first.
+        recent: The latest memories of the space, newest first.
+    """
+
+    space: str
+    facts: tuple[Memory, ...] = ()
+    recent: tuple[Memory, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Answer of a search; zero hits is a normal answer.
+
+    Attributes:
+        query: The query as given.
+        space: Canonical container tag searched.
+        spaces: Every tag that names the space (the canonical one and its aliases).
+        hits: Best first.
+        profile: Filled when the caller asked for the profile.
+    """
+
+    query: str
+    space: str
+    spaces: tuple[str, ...]
+    hits: tuple[SearchHit, ...] = ()
+    profile: Profile | None = None
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """Answer of a save.
+
+    Attributes:
+        memory: The live row that now holds the content.
+        space: Where the row actually went (may differ from the tag asked for, when that
+            tag is an alias of another space).
+        status: ``created``; ``duplicate`` (identical live content already there: nothing
+            written); ``updated`` (customId upsert replaced a previous version); ``queued``
+            (extract mode: a job was queued, nothing saved yet).
+        previous: The version a customId upsert replaced.
+        job_id: Id of the queued extract job, for ``queued``.
+    """
+
+    memory: Memory | None
+    space: str
+    status: Literal["created", "duplicate", "updated", "queued"]
+    previous: Memory | None = None
+    job_id: str | None = None
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """Answer of an update: the new live version and the one it superseded.
+
+    ``status`` is ``updated``, or ``unchanged`` when the content was already the same.
+    """
+
+    memory: Memory
+    previous: Memory
+    status: Literal["updated", "unchanged"] = "updated"
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    """Answer of a forget.
+
+    Attributes:
+        memory: The version that was tombstoned.
+        matched_by: ``id``, ``content`` (exact text) or ``query`` (closest match).
+        similarity: For ``query``: the cosine similarity of the match (>= 0.85).
+    """
+
+    memory: Memory
+    matched_by: Literal["id", "content", "query"]
+    similarity: float | None = None
+
+
+# --- hooks ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """A host's hook payload, normalised by its adapter.
+
+    Attributes:
+        host: Adapter name (``claude``, ``codex``, ...).
+        event: Our event name: ``session-start``, ``prompt`` or ``stop``.
+        session_id: The host's session id, when sent.
+        cwd: Working folder of the session (decides the space).
+        prompt: The person's prompt text (prompt event; for hosts that echo it, stop too),
+            with any context we injected earlier already stripped.
+        transcript_path: Path of the host's transcript file, when it has one.
+        reentrant: True for a stop that the host re-fired after a hook blocked
+            (Claude's ``stop_hook_active``); such a stop saves nothing.
+        last_assistant_message: The reply the host put in the payload, when it did.
+        source: Session-start source (``startup``, ``resume``, ``clear``, ``compact``).
+        raw: The payload as received, for adapter-specific readers.
+    """
+
+    host: str
+    event: HookEvent
+    session_id: str | None = None
+    cwd: str | None = None
+    prompt: str | None = None
+    transcript_path: str | None = None
+    reentrant: bool = False
+    last_assistant_message: str | None = None
+    source: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """The last user/assistant exchange of a session, as plain text."""
+
+    user: str
+    assistant: str
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """What a hook decided, before a host adapter renders it.
+
+    Attributes:
+        event: Our event name.
+        outcome: ``ok``, ``skipped`` or ``failed``.
+        block: The context block to inject (``<bli-memory-recall>...``), or None.
+        reason: Closed-set reason for ``skipped``/``failed``.
+        fields: Extra receipt fields (``hits``, ``chars``, ``masked``, ``queued``, ...).
+    """
+
+    event: HookEvent
+    outcome: Literal["ok", "skipped", "failed"]
+    block: str | None = None
+    reason: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RenderedOutput:
+    """A hook result in the host's own format: what to write to stdout, and the exit code."""
+
+    stdout: str = ""
+    exit_code: int = 0
+
+
+# --- installer --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostConfigPlan:
+    """Config edits one host needs: the new text of each file it touches.
+
+    Attributes:
+        host: Adapter name.
+        files: Map of absolute path -> (old text or None when absent, new text or None
+            to delete). Only files whose text changes are listed.
+        notes: One-line remarks for the person (trust, extras needed, ...).
+    """
+
+    host: str
+    files: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """What is installed for one host.
+
+    ``state`` is ``installed``, ``outdated`` (paths or timeouts differ from the
+    contract), ``absent`` (nothing of ours) or ``not_found`` (host not on this machine).
+    """
+
+    host: str
+    state: Literal["installed", "outdated", "absent", "not_found"]
+    details: tuple[str, ...] = ()

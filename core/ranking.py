@@ -1,0 +1,78 @@
+"""Fusion of the retrieval channels into one ranking.
+
+Channels (see :mod:`bli_memory.core.engine`): ``vector`` (exact cosine k-NN),
+``keyword_all`` (FTS5 match of every query term: identifiers, exact phrases) and
+``keyword_any`` (FTS5 bm25 over any query term). They are fused with weighted
+reciprocal-rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009: ``sum w / (k + rank)``,
+k = 60) plus a recency prior ``recency_weight * 0.5 ** (age_days / half_life_days)``.
+
+The weights are measured, not guessed: ``bench/run`` reports every ablation side by
+side on LoCoMo and ``docs/benchmarks.md`` records why the defaults are what they are.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["RankingConfig", "reciprocal_rank_fusion", "recency_prior"]
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """Weights and sizes of the hybrid ranking.
+
+    Attributes:
+        weights: RRF weight per channel; a channel with weight 0 is not queried.
+        rrf_k: RRF constant k (60 in the original paper).
+        candidates: How many candidates each channel contributes.
+        recency_weight: Weight of the recency prior (0 turns it off).
+        recency_half_life_days: Age at which the prior has halved.
+        min_similarity: A hit found only by the vector channel needs at least this cosine
+            similarity; keyword hits always pass. Unrelated text scores about 0 with
+            all-MiniLM-L6-v2 and loosely related text 0.3+, so 0.2 keeps a search of an
+            unrelated question silent without hiding paraphrases (docs/benchmarks.md).
+    """
+
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: {"vector": 1.0, "keyword_all": 1.0, "keyword_any": 0.5}
+    )
+    rrf_k: float = 60.0
+    candidates: int = 50
+    recency_weight: float = 0.002
+    recency_half_life_days: float = 30.0
+    min_similarity: float = 0.2
+
+    def weight(self, channel: str) -> float:
+        """Weight of ``channel`` (0 when absent)."""
+        return float(self.weights.get(channel, 0.0))
+
+
+def reciprocal_rank_fusion(
+    rankings: Mapping[str, Sequence[int]], config: RankingConfig
+) -> dict[int, float]:
+    """Weighted RRF over channel rankings.
+
+    Args:
+        rankings: Channel name -> item ids, best first.
+        config: Weights and k.
+
+    Returns:
+        Item id -> fused score (higher is better).
+    """
+    scores: dict[int, float] = {}
+    for channel, items in rankings.items():
+        w = config.weight(channel)
+        if w == 0:
+            continue
+        for rank, item in enumerate(items, start=1):
+            scores[item] = scores.get(item, 0.0) + w / (config.rrf_k + rank)
+    return scores
+
+
+def recency_prior(age_days: float, config: RankingConfig) -> float:
+    """The recency bonus for a memory ``age_days`` old (never negative ages)."""
+    if config.recency_weight == 0:
+        return 0.0
+    return config.recency_weight * 0.5 ** (max(age_days, 0.0) / config.recency_half_life_days)

@@ -1,0 +1,126 @@
+"""Settings of BLI Memory, read from ``BLI_MEMORY_*`` environment variables.
+
+The variables named by the BLI Memory spec keep their names and meaning:
+``BLI_MEMORY_CONTAINER_TAG``, ``BLI_MEMORY_ISOLATE_WORKTREES``,
+``BLI_MEMORY_DEVICE_TOKEN``, ``BLI_MEMORY_DASHBOARD_URL`` and ``BLI_MEMORY_DAEMON``.
+The rest are ours and documented on each field. Paths derive from ``HOME`` and the
+XDG variables (see :mod:`bli_memory.core.paths`).
+
+This module imports pydantic; the hook entry point must not import it (it reads the
+few variables it needs with the standard library) and only the engine path does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bli_memory.core import paths
+
+__all__ = ["Settings", "load_settings"]
+
+
+class Settings(BaseSettings):
+    """Every setting, with its environment variable ``BLI_MEMORY_<FIELD>``.
+
+    Raises:
+        pydantic.ValidationError: when a variable has a value of the wrong type;
+            :func:`load_settings` converts it to :class:`~bli_memory.core.errors.ConfigError`.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="BLI_MEMORY_", extra="ignore", frozen=True)
+
+    # --- the spec's variables -------------------------------------------------------
+    container_tag: str | None = Field(
+        default=None, description="Force the memory space instead of deriving it from the folder."
+    )
+    isolate_worktrees: bool = Field(
+        default=False, description="Give each git worktree its own space rather than the repo's."
+    )
+    device_token: SecretStr | None = Field(
+        default=None, description="Device token for the memory service instead of the session file."
+    )
+    dashboard_url: str | None = Field(
+        default=None, description="Base URL of the memory service; unset means the embedded store."
+    )
+    daemon: bool = Field(default=True, description="0 turns the resident daemon route off.")
+
+    # --- ours ---------------------------------------------------------------------
+    data_dir: Path | None = Field(
+        default=None, description="Folder of the embedded store (default: XDG data dir / bli-memory)."
+    )
+    similarity_floor: float = Field(
+        default=0.35,
+        ge=-1.0,
+        le=1.0,
+        description=(
+            "Cosine similarity a hit needs to be injected by the prompt hook. The spec's 0.55 was "
+            "for another model; 0.35 is calibrated for all-MiniLM-L6-v2 (docs/benchmarks.md)."
+        ),
+    )
+    recall_limit: int = Field(default=5, ge=1, le=20, description="Hits the prompt hook injects at most.")
+    recall_budget_chars: int = Field(
+        default=6000, ge=200, description="Upper bound on one injected block, in characters."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="warning", description="Level of the log lines written to stderr."
+    )
+    log_format: Literal["console", "json"] = Field(default="console", description="stderr log format.")
+    embedder_threads: int | None = Field(
+        default=None, ge=1, le=64, description="onnxruntime intra-op threads (default: up to 4)."
+    )
+
+    @field_validator("container_tag", "dashboard_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+    @property
+    def store_path(self) -> Path:
+        """Path of the embedded SQLite store."""
+        if self.data_dir is not None:
+            return Path(self.data_dir).expanduser() / "memory.sqlite3"
+        return paths.store_path()
+
+    @property
+    def remote(self) -> bool:
+        """True when a memory service URL is configured (env var or paired session)."""
+        return self.dashboard_url is not None or paths.session_file_path().exists()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment, converting bad values to ``ConfigError``.
+
+    Args:
+        **overrides: field values that win over the environment (tests, CLI flags).
+
+    Returns:
+        A frozen :class:`Settings`.
+
+    Raises:
+        ConfigError: a ``BLI_MEMORY_*`` variable has a value that cannot be used; the
+            message names the variable.
+    """
+    from pydantic import ValidationError
+
+    from bli_memory.core.errors import ConfigError
+
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else "?"
+        raise ConfigError(
+            f"BLI_MEMORY_{field.upper()} is invalid: {first.get('msg', 'bad value')}",
+            reason="config_invalid",
+        ) from exc

@@ -1,0 +1,630 @@
+"""The embedded SQLite store: memory rows, keyword index, vectors, aliases, jobs.
+
+One SQLite file (WAL, busy timeout) shared by the MCP server, the hooks and the
+daemon. Every write is one ``BEGIN IMMEDIATE`` transaction in which the row, its
+keyword-index entry and its vector agree. Vectors are little-endian float32 blobs in
+the row (the source of truth) and are scored exactly with numpy from an in-process
+cache that is refreshed when the space's write generation moves.
+
+The store knows nothing about embedding models beyond the name and dimension it
+records; :mod:`bli_memory.core.engine` computes vectors and ranks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import unicodedata
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.errors import ModelMismatchError, NotFoundError, StoreError
+from bli_memory.core.migrations import migrate
+from bli_memory.core.models import Memory
+from bli_memory.core.terms import index_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "SQLiteStore",
+    "VectorSet",
+    "content_hash",
+    "decode_vector",
+    "encode_vector",
+    "normalise_content",
+    "now_iso",
+]
+
+#: Longest memory accepted, in characters. A memory is a fact, not a document; the
+#: embedding model reads only the first 256 tokens anyway.
+MAX_CONTENT_CHARS = 20_000
+
+_COLUMNS = (
+    "seq, id, space, content, custom_id, metadata, source, session_id, created_at, updated_at, "
+    "version, supersedes, state, forgotten_at, expires_at"
+)
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO 8601 with microseconds and ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def normalise_content(content: str) -> str:
+    """Strip surrounding whitespace and NFC-normalise; the form that is stored and hashed."""
+    return unicodedata.normalize("NFC", content.strip())
+
+
+def content_hash(content: str) -> str:
+    """sha256 hex of the normalised content (identical text in a space is one memory)."""
+    return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def encode_vector(vector: np.ndarray) -> bytes:
+    """Little-endian float32 bytes of a 1-d vector."""
+    import numpy as np
+
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def decode_vector(blob: bytes) -> np.ndarray:
+    """Inverse of :func:`encode_vector`: a float32 array (read-only view of ``blob``)."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f4")
+
+
+@dataclass
+class VectorSet:
+    """The live vectors of a set of spaces, held in memory.
+
+    Attributes:
+        seqs: int64 array (n,) of row sequence numbers.
+        matrix: float32 array (n, d), rows L2-normalised.
+    """
+
+    seqs: np.ndarray
+    matrix: np.ndarray
+    generation: tuple[tuple[int, int], ...]
+    max_seq: int
+
+
+def _row_to_memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=row[1],
+        space=row[2],
+        content=row[3],
+        custom_id=row[4],
+        metadata=json.loads(row[5]) if row[5] else {},
+        source=row[6],
+        session_id=row[7],
+        created_at=row[8],
+        updated_at=row[9],
+        version=row[10],
+        supersedes=row[11],
+        state=row[12],
+        forgotten_at=row[13],
+        expires_at=row[14],
+    )
+
+
+class SQLiteStore:
+    """One embedded store file.
+
+    Args:
+        path: The SQLite file; its folder is created (mode 0700) if missing.
+        model_name: Name of the embedding model whose vectors this process writes.
+        dimensions: Length of those vectors.
+        busy_timeout_ms: How long a write waits for another process's write lock.
+
+    Raises:
+        StoreError: the file cannot be opened or is not a BLI Memory store.
+        MigrationError: the schema cannot be brought up to date.
+        ModelMismatchError: the store's vectors were made by another model.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        model_name: str,
+        dimensions: int,
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
+        self.path = Path(path)
+        self.model_name = model_name
+        self.dimensions = dimensions
+        self._lock = threading.RLock()
+        self._vector_cache: dict[tuple[str, ...], VectorSet] = {}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_ms / 1000, isolation_level=None,
+                check_same_thread=False,
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the memory store: {exc}", reason="store_unavailable") from exc
+        try:
+            self.migrations_applied = migrate(self._conn)
+            self._check_model()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection. Idempotent."""
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:  # pragma: no cover - closing never matters
+                pass
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"store read failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; rolled back on any exception."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"store is busy or read-only: {exc}", reason="store_busy") from exc
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"store write failed: {exc}") from exc
+                raise
+
+    def _check_model(self) -> None:
+        with self._read() as conn:
+            rows = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
+        recorded = rows.get("embedding_model")
+        if recorded is None:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
+                    "('embedding_dimensions', ?)",
+                    (self.model_name, str(self.dimensions)),
+                )
+            return
+        if recorded != self.model_name:
+            raise ModelMismatchError(
+                f"the store at {self.path} holds vectors of the embedding model {recorded!r}, "
+                f"but this process uses {self.model_name!r}; run `bli-memory-mcp memory reembed` "
+                "to re-embed it, or point BLI_MEMORY_DATA_DIR at another store"
+            )
+
+    def meta(self) -> dict[str, str]:
+        """The store's recorded metadata (embedding model, dimensions)."""
+        with self._read() as conn:
+            return dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
+
+    # --- spaces --------------------------------------------------------------------
+
+    def resolve_space(self, tag: str) -> tuple[str, tuple[str, ...]]:
+        """Canonical tag for ``tag`` and every tag that names the same space.
+
+        Returns:
+            ``(canonical, (canonical, alias, ...))``; a tag with no alias row is its own
+            canonical space.
+        """
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT canonical FROM memory_space_aliases WHERE alias = ?", (tag,)
+            ).fetchone()
+            canonical = row[0] if row else tag
+            aliases = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT alias FROM memory_space_aliases WHERE canonical = ? ORDER BY alias",
+                    (canonical,),
+                )
+            ]
+        return canonical, tuple(dict.fromkeys([canonical, *aliases]))
+
+    def add_alias(self, alias: str, canonical: str) -> None:
+        """Declare that ``alias`` names the same space as ``canonical``."""
+        if alias == canonical:
+            return
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO memory_space_aliases (alias, canonical, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (alias) DO UPDATE SET canonical = excluded.canonical",
+                (alias, canonical, now_iso()),
+            )
+
+    # --- reads ---------------------------------------------------------------------
+
+    def get(self, id: str) -> Memory | None:
+        """The row with this id, in any state, or None."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (id,)).fetchone()
+        return _row_to_memory(row) if row else None
+
+    def find_live(
+        self, spaces: Sequence[str], *, custom_id: str | None = None, sha256: str | None = None
+    ) -> Memory | None:
+        """The live row of these spaces with this customId or content hash, or None."""
+        marks = ",".join("?" * len(spaces))
+        if custom_id is not None:
+            sql, arg = f"custom_id = ? AND space IN ({marks})", custom_id
+        elif sha256 is not None:
+            sql, arg = f"content_sha256 = ? AND space IN ({marks})", sha256
+        else:  # pragma: no cover - programming error
+            raise ValueError("custom_id or sha256 required")
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND {sql} "
+                "ORDER BY seq DESC LIMIT 1",
+                (arg, *spaces),
+            ).fetchone()
+        return _row_to_memory(row) if row else None
+
+    def rows_by_seq(self, seqs: Iterable[int], *, live_only: bool = True) -> dict[int, Memory]:
+        """Rows by sequence number; with ``live_only``, active and unexpired only."""
+        seq_list = [int(s) for s in seqs]
+        if not seq_list:
+            return {}
+        out: dict[int, Memory] = {}
+        now = now_iso()
+        with self._read() as conn:
+            for start in range(0, len(seq_list), 500):
+                chunk = seq_list[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                where = f"seq IN ({marks})"
+                args: list[Any] = list(chunk)
+                if live_only:
+                    where += " AND state = 'active' AND (expires_at IS NULL OR expires_at > ?)"
+                    args.append(now)
+                for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE {where}", args):
+                    out[row[0]] = _row_to_memory(row)
+        return out
+
+    def history(self, id: str) -> list[Memory]:
+        """Every version in the chain of ``id``, newest first (tombstones included).
+
+        Raises:
+            NotFoundError: no row has this id.
+        """
+        start = self.get(id)
+        if start is None:
+            raise NotFoundError(f"no memory with id {id}")
+        with self._read() as conn:
+            # Walk forward to the newest version, then back along `supersedes`.
+            newest = start
+            while True:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE supersedes = ? ORDER BY seq DESC LIMIT 1",
+                    (newest.id,),
+                ).fetchone()
+                if row is None:
+                    break
+                newest = _row_to_memory(row)
+            chain = [newest]
+            while chain[-1].supersedes:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (chain[-1].supersedes,)
+                ).fetchone()
+                if row is None:
+                    break
+                chain.append(_row_to_memory(row))
+        return chain
+
+    def recent(self, spaces: Sequence[str], *, limit: int = 10) -> list[Memory]:
+        """Newest live memories of these spaces."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq DESC LIMIT ?",
+                (*spaces, now_iso(), int(limit)),
+            ).fetchall()
+        return [_row_to_memory(r) for r in rows]
+
+    def count_by_state(self, spaces: Sequence[str] | None = None) -> dict[str, int]:
+        """Row counts per state, for these spaces or the whole store."""
+        with self._read() as conn:
+            if spaces:
+                marks = ",".join("?" * len(spaces))
+                rows = conn.execute(
+                    f"SELECT state, count(*) FROM memories WHERE space IN ({marks}) GROUP BY state",
+                    tuple(spaces),
+                ).fetchall()
+            else:
+                rows = conn.execute("SELECT state, count(*) FROM memories GROUP BY state").fetchall()
+        counts = {"active": 0, "superseded": 0, "forgotten": 0}
+        counts.update(dict(rows))
+        return counts
+
+    def keyword_search(
+        self, spaces: Sequence[str], match: str, *, limit: int
+    ) -> list[tuple[int, float]]:
+        """Live rows matching an FTS5 expression built by :mod:`bli_memory.core.terms`.
+
+        Returns:
+            ``[(seq, bm25), ...]`` best first (lower bm25 is better in SQLite).
+        """
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            return [
+                (int(r[0]), float(r[1]))
+                for r in conn.execute(
+                    "SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts AS f "
+                    "JOIN memories AS m ON m.seq = f.rowid "
+                    f"WHERE memory_fts MATCH ? AND m.space IN ({marks}) AND m.state = 'active' "
+                    "ORDER BY rank LIMIT ?",
+                    (match, *spaces, int(limit)),
+                )
+            ]
+
+    def vectors(self, spaces: Sequence[str]) -> VectorSet:
+        """Live vectors of these spaces, from the in-process cache when still current.
+
+        The cache is checked against ``space_generation`` (one indexed read); new rows
+        are appended incrementally, and a removal reloads the set.
+        """
+        import numpy as np
+
+        key = tuple(sorted(spaces))
+        marks = ",".join("?" * len(key))
+        with self._read() as conn:
+            gens = dict(
+                (r[0], (int(r[1]), int(r[2])))
+                for r in conn.execute(
+                    f"SELECT space, generation, removals FROM space_generation WHERE space IN ({marks})",
+                    key,
+                )
+            )
+            generation = tuple(gens.get(s, (0, 0)) for s in key)
+            cached = self._vector_cache.get(key)
+            if cached is not None and cached.generation == generation:
+                return cached
+            removals_same = cached is not None and all(
+                a[1] == b[1] for a, b in zip(cached.generation, generation, strict=True)
+            )
+            since = cached.max_seq if (cached is not None and removals_same) else 0
+            rows = conn.execute(
+                f"SELECT seq, embedding FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                "AND seq > ? AND embedding IS NOT NULL ORDER BY seq",
+                (*key, since),
+            ).fetchall()
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if rows:
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(
+                len(rows), self.dimensions
+            )
+        else:
+            matrix = np.zeros((0, self.dimensions), dtype=np.float32)
+        if since and cached is not None:
+            seqs = np.concatenate([cached.seqs, seqs])
+            matrix = np.concatenate([cached.matrix, matrix]) if len(rows) else cached.matrix
+        max_seq = int(seqs[-1]) if len(seqs) else 0
+        vs = VectorSet(seqs=seqs, matrix=matrix, generation=generation, max_seq=max_seq)
+        self._vector_cache[key] = vs
+        return vs
+
+    # --- writes --------------------------------------------------------------------
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, space: str, *, removal: bool) -> None:
+        conn.execute(
+            "INSERT INTO space_generation (space, generation, removals) VALUES (?, 1, ?) "
+            "ON CONFLICT (space) DO UPDATE SET generation = generation + 1, "
+            "removals = removals + excluded.removals",
+            (space, 1 if removal else 0),
+        )
+
+    def _insert(self, conn: sqlite3.Connection, memory: Memory, vector: np.ndarray) -> None:
+        if vector.shape != (self.dimensions,):
+            raise StoreError(f"vector has shape {vector.shape}, expected ({self.dimensions},)")
+        cur = conn.execute(
+            "INSERT INTO memories (id, space, content, custom_id, metadata, source, session_id, "
+            "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "
+            "content_sha256, embedding, embedding_model) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
+            (
+                memory.id, memory.space, memory.content, memory.custom_id,
+                json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True), memory.source,
+                memory.session_id, memory.created_at, memory.updated_at, memory.version,
+                memory.supersedes, memory.expires_at, content_hash(memory.content),
+                encode_vector(vector), self.model_name,
+            ),
+        )
+        conn.execute(
+            "INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)",
+            (cur.lastrowid, index_text(memory.content)),
+        )
+        self._bump(conn, memory.space, removal=False)
+
+    @staticmethod
+    def _retire(conn: sqlite3.Connection, memory: Memory, state: str, at: str) -> None:
+        """Move a live row out of the live set and out of the keyword index."""
+        seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory.id,)).fetchone()[0]
+        if state == "forgotten":
+            conn.execute(
+                "UPDATE memories SET state = 'forgotten', forgotten_at = ?, updated_at = ?, "
+                "embedding = NULL WHERE seq = ?",
+                (at, at, seq),
+            )
+        else:
+            conn.execute(
+                "UPDATE memories SET state = ?, updated_at = ? WHERE seq = ?", (state, at, seq)
+            )
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+        SQLiteStore._bump(conn, memory.space, removal=True)
+
+    def save(
+        self,
+        content: str,
+        vector: np.ndarray,
+        *,
+        space: str,
+        spaces: Sequence[str],
+        custom_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        source: str = "mcp",
+        session_id: str | None = None,
+        expires_at: str | None = None,
+    ) -> tuple[str, Memory, Memory | None]:
+        """Insert, deduplicate or upsert, in one transaction.
+
+        Args:
+            content: Normalised content (see :func:`normalise_content`).
+            vector: Its embedding, float32 (d,).
+            space: Canonical tag the row goes to.
+            spaces: Every tag naming the space (duplicates are looked for in all).
+            custom_id: Upsert key: a live row with it becomes history of the new row.
+
+        Returns:
+            ``(status, live_row, previous)`` with status ``created``, ``duplicate`` or
+            ``updated``.
+        """
+        sha = content_hash(content)
+        marks = ",".join("?" * len(spaces))
+        at = now_iso()
+        with self._write() as conn:
+            if custom_id is not None:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND custom_id = ? "
+                    f"AND space IN ({marks})",
+                    (custom_id, *spaces),
+                ).fetchone()
+                if row is not None:
+                    previous = _row_to_memory(row)
+                    if content_hash(previous.content) == sha and (
+                        metadata is None or metadata == previous.metadata
+                    ):
+                        return "duplicate", previous, None
+                    self._retire(conn, previous, "superseded", at)
+                    memory = Memory(
+                        id=str(uuid.uuid4()), space=previous.space, content=content,
+                        custom_id=custom_id,
+                        metadata=metadata if metadata is not None else previous.metadata,
+                        source=source, session_id=session_id, created_at=at, updated_at=at,
+                        version=previous.version + 1, supersedes=previous.id, expires_at=expires_at,
+                    )
+                    self._insert(conn, memory, vector)
+                    return "updated", memory, previous
+            else:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND content_sha256 = ? "
+                    f"AND space IN ({marks}) ORDER BY seq LIMIT 1",
+                    (sha, *spaces),
+                ).fetchone()
+                if row is not None:
+                    return "duplicate", _row_to_memory(row), None
+            memory = Memory(
+                id=str(uuid.uuid4()), space=space, content=content, custom_id=custom_id,
+                metadata=metadata or {}, source=source, session_id=session_id, created_at=at,
+                updated_at=at, version=1, expires_at=expires_at,
+            )
+            self._insert(conn, memory, vector)
+            return "created", memory, None
+
+    def supersede(self, previous: Memory, content: str, vector: np.ndarray) -> Memory:
+        """Replace a live row with a new version pointing at it, in one transaction.
+
+        Raises:
+            NotFoundError: ``previous`` is no longer live (another writer got there first).
+        """
+        at = now_iso()
+        with self._write() as conn:
+            state = conn.execute("SELECT state FROM memories WHERE id = ?", (previous.id,)).fetchone()
+            if state is None or state[0] != "active":
+                raise NotFoundError(f"memory {previous.id} is no longer live")
+            self._retire(conn, previous, "superseded", at)
+            memory = replace(
+                previous, id=str(uuid.uuid4()), content=content, created_at=at, updated_at=at,
+                version=previous.version + 1, supersedes=previous.id, state="active",
+            )
+            self._insert(conn, memory, vector)
+        return memory
+
+    def forget(self, memory: Memory) -> Memory:
+        """Tombstone a live row: state ``forgotten``, out of the keyword index, vector dropped.
+
+        Raises:
+            NotFoundError: it is not live.
+        """
+        at = now_iso()
+        with self._write() as conn:
+            state = conn.execute("SELECT state FROM memories WHERE id = ?", (memory.id,)).fetchone()
+            if state is None or state[0] != "active":
+                raise NotFoundError(f"memory {memory.id} is not live")
+            self._retire(conn, memory, "forgotten", at)
+        return replace(memory, state="forgotten", forgotten_at=at, updated_at=at)
+
+    def purge(self, id: str) -> int:
+        """Erase a memory and every version of it from the file, for secrets saved by mistake.
+
+        Uses ``secure_delete`` and checkpoints the WAL so the bytes leave the disk
+        files, not just the live set.
+
+        Returns:
+            Number of rows erased.
+
+        Raises:
+            NotFoundError: no row has this id.
+        """
+        chain = self.history(id)
+        with self._lock:
+            self._conn.execute("PRAGMA secure_delete = ON")
+            try:
+                with self._write() as conn:
+                    for m in chain:
+                        seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (m.id,)).fetchone()
+                        if seq is None:
+                            continue
+                        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq[0],))
+                        conn.execute("DELETE FROM memories WHERE seq = ?", (seq[0],))
+                        self._bump(conn, m.space, removal=True)
+                self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                self._conn.execute("PRAGMA secure_delete = OFF")
+        return len(chain)
+
+    # --- extract jobs --------------------------------------------------------------
+
+    def enqueue_job(self, text: str, *, space: str, source: str, session_id: str | None) -> str:
+        """Write one durable ``memory_extract_jobs`` row; returns its id."""
+        job_id = str(uuid.uuid4())
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO memory_extract_jobs (id, space, text, source, session_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (job_id, space, text, source, session_id, now_iso()),
+            )
+        return job_id
+
+    def job_counts(self) -> dict[str, int]:
+        """Extract jobs per state."""
+        with self._read() as conn:
+            return dict(
+                conn.execute("SELECT state, count(*) FROM memory_extract_jobs GROUP BY state").fetchall()
+            )

@@ -1,0 +1,1 @@
+"""JSON Schema files shipped as package data (load with ``importlib.resources``)."""

@@ -1,0 +1,60 @@
+"""Shared fixtures: every test runs in a temporary HOME with clean BLI_MEMORY_* settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("BLI_MEMORY_SHARED_DIR", REPO_ROOT.parent / "shared"))
+FIXTURES = SHARED / "fixtures" / "hosts"
+BIN_DIR = Path(sys.executable).parent
+
+
+def bin_path(name: str = "bli-memory-mcp") -> str:
+    """Absolute path of an installed console script of this environment."""
+    path = BIN_DIR / name
+    if not path.exists():
+        pytest.fail(f"console script {name} is not installed next to {sys.executable}; pip install -e .")
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME and the XDG folders at a temporary folder; drop BLI_MEMORY_* variables."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for key in list(os.environ):
+        if key.startswith("BLI_MEMORY_") or key.startswith("XDG_"):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # The daemon route is tested on purpose in its own tests; elsewhere hooks go direct.
+    monkeypatch.setenv("BLI_MEMORY_DAEMON", "0")
+    return home
+
+
+def git(*args: str, cwd: Path) -> str:
+    """Run git with a neutral identity; returns stdout."""
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main",
+         *args],
+        cwd=cwd, check=True, capture_output=True, text=True,
+    ).stdout
+
+
+def make_repo(path: Path, remote: str | None) -> Path:
+    """A git repository at ``path`` with one commit and (optionally) an origin remote."""
+    path.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", cwd=path)
+    if remote:
+        git("remote", "add", "origin", remote, cwd=path)
+    (path / "README").write_text("x\n")
+    git("add", "README", cwd=path)
+    git("commit", "-q", "-m", "init", cwd=path)
+    return path
