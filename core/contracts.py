@@ -299,12 +299,15 @@ def register_redaction_rules(register: Callable[[Any], None]) -> None:
 DEFAULT_PLUGINS: tuple[str, ...] = ("bli_memory.core.engine",)
 
 
-def get_plugin_manager(*, load_entrypoints: bool = True) -> pluggy.PluginManager:
+def get_plugin_manager(*, load_entrypoints: bool = True, host: str | None = None) -> pluggy.PluginManager:
     """Build a plugin manager with every spec, the core plugins and the host plugins.
 
     Args:
         load_entrypoints: Load the ``bli_memory.hosts`` entry points (built-in adapters
             included). Tests pass ``False`` and register throwaway plugins.
+        host: When only this host's adapter is needed (the hook entry point), a
+            built-in adapter is registered directly and the entry-point scan is skipped;
+            an unknown name falls back to the scan.
 
     Returns:
         A fresh :class:`pluggy.PluginManager`; ``BLI_MEMORY_TRACE_PLUGINS=1`` prints
@@ -317,7 +320,12 @@ def get_plugin_manager(*, load_entrypoints: bool = True) -> pluggy.PluginManager
     for name in DEFAULT_PLUGINS:
         pm.register(importlib.import_module(name), name=name)
     if load_entrypoints:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        from bli_memory.adapters import BUILTIN_HOSTS
+
+        if host is not None and host in BUILTIN_HOSTS:
+            pm.register(importlib.import_module(BUILTIN_HOSTS[host]), name=host)
+        else:
+            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
     pm.check_pending()
     if os.environ.get("BLI_MEMORY_TRACE_PLUGINS", "") not in ("", "0"):
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))

@@ -19,6 +19,7 @@ score orders results and is never shown as a similarity.
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -107,10 +108,10 @@ class EmbeddedBackend:
                         self.store_path, model_name=self._model_name, dimensions=self._dimensions
                     )
                     if self._store.migrations_applied:
-                        import structlog
-
-                        structlog.get_logger(component="store").info(
-                            "store migrated", migrations=self._store.migrations_applied
+                        # stdlib logging: silent unless a process configured it (the MCP
+                        # server sends it to stderr); a hook's stdout must stay clean.
+                        logging.getLogger("bli_memory.store").info(
+                            "store migrated: %s", ", ".join(self._store.migrations_applied)
                         )
         return self._store
 

@@ -1,0 +1,117 @@
+"""The context blocks hooks inject, and the text hygiene every injected line gets.
+
+- ``<bli-memory-recall>``: prompt hook, the top hits for the prompt.
+- ``<bli-memory-context>``: session-start, User Profile and Recent Context.
+
+Every line inside a block carries the store marker ``[bli]`` (so a person can tell
+which store answered, BLI Memory spec "Live A/B"), memory lines start with the
+memory's date so relative words in it ("yesterday") resolve, the text is valid
+UTF-8 (lone surrogates become U+FFFD), and the block is bounded by a character
+budget, cut on code-point boundaries. :func:`strip_injected` removes these blocks
+(and Gemini's ``<hook_context>`` wrapper) from captured text so recalled memories are
+never saved back. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bli_memory.core.models import Memory, SearchHit
+
+__all__ = [
+    "CONTEXT_TAG",
+    "MARKER",
+    "RECALL_TAG",
+    "clean_text",
+    "context_block",
+    "recall_block",
+    "strip_injected",
+    "truncate",
+]
+
+MARKER = "[bli]"
+RECALL_TAG = "bli-memory-recall"
+CONTEXT_TAG = "bli-memory-context"
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_INJECTED = re.compile(
+    r"<(bli-memory-recall|bli-memory-context|hook_context)\b[^>]*>.*?</\1>\s*"
+    r"|<(bli-memory-recall|bli-memory-context|hook_context)\b[^>]*>.*\Z",
+    re.DOTALL,
+)
+
+
+def clean_text(text: str) -> str:
+    """Valid, printable UTF-8: lone surrogates -> U+FFFD, control characters dropped."""
+    return _CONTROL.sub("", _SURROGATES.sub("\ufffd", text))
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most ``limit`` code points; an ellipsis marks a cut. Never splits a code point."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
+
+
+def strip_injected(text: str) -> str:
+    """Remove every block we (or a host on our behalf) injected earlier."""
+    return _INJECTED.sub("", text)
+
+
+def _one_line(text: str, limit: int) -> str:
+    return truncate(" ".join(clean_text(text).split()), limit)
+
+
+def _memory_line(memory: Memory, limit: int, suffix: str = "") -> str:
+    date = memory.created_at[:10] if memory.created_at else "undated"
+    return f"{MARKER} [{date}] {_one_line(memory.content, limit)}{suffix}"
+
+
+def _bounded(lines: list[str], tag: str, budget: int) -> str | None:
+    head, tail = f"<{tag}>", f"</{tag}>"
+    used = len(head) + len(tail) + 2
+    kept: list[str] = []
+    for line in lines:
+        if used + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if not kept:
+        return None
+    return "\n".join([head, *kept, tail])
+
+
+def recall_block(hits: Sequence[SearchHit], *, space: str, budget: int, line_chars: int = 600) -> str | None:
+    """The ``<bli-memory-recall>`` block for prompt hits, or None when there are none.
+
+    Args:
+        hits: Hits to show, best first.
+        space: Container tag they came from.
+        budget: Most characters in the whole block.
+        line_chars: Most characters of one memory's text.
+    """
+    if not hits:
+        return None
+    lines = [f"{MARKER} Memories from earlier sessions in {space} that may bear on this prompt:"]
+    for h in hits:
+        sim = f" (similarity {h.similarity:.2f})" if h.similarity is not None else ""
+        lines.append(_memory_line(h.memory, line_chars, sim))
+    return _bounded(lines, RECALL_TAG, budget) if len(lines) > 1 else None
+
+
+def context_block(
+    facts: Sequence[Memory], recent: Sequence[Memory], *, space: str, budget: int, line_chars: int = 400
+) -> str | None:
+    """The ``<bli-memory-context>`` block for session-start, or None when the space is empty."""
+    if not facts and not recent:
+        return None
+    lines = [f"{MARKER} Memory for {space}, kept across sessions and agents."]
+    lines.append(f"{MARKER} User Profile:")
+    lines += [_memory_line(m, line_chars) for m in facts] or [f"{MARKER} (nothing recorded yet)"]
+    lines.append(f"{MARKER} Recent Context:")
+    lines += [_memory_line(m, line_chars) for m in recent] or [f"{MARKER} (nothing recorded yet)"]
+    return _bounded(lines, CONTEXT_TAG, budget)

@@ -1,0 +1,73 @@
+"""Hourly hook counts per event and outcome, in one JSON file written atomically.
+
+File shape (``$XDG_STATE_HOME/bli-cockpit/memory-hook-stats.json``)::
+
+    {"version": 1,
+     "hours": {"2026-11-30T05": {"prompt": {"ok": 3, "skipped_trivial": 1,
+                                            "failed:timeout": 1, "via:direct": 4}}}}
+
+Keys per event: ``ok``; ``skipped_trivial`` (counted apart, so a hook that stops
+searching is never mistaken for one that broke); ``skipped:<reason>``;
+``failed:<reason>``; ``via:daemon`` / ``via:direct``. Hours older than 31 days are
+dropped. Writes take an exclusive ``flock`` and replace the file with a rename, so
+concurrent hooks never lose or corrupt counts. ``--probe`` runs never call
+:func:`record`. Standard library only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KEEP_HOURS", "load", "outcome_key", "record"]
+
+KEEP_HOURS = 31 * 24
+
+
+def outcome_key(outcome: str, reason: str | None) -> str:
+    """Counter name for an outcome: ``ok``, ``skipped_trivial``, ``skipped:x``, ``failed:x``."""
+    if outcome == "ok":
+        return "ok"
+    if outcome == "skipped" and reason == "trivial_prompt":
+        return "skipped_trivial"
+    return f"{outcome}:{reason}"
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read the stats file; a missing or unreadable file is an empty one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("hours"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"version": 1, "hours": {}}
+
+
+def record(path: Path, event: str, keys: list[str], *, now: float | None = None) -> None:
+    """Add one to each counter in ``keys`` for ``event`` in the current UTC hour.
+
+    Never raises: stats must not break a hook.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        hour = time.strftime("%Y-%m-%dT%H", time.gmtime(now))
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = load(path)
+            bucket = data["hours"].setdefault(hour, {}).setdefault(event, {})
+            for key in keys:
+                bucket[key] = int(bucket.get(key, 0)) + 1
+            for old in sorted(data["hours"])[:-KEEP_HOURS]:
+                del data["hours"][old]
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".stats-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"), sort_keys=True)
+            os.replace(tmp, path)
+    except OSError:
+        pass

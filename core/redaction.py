@@ -1,0 +1,560 @@
+"""Secret redaction for everything that reaches the store from a transcript.
+
+This module owns the one function every transcript-derived write passes through,
+:func:`redact`, and the ordered rule table it applies, :data:`DEFAULT_RULES`. It
+imports only the standard library because it runs inside the stop hook, on the
+person's critical path.
+
+Each secret is replaced by a typed placeholder, ``[REDACTED:<kind>]``, so the fact
+around it survives ("the deploy reads ``FOO_TOKEN``") while the value does not.
+Where the secret sits inside something worth keeping, only the secret goes: the
+scheme, user and host of a URL stay, and so does the name of a variable.
+
+Rules run in a fixed order, most specific first:
+
+1. PEM private key blocks (``-----BEGIN ... PRIVATE KEY-----``), whole; a block
+   whose ``END`` line is missing loses its header and every base64 line after it.
+2. Provider credentials recognised by their documented prefix and length:
+   Anthropic, OpenAI, OpenRouter, GitHub, GitLab, Slack, AWS access key ids,
+   Google, Stripe, npm, PyPI, Hugging Face, Twilio, SendGrid, DigitalOcean,
+   Shopify, Atlassian, Databricks, Groq, xAI, Replicate, Perplexity, Linear,
+   Postman, HashiCorp Vault, Doppler, Sentry, Supabase, Notion, Grafana,
+   Square, LangSmith, Telegram and Discord bot tokens, age secret keys, and the
+   secret path of Slack and Discord webhook URLs.
+3. JSON Web Tokens (three or more base64url segments, header starting ``eyJ``).
+4. HTTP credentials: ``Authorization: Bearer|Basic|Token ...`` headers,
+   ``curl -u user:password``, and a free-standing ``Bearer <token>``.
+5. The password of a URL (``scheme://user:password@host``) and secret-named
+   query parameters (``?access_token=...``).
+6. Named secrets: the value assigned to a name that says it is secret, in
+   ``.env`` and shell lines, YAML, INI, TOML, code, CLI flags, HTTP headers and
+   JSON-ish ``"key": "value"`` pairs. A name qualifies when it contains SECRET,
+   TOKEN, PASSWORD, PASSWD, PASSPHRASE, API_KEY/APIKEY, PRIVATE_KEY,
+   ACCESS_KEY, CREDENTIAL(S) or a ``<purpose>_KEY`` such as SIGNING_KEY, in any
+   case and with ``_``, ``-`` or camelCase word breaks. The name is kept; only
+   the value is masked.
+7. Generic high-entropy values (20+ characters mixing letters and digits)
+   assigned to a weaker name such as ``*key*``, ``*auth*``, ``*session*``.
+
+What is deliberately left alone, so prose and code keep their meaning:
+
+- Prose that mentions keys, tokens or passwords without assigning one ("set the
+  API key in the dashboard", "the token expires after an hour").
+- Names whose secret word is part of a longer word or a plural that counts
+  things (``TOKENIZERS_PARALLELISM``, ``max_tokens``, ``passwordless``), and
+  names that end in a word describing the secret rather than holding it
+  (``TOKEN_TTL``, ``PASSWORD_MIN_LENGTH``, ``SECRET_KEY_FILE``, ``TOKEN_URL``).
+- Values that are obviously not secrets: empty values; values that are already
+  placeholders; references such as ``$VAR``, ``${VAR}``, ``$(command)``,
+  ``%VAR%``, ``{{ template }}`` and ``<your-key>``; values starting with
+  ``your``; masked or elided values (``xxx``, ``***``, ``sk-...``); numbers of
+  at most six digits (TTLs, limits); and a short list of stand-in words
+  (``changeme``, ``password``, ``secret``, ``none``, ``true``, ...).
+- In code, assignments whose value is code: calls (``os.getenv(...)``),
+  attribute chains (``settings.api_key``), type annotations (``password: str``)
+  and variables named after the secret (``api_key=api_key``). A lowercase
+  ``name=value`` in the middle of a line is masked only when the value holds a
+  digit or symbol, since a bare word there is usually a variable.
+
+Redaction is idempotent: running :func:`redact` on its own output changes
+nothing and reports ``masked == 0``. Every pattern is written so that matching
+stays linear in the input, and :func:`redact` never raises on a ``str``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "redact"]
+
+
+@dataclass(frozen=True)
+class Redacted:
+    """The result of :func:`redact`.
+
+    Attributes:
+        text: The input with every secret replaced by ``[REDACTED:<kind>]``.
+        masked: How many placeholders were inserted; 0 when nothing was found.
+    """
+
+    text: str
+    masked: int
+
+
+@dataclass(frozen=True)
+class RedactionRule:
+    """One kind of secret and the pattern that finds it.
+
+    For each match of ``pattern``, the text of ``group`` (the whole match when
+    ``group`` is None) is replaced by ``[REDACTED:<kind>]``; the rest of the
+    match is kept, which is how a rule keeps a variable name or a URL's host.
+    A captured value that is obviously not a secret (see the module docstring)
+    is left as it is.
+
+    Attributes:
+        kind: The placeholder label, lower snake case, e.g. ``"github_token"``.
+        pattern: The compiled pattern. It must not be able to backtrack
+            catastrophically: redaction runs on untrusted text in the hook.
+        group: The group holding the secret, by number or name; None for the
+            whole match.
+    """
+
+    kind: str
+    pattern: re.Pattern[str]
+    group: int | str | None = None
+
+
+# ---------------------------------------------------------------------------
+# Building blocks
+# ---------------------------------------------------------------------------
+
+# A token starts where no letter or digit precedes it, or right after a
+# percent-escape (``%3Dghp_...`` in a URL-encoded body).
+_START = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2}))"
+# A fixed-length token must not run on into more token characters.
+_END = r"(?![A-Za-z0-9])"
+
+# Words that make a name secret. Each must end a word: the next character is
+# not a letter of the same case, so ``TOKENIZER``/``max_tokens`` don't qualify
+# while ``apiToken``/``TOKEN_2`` do.
+_SECRET_WORDS = (
+    r"secret|token|passw(?:or)?d|passphrase|credentials?"
+    r"|(?:api|private|access|signing|encryption|master|hmac|app|auth|license"
+    r"|service)[_-]?key"
+)
+_WORD_END = r"(?:(?<=[a-z])(?![a-z])|(?<=[A-Z])(?![A-Z]))"
+_SECRET_WORD = rf"(?i:{_SECRET_WORDS}){_WORD_END}"
+# Weaker words, only trusted together with a high-entropy value.
+_WEAK_WORD = r"(?i:key|auth|pass|pwd|sig|signature|salt|session|cookie|cred)"
+
+# A name ending in one of these words describes the secret instead of holding
+# it. Numbers are never masked anyway, so the list is mostly about names whose
+# value is a location, an identifier or a unit.
+_DESCRIPTIVE_WORDS = (
+    "ttl|timeout|expiry|expires|expire|expiration|lifetime|age|in|length|len"
+    "|size|limit|count|url|uri|endpoint|host|port|file|path|dir|name|type"
+    "|header|id|field|param|alg|algorithm|enabled|required|mode|version"
+    "|scopes?|issuer|audience|ref|arn|hint"
+)
+# Checked at the start of a name: no descriptive word, after a separator or
+# as a camelCase hump, ends it.
+_NOT_DESCRIPTIVE = (
+    r"(?![\w.-]*?(?:[_.-]|[a-z0-9](?=[A-Z]))"
+    rf"(?i:{_DESCRIPTIVE_WORDS})(?![\w.-]))"
+)
+
+# An identifier (dots and dashes allowed, as in ``spring.datasource.password``
+# or ``db-password``) that holds a secret word and doesn't end descriptively.
+# The lookahead finds the word once, so a long identifier costs one scan.
+_SECRET_NAME = rf"{_NOT_DESCRIPTIVE}(?=[\w.-]*?{_SECRET_WORD})[A-Za-z_][\w.-]*"
+_UPPER_SECRET_NAME = (
+    rf"{_NOT_DESCRIPTIVE}(?=[A-Z0-9_]*?{_SECRET_WORD})[A-Z_][A-Z0-9_]*"
+)
+_NAME_START = r"(?<![\w.$-])"
+
+# A quoted value: anything on one line up to the matching, unescaped quote.
+# A value opening with a space or an operator is a string being built, as in
+# ``"token: " + token``, not a literal.
+_QUOTED_VALUE = (
+    r"(?P<q>[\"'`])(?![ \t+,;.)])"
+    r"(?P<value>(?:(?!(?P=q))[^\\\r\n]|\\[^\r\n])*)(?P=q)"
+)
+# A bare value: one whitespace-free token outside quotes.
+_BARE = r"[^\s\"'`]+"
+# End of a ``NAME=value`` line: optional trailing comment, then end of line.
+_EOL = r"(?=[ \t]*(?:#[^\r\n]*)?(?![^\r\n]))"
+# Bare values that are code, not secrets (used only where code is likely).
+_CALL_OR_LITERAL = r"[^\s\"'`]*[(\[{<]"
+_ATTRIBUTE_CHAIN = (
+    rf"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[,;]?{_EOL}"
+)
+_TYPE_NAME = (
+    r"&?(?:'[a-z]+[ \t]+)?"
+    r"(?:str|string|bytes|int|integer|float|double|bool|boolean|number|any"
+    r"|unknown|object|dict|list|tuple|void|char|[iu](?:8|16|32|64|128|size)"
+    r"|[A-Z][A-Za-z]*)"
+    rf"\??[,;]?{_EOL}"
+)
+# A variable named after the secret (``api_key``, ``self.token``,
+# ``accessToken``): an identifier without digits in which a secret word starts
+# a word. ``supersecret`` or ``Password123`` are still masked.
+_SECRET_VARIABLE = (
+    rf"(?=[A-Za-z_$][A-Za-z_$.]*[,;]?{_EOL})"
+    rf"[A-Za-z_$.]*?(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])){_SECRET_WORD}"
+)
+
+# A token-like value: at least 8 characters with a digit, or 20 without one.
+_TOKEN_CHAR = r"(?:[A-Za-z0-9_~+/-]|\.(?=[A-Za-z0-9_~+/-]))"
+_TOKEN_LIKE = (
+    rf"(?:(?=[A-Za-z0-9._~+/-]*[0-9]){_TOKEN_CHAR}{{8,}}|{_TOKEN_CHAR}{{20,}})=*"
+)
+
+
+def _rule(kind: str, pattern: str, group: int | str | None = None) -> RedactionRule:
+    return RedactionRule(kind, re.compile(pattern), group)
+
+
+def _token(kind: str, body: str) -> RedactionRule:
+    return _rule(kind, _START + body)
+
+
+# ---------------------------------------------------------------------------
+# The rule table
+# ---------------------------------------------------------------------------
+
+_PEM_LABEL = r"(?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?"
+
+_PRIVATE_KEY_RULES = (
+    _rule(
+        "private_key",
+        rf"-----BEGIN {_PEM_LABEL}-----"
+        # Complete block: the body can't contain "-----", so it stops at the
+        # END line (or at the next armour line, when END is missing).
+        rf"(?:[^-]*(?:-(?!----)[^-]*)*-----END {_PEM_LABEL}-----"
+        # Truncated block: header lines and base64 lines, each a whole line.
+        r"|(?:[ \t]*\r?\n[ \t]*"
+        r"(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n]*|[A-Za-z0-9+/=]*)"
+        r"[ \t]*(?![^\r\n]))*)",
+    ),
+)
+
+_PROVIDER_RULES = (
+    _token("anthropic_api_key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    _token("openrouter_api_key", r"sk-or-v1-[A-Za-z0-9]{32,}"),
+    _token(
+        "openai_api_key",
+        r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20,})",
+    ),
+    _token("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,})"),
+    _token(
+        "gitlab_token",
+        r"gl(?:pat|dt|rt|ptt|ft|imt|soat|cbt|agent|oas|ffct)-"
+        r"[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
+    ),
+    _token(
+        "slack_token",
+        r"(?:xoxe\.)?(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}",
+    ),
+    _rule(
+        "slack_webhook",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/"
+        r"(?P<path>[A-Za-z0-9_/-]{10,})",
+        "path",
+    ),
+    _rule(
+        "discord_webhook",
+        r"discord(?:app)?\.com/api/webhooks/[0-9]+/(?P<token>[A-Za-z0-9_-]{20,})",
+        "token",
+    ),
+    _token(
+        "aws_access_key_id",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _END,
+    ),
+    _token("google_api_key", r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    _token("google_oauth_client_secret", r"GOCSPX-[A-Za-z0-9_-]{24,}"),
+    _token(
+        "google_oauth_token",
+        r"(?:ya29\.[A-Za-z0-9_-]{20,}|(?<![/.])1//0[A-Za-z0-9_-]{30,})",
+    ),
+    _token(
+        "stripe_key",
+        r"(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+    ),
+    _token("npm_token", r"npm_[A-Za-z0-9]{36}" + _END),
+    _token("pypi_token", r"pypi-Ag[A-Za-z0-9_-]{50,}"),
+    _token("huggingface_token", r"hf_[A-Za-z0-9]{30,}"),
+    _token("twilio_api_key", r"SK[0-9a-fA-F]{32}" + _END),
+    _token("sendgrid_api_key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    _token("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}" + _END),
+    _token("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _END),
+    _token("atlassian_api_token", r"ATATT3[A-Za-z0-9_=-]{50,}"),
+    _token("databricks_token", r"dapi[a-f0-9]{32}(?:-[0-9]+)?" + _END),
+    _token("groq_api_key", r"gsk_[A-Za-z0-9]{48,}"),
+    _token("xai_api_key", r"xai-[A-Za-z0-9]{60,}"),
+    _token("replicate_api_token", r"r8_[A-Za-z0-9]{37}" + _END),
+    _token("perplexity_api_key", r"pplx-[A-Za-z0-9]{40,}"),
+    _token("linear_api_key", r"lin_api_[A-Za-z0-9]{40}" + _END),
+    _token("postman_api_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _END),
+    _token("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{24,}"),
+    _token("doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    _token("sentry_token", r"sntr[ysu]s?_[A-Za-z0-9_+/=-]{40,}"),
+    _token(
+        "supabase_key",
+        r"(?:sbp_[a-f0-9]{40}" + _END + r"|sb_secret_[A-Za-z0-9_-]{20,})",
+    ),
+    _token("notion_token", r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}" + _END + ")"),
+    _token(
+        "grafana_token",
+        r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
+        + _END
+        + ")",
+    ),
+    _token("square_token", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
+    _token("langsmith_api_key", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _END),
+    _rule(
+        "telegram_bot_token",
+        r"(?<![\w:])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
+    ),
+    _rule(
+        "discord_bot_token",
+        r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}"
+        r"\.[A-Za-z0-9_-]{27,40}(?![\w-])",
+    ),
+    _token("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _END),
+)
+
+_JWT_RULES = (
+    _rule(
+        "jwt",
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}"
+        r"\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}",
+    ),
+)
+
+_AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
+_HTTP_AUTH_RULES = (
+    _rule(
+        "bearer_token",
+        _AUTHORIZATION + r"(?i:bearer)[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)",
+        "token",
+    ),
+    _rule(
+        "basic_auth",
+        _AUTHORIZATION + r"(?i:basic)[ \t]+(?P<token>[A-Za-z0-9+/]+={0,2})",
+        "token",
+    ),
+    _rule(
+        "auth_header",
+        _AUTHORIZATION
+        + r"(?!(?i:bearer|basic)[ \t])"
+        + r"(?:(?i:token|bot|apikey|key|sso-key)[ \t]+)?"
+        + rf"(?P<token>{_TOKEN_LIKE})",
+        "token",
+    ),
+    _rule(
+        "basic_auth",
+        r"(?<!\S)(?:-u|--user)[ \t]+[\"']?[^\s:\"']+:(?P<password>[^\s\"']+)",
+        "password",
+    ),
+    _rule(
+        "bearer_token",
+        rf"(?<![\w-])(?i:bearer)[ \t]+(?P<token>{_TOKEN_LIKE})",
+        "token",
+    ),
+)
+
+_URL_RULES = (
+    _rule(
+        "url_password",
+        # The password may hold '@' or ':'; greedy matching ends it at the
+        # last '@' before the host. Excluding '/' keeps each scan to one URL.
+        r"://[^\s:/?#@\"'<>\[\]]*:(?P<password>[^\s/?#\"'<>]+)@",
+        "password",
+    ),
+    _rule(
+        "query_secret",
+        r"[?&](?:"
+        rf"{_NOT_DESCRIPTIVE}(?=[\w.\[\]-]*?{_SECRET_WORD})[\w.\[\]-]+"
+        r"|(?i:key|sig|signature|auth|pass|pwd|x-amz-signature|x-amz-credential))"
+        r"=(?P<value>[^&\s#\"'<>]+)",
+        "value",
+    ),
+)
+
+_NAMED_SECRET_RULES = (
+    _rule(
+        "aws_secret_access_key",
+        r"(?i:aws_?secret_?(?:access_?)?key)[\"']?[ \t]*(?::|=>|=)[ \t]*[\"']?"
+        r"(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        "value",
+    ),
+    _rule(
+        "azure_key",
+        r"(?<![\w.-])(?:AccountKey|SharedAccessKey)="
+        r"(?P<value>[A-Za-z0-9+/]{20,}={0,2})",
+        "value",
+    ),
+    # "password": "value", 'api_key' => 'value', and \"token\": \"value\"
+    # inside an escaped JSON string.
+    _rule(
+        "json_secret",
+        rf"(?P<kq>\\?[\"']){_SECRET_NAME}(?P=kq)[ \t]*(?::|=>|=)[ \t]*"
+        r"(?P<vq>\\?[\"'])"
+        r"(?P<value>(?:(?!(?P=vq))(?:[^\\\r\n]|\\[^\r\n]))*)(?P=vq)",
+        "value",
+    ),
+    # password = "value", apiKey: 'value', export TOKEN="value",
+    # api_key: str = "value", --password="value".
+    _rule(
+        "env_secret",
+        rf"{_NAME_START}(?<![\"'])(?:--?)?{_SECRET_NAME}[ \t]*"
+        r"(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
+        r"|:=|=>|=(?![=~])|:(?![:/]))[ \t]*"
+        + _QUOTED_VALUE,
+        "value",
+    ),
+    # Environment variables anywhere: API_KEY=value, -e DB_PASSWORD=value.
+    _rule(
+        "env_secret",
+        rf"{_NAME_START}(?:--?)?{_UPPER_SECRET_NAME}=(?![=~])(?P<value>{_BARE})",
+        "value",
+    ),
+    # One assignment per line (.env, INI, YAML, properties), upper-case name.
+    _rule(
+        "env_secret",
+        r"(?m)^[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?"
+        rf"{_UPPER_SECRET_NAME}[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
+        rf"(?!{_CALL_OR_LITERAL})(?!{_ATTRIBUTE_CHAIN})"
+        rf"(?P<value>{_BARE}){_EOL}",
+        "value",
+    ),
+    # The same for any other name, where code is more likely than config.
+    _rule(
+        "env_secret",
+        r"(?m)^[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?(?:--?)?"
+        rf"(?=[\w.-]*?[a-z]){_SECRET_NAME}[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
+        rf"(?!{_CALL_OR_LITERAL})(?!{_ATTRIBUTE_CHAIN})(?!{_TYPE_NAME})"
+        rf"(?!{_SECRET_VARIABLE})"
+        rf"(?P<value>{_BARE}){_EOL}",
+        "value",
+    ),
+    # HTTP-style headers: X-Api-Key: value, X-Auth-Token: value.
+    _rule(
+        "header_secret",
+        rf"(?<![\w-])(?=[A-Za-z0-9-]*?{_SECRET_WORD})"
+        r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+[ \t]*:[ \t]*"
+        rf"(?P<value>{_TOKEN_LIKE})",
+        "value",
+    ),
+    # Mid-line name=value (logs, form bodies, flags): only a value with a
+    # digit or symbol, since a bare word there is usually a variable.
+    _rule(
+        "env_secret",
+        rf"{_NAME_START}(?:--?)?{_SECRET_NAME}=(?![=~$])"
+        r"(?P<value>(?=[^\s\"'`,;()\[\]{}<>&|]*[0-9+/=@!#%^*~$-])"
+        r"(?:[^\s\"'`,;()\[\]{}<>&|.]|\.(?=[^\s\"'`,;()\[\]{}<>&|.]))+)",
+        "value",
+    ),
+    # Mid-line "name: value" ("my password: hunter2!"): same, minus '-' so a
+    # hyphenated word in prose stays.
+    _rule(
+        "env_secret",
+        rf"{_NAME_START}{_SECRET_NAME}:[ \t]*(?![$])"
+        r"(?P<value>(?=[^\s\"'`,;()\[\]{}<>&|]*[0-9+/=@!#%^*~$])"
+        r"(?:[^\s\"'`,;()\[\]{}<>&|.]|\.(?=[^\s\"'`,;()\[\]{}<>&|.]))+)",
+        "value",
+    ),
+)
+
+_GENERIC_RULES = (
+    _rule(
+        "generic_secret",
+        rf"{_NAME_START}(?P<nq>[\"']?)(?=[\w.-]*?{_WEAK_WORD})[A-Za-z_][\w.-]*"
+        r"(?P=nq)[ \t]*(?::=|=>|=(?![=~])|:)[ \t]*[\"'`]?"
+        r"(?P<value>(?=[A-Za-z0-9+/_=-]*[0-9])(?=[A-Za-z0-9+/_=-]*[A-Za-z])"
+        r"[A-Za-z0-9+/_=-]{20,})(?![A-Za-z0-9+/_=.-])",
+        "value",
+    ),
+)
+
+DEFAULT_RULES: tuple[RedactionRule, ...] = (
+    *_PRIVATE_KEY_RULES,
+    *_PROVIDER_RULES,
+    *_JWT_RULES,
+    *_HTTP_AUTH_RULES,
+    *_URL_RULES,
+    *_NAMED_SECRET_RULES,
+    *_GENERIC_RULES,
+)
+"""The built-in rules, in the order :func:`redact` applies them."""
+
+
+# ---------------------------------------------------------------------------
+# Values that are obviously not secrets
+# ---------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
+# What may surround placeholders in a value that was already redacted, e.g.
+# the escaped newline in "-----BEGIN...\n" or an auth scheme before a token.
+_PLACEHOLDER_RESIDUE = re.compile(
+    r"(?:\s|\\[nrt]|[\"'`,;:.=()\[\]{}<>]|(?i:bearer|basic|token|bot))*"
+)
+_BENIGN_VALUE = re.compile(
+    r"\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
+    r"|\$\{[A-Za-z_][A-Za-z0-9_]*\}"  # ${VAR}
+    r"|\$\{\{.*\}\}|\{\{.*\}\}"  # ${{ secrets.X }}, {{ var }}
+    r"|\$\(.*"  # $(command), possibly cut at a space
+    r"|%[A-Za-z_][A-Za-z0-9_]*%"  # %VAR%
+    r"|\{[A-Za-z_][A-Za-z0-9_]*\}|%s|%\([A-Za-z_]\w*\)s"  # format fields
+    r"|.*<[^<>\s]*>.*"  # <your-key>, sk-<key>
+    r"|.*(?:\*\*\*|\u2022|\.\.\.|\u2026).*"  # ***, bullets, sk-...
+    r"|[xX]+|[0-9]{1,6}"  # xxxx, 3600
+    r"|(?i:your)(?:[-_ .].*|[A-Z].*)?"  # your-api-key, YOUR_TOKEN, yourKey
+    r"|(?i:changeme|change[-_]me|changeit|replace[-_]?me|todo|tbd|fixme"
+    r"|placeholder|example|dummy|fake|sample|test|none|null|nil|undefined"
+    r"|true|false|yes|no|on|off|password|passwd|pass|secret|token|redacted"
+    r"|hidden|masked|include|omit|same-origin)",
+    re.DOTALL,
+)
+
+
+def _is_benign(value: str) -> bool:
+    """Tell whether a captured value is obviously not a secret."""
+    core = value.strip()
+    if "[REDACTED:" in core:
+        rest = _PLACEHOLDER.sub("", core)
+        if _PLACEHOLDER_RESIDUE.fullmatch(rest):
+            return True
+    core = core.strip("\"'`").strip()
+    return not core or _BENIGN_VALUE.fullmatch(core) is not None
+
+
+# ---------------------------------------------------------------------------
+# The entry point
+# ---------------------------------------------------------------------------
+
+
+def redact(text: str, *, rules: tuple[RedactionRule, ...] = DEFAULT_RULES) -> Redacted:
+    """Replace every secret in ``text`` with a typed placeholder.
+
+    Rules run in order, each over the output of the one before, so a later,
+    more general rule sees ``[REDACTED:...]`` where an earlier, more specific
+    one already matched, and leaves it alone.
+
+    Args:
+        text: Any string, e.g. the last exchange of a transcript. Lone
+            surrogates, NUL characters and megabytes of input are fine.
+        rules: The rules to apply, in order. Pass ``(*DEFAULT_RULES, extra)``
+            to add a rule.
+
+    Returns:
+        The redacted text and the number of placeholders inserted. Running
+        :func:`redact` again on the text inserts none.
+    """
+    masked = 0
+    for rule in rules:
+        text, count = _apply(rule, text)
+        masked += count
+    return Redacted(text=text, masked=masked)
+
+
+def _apply(rule: RedactionRule, text: str) -> tuple[str, int]:
+    """Apply one rule; return the new text and how many values it masked."""
+    placeholder = f"[REDACTED:{rule.kind}]"
+    group = 0 if rule.group is None else rule.group
+    count = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal count
+        value = match.group(group)
+        if value is None or _is_benign(value):
+            return match.group(0)
+        count += 1
+        start, end = match.span(group)
+        whole_start, whole_end = match.span()
+        return (
+            match.string[whole_start:start] + placeholder + match.string[end:whole_end]
+        )
+
+    return rule.pattern.sub(replace, text), count

@@ -1,0 +1,74 @@
+"""Run the real ``bli-memory-mcp hook`` subprocess and read what it printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.receipts import REASONS
+from tests.conftest import bin_path
+
+RECEIPT = re.compile(r"^\[bli-memory\] (session-start|prompt|stop) (ok|skipped|failed) (\{.*\})$")
+
+
+@dataclass
+class HookRun:
+    """What one hook process did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def receipt(self) -> tuple[str, dict[str, Any]]:
+        lines = [ln for ln in self.stderr.splitlines() if ln.startswith("[bli-memory]")]
+        assert len(lines) == 1, self.stderr
+        m = RECEIPT.match(lines[0])
+        assert m, lines[0]
+        return m.group(2), json.loads(m.group(3))
+
+    @property
+    def reason(self) -> str | None:
+        return self.receipt[1].get("reason")
+
+    @property
+    def context(self) -> str | None:
+        """The injected block (from Claude's additionalContext JSON), or None if nothing."""
+        if not self.stdout:
+            return None
+        assert self.stdout.count("\n") <= 1, self.stdout
+        data = json.loads(self.stdout)
+        return data["hookSpecificOutput"]["additionalContext"]
+
+
+def reason_is_closed(reason: str) -> bool:
+    return reason in REASONS or bool(re.match(r"^http_\d{3}$", reason)) or reason.startswith(
+        "unknown_internal:"
+    )
+
+
+def run_hook(event: str, stdin: bytes | str | dict | None, *, cwd: Path | None = None,
+             args: tuple[str, ...] = (), env: dict[str, str] | None = None, timeout: float = 60,
+             close_stdin: bool = False) -> HookRun:
+    """Run the hook with ``stdin`` (a dict is JSON-encoded); ``None`` means /dev/null."""
+    if isinstance(stdin, dict):
+        stdin = json.dumps(stdin)
+    if isinstance(stdin, str):
+        stdin = stdin.encode("utf-8", "surrogatepass")
+    full_env = {**os.environ, **(env or {})}
+    kwargs: dict[str, Any] = {}
+    if close_stdin:
+        kwargs["preexec_fn"] = lambda: os.close(0)
+        kwargs["stdin"] = None
+    elif stdin is None:
+        kwargs["stdin"] = subprocess.DEVNULL
+    else:
+        kwargs["input"] = stdin
+    proc = subprocess.run([bin_path(), "hook", event, *args], cwd=cwd, env=full_env,
+                          capture_output=True, timeout=timeout, **kwargs)
+    return HookRun(proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", "replace"))
