@@ -27,6 +27,12 @@ Memory for AI coding agents: an MCP server on stdio, lifecycle hooks, an install
 commands:
   (none)                 run the MCP server on stdio (this is what agent hosts start)
   demo                   save and recall through the real server in a scratch store
+  daemon                 resident daemon that keeps recall warm (the prompt hook starts it)
+  worker [--once]        run queued extract jobs
+  service --database-url URL [--host H --port N]
+                         the team memory service (HTTP, Postgres + pgvector)
+  memory list|get|forget|purge|export|import|audit
+                         inspect and manage the stored memories
   hook EVENT [--host H] [--probe]
                          lifecycle hook reading the host's JSON on stdin;
                          EVENT is session-start, prompt or stop
@@ -81,14 +87,25 @@ def _dispatch(args: list[str]) -> int:
         from bli_memory.installers.cli import run as installer_run
 
         return installer_run(args[0], args[1:])
-    if args and args[0] == "demo":
-        from bli_memory.core.demo import main as demo_main
+    if args and args[0] in _SUBCOMMANDS:
+        import importlib
 
-        return demo_main(args[1:])
+        module = importlib.import_module(_SUBCOMMANDS[args[0]])
+        return int(module.main(args[1:]) or 0)
     if args and args[0] not in ("serve",):
         sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{USAGE}")
         return 2
     return _serve()
+
+
+#: Subcommands implemented in their own module, each with ``main(argv) -> int``.
+_SUBCOMMANDS = {
+    "demo": "bli_memory.core.demo",
+    "daemon": "bli_memory.core.daemon",
+    "worker": "bli_memory.core.worker",
+    "service": "bli_memory.core.service_cli",
+    "memory": "bli_memory.core.memory_cli",
+}
 
 
 def _serve() -> int:
