@@ -9,4 +9,5 @@ entry points as usual.
 
 BUILTIN_HOSTS: dict[str, str] = {
     "claude": "bli_memory.adapters.claude_code",
+    "codex": "bli_memory.adapters.codex",
 }

@@ -127,3 +127,144 @@ def host_read_exchange(host: str, hook_input: HookInput, max_bytes: int) -> Exch
     if not user and not reply:
         raise HostError("the transcript tail holds no exchange", reason="no_transcript")
     return Exchange(user=user, assistant=reply)
+
+
+# --- install / uninstall / status ------------------------------------------------------
+#
+# Claude Code reads the MCP server from ``mcpServers`` in ``~/.claude.json`` (user scope;
+# a 0600 state file the host rewrites constantly: we merge one key) and hooks plus
+# permissions from ``~/.claude/settings.json`` (docs/hosts.md section 1). Timeouts are
+# in seconds. SessionStart gets the matcher of every source.
+
+SESSION_START_MATCHER = "startup|resume|clear|compact"
+
+
+def _server_entry(contract: dict[str, Any]) -> dict[str, Any]:
+    server = contract["mcp_server"]
+    return {"type": "stdio", "command": server["command"], "args": list(server["args"]),
+            "env": dict(server["env"])}
+
+
+def _wanted_hooks(contract: dict[str, Any]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    return [
+        (h["event"], SESSION_START_MATCHER if h["event"] == "SessionStart" else None,
+         {"type": "command", "command": h["command"], "timeout": h["timeout_seconds"]})
+        for h in contract["hooks"]
+    ]
+
+
+def _paths(home: Any) -> tuple[Any, Any]:
+    from pathlib import Path
+
+    return Path(home) / ".claude.json", Path(home) / ".claude" / "settings.json"
+
+
+def _conflict(message: str) -> Exception:
+    from bli_memory.core.errors import InstallConflict
+
+    return InstallConflict(message)
+
+
+def _dict_at(data: dict[str, Any], key: str, where: Any) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise _conflict(f"{where}: {key} is not an object; nothing was written")
+    return value
+
+
+def _put(container: dict[str, Any], key: str, value: Any, before: Any) -> None:
+    """Set ``container[key]``; an empty value that we emptied removes the key instead."""
+    if value:
+        container[key] = value
+    elif before:
+        container.pop(key, None)
+    elif key in container:
+        container[key] = value
+
+
+@hookimpl
+def host_plan_config(host: str, contract: dict[str, Any], home: Any, uninstall: bool) -> Any:
+    if host != HOST:
+        return None
+    from bli_memory.core.models import HostConfigPlan
+    from bli_memory.installers.files import dump_json_like, read_json_object, read_text
+    from bli_memory.installers.jsonhooks import merge_hooks, remove_ours
+
+    state_path, settings_path = _paths(home)
+    files: dict[str, tuple[str | None, str | None]] = {}
+
+    old = read_text(state_path)
+    state = read_json_object(state_path, old)
+    servers_before = _dict_at(state, "mcpServers", state_path)
+    servers = dict(servers_before)
+    if uninstall:
+        servers.pop(contract["server_id"], None)
+    else:
+        servers[contract["server_id"]] = _server_entry(contract)
+    new_state = dict(state)
+    _put(new_state, "mcpServers", servers, servers_before)
+    if new_state != state:
+        files[str(state_path)] = (old, dump_json_like(new_state, old))
+
+    old_s = read_text(settings_path)
+    settings = read_json_object(settings_path, old_s)
+    hooks_before = _dict_at(settings, "hooks", settings_path)
+    permissions_before = _dict_at(settings, "permissions", settings_path)
+    allow_before = permissions_before.get("allow", [])
+    if not isinstance(allow_before, list):
+        raise _conflict(f"{settings_path}: permissions.allow is not a list; nothing was written")
+    if uninstall:
+        hooks = remove_ours(hooks_before, str(settings_path))
+        allow = [a for a in allow_before if a not in contract["permissions_allow"]]
+    else:
+        hooks = merge_hooks(hooks_before, _wanted_hooks(contract), str(settings_path))
+        allow = [*allow_before, *(a for a in contract["permissions_allow"] if a not in allow_before)]
+    permissions = dict(permissions_before)
+    _put(permissions, "allow", allow, allow_before)
+    new_settings = dict(settings)
+    _put(new_settings, "hooks", hooks, hooks_before)
+    _put(new_settings, "permissions", permissions, permissions_before)
+    if new_settings != settings:
+        files[str(settings_path)] = (old_s, dump_json_like(new_settings, old_s))
+    return HostConfigPlan(host=HOST, files=files)
+
+
+@hookimpl
+def host_status(host: str, contract: dict[str, Any], home: Any) -> Any:
+    if host != HOST:
+        return None
+    from bli_memory.core.models import HostStatus
+    from bli_memory.installers.files import read_json_object, read_text
+    from bli_memory.installers.jsonhooks import find_ours
+
+    state_path, settings_path = _paths(home)
+    state = read_json_object(state_path, read_text(state_path))
+    settings = read_json_object(settings_path, read_text(settings_path))
+    servers = state.get("mcpServers") if isinstance(state.get("mcpServers"), dict) else {}
+    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+    ours = find_ours(hooks, str(settings_path))
+    allow = (settings.get("permissions") or {}).get("allow") or []
+    details = []
+    entry = servers.get(contract["server_id"])
+    want = {e: [(m, h)] for e, m, h in _wanted_hooks(contract)}
+    if entry is None and not ours:
+        present = host_info()["present"]
+        return HostStatus(host=HOST, state="absent" if present else "not_found",
+                          details=("Claude Code CLI not found on PATH",) if not present else ())
+    if entry != _server_entry(contract):
+        details.append("MCP server entry is missing or differs from this installation"
+                       if entry is not None else "MCP server entry is missing")
+    for event, expected in want.items():
+        if ours.get(event) != expected:
+            details.append(f"hook {event} is missing or differs (path or timeout)")
+    for perm in contract["permissions_allow"]:
+        if perm not in allow:
+            details.append(f"permission {perm} is not allowed")
+    return HostStatus(host=HOST, state="outdated" if details else "installed", details=tuple(details))
+
+
+@hookimpl
+def host_print_config(host: str, contract: dict[str, Any]) -> str | None:
+    if host != HOST:
+        return None
+    return json.dumps(contract, indent=2)

@@ -110,8 +110,10 @@ class RedactionRule:
 # ---------------------------------------------------------------------------
 
 # A token starts where no letter or digit precedes it, or right after a
-# percent-escape (``%3Dghp_...`` in a URL-encoded body).
-_START = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2}))"
+# percent-escape (``%3Dghp_...`` in a URL-encoded body). The check sits after
+# the token's first character, so that ``re`` can skip ahead to that
+# character instead of trying the pattern at every position.
+_AFTER_FIRST = r"(?:(?<![A-Za-z0-9].)|(?<=%[0-9A-Fa-f]{2}.))"
 # A fixed-length token must not run on into more token characters.
 _END = r"(?![A-Za-z0-9])"
 
@@ -137,33 +139,58 @@ _DESCRIPTIVE_WORDS = (
     "|header|id|field|param|alg|algorithm|enabled|required|mode|version"
     "|scopes?|issuer|audience|ref|arn|hint"
 )
-# Checked at the start of a name: no descriptive word, after a separator or
-# as a camelCase hump, ends it.
-_NOT_DESCRIPTIVE = (
-    r"(?![\w.-]*?(?:[_.-]|[a-z0-9](?=[A-Z]))"
-    rf"(?i:{_DESCRIPTIVE_WORDS})(?![\w.-]))"
-)
+
+
+def _name(
+    *,
+    words: str = _SECRET_WORD,
+    first: str = r"[A-Za-z_]",
+    chars: str = r"[\w.-]",
+    not_after: str = r"[\w.$]",
+    descriptive: bool = True,
+    extra: str = "",
+) -> str:
+    """Build the pattern of a name that holds one of ``words``.
+
+    The pattern opens with the plain class ``first`` so that ``re`` can skip
+    to candidate characters. Every other check is a look-behind over that
+    first character wrapping a look-ahead from it: the name starts a word
+    (nothing in ``not_after`` precedes it), ``=`` or ``:`` follows it (this
+    cheap check rejects most words early), it holds a word (found once, so a
+    long identifier costs one scan), and, when ``descriptive`` is set, it does
+    not end in a descriptive word after a separator or camelCase hump.
+    ``extra`` is inserted after the checks, still at the first character.
+    """
+    checks = [
+        rf"(?<!{not_after}.)",
+        rf"(?<=(?={chars}*\\?[\"']?[ \t]*[:=]).)",
+        rf"(?<=(?={chars}*?{words}).)",
+    ]
+    if descriptive:
+        checks.append(
+            rf"(?<=(?!{chars}*?(?:[_.-]|[a-z0-9](?=[A-Z]))"
+            rf"(?i:{_DESCRIPTIVE_WORDS})(?!{chars})).)"
+        )
+    return first + "".join(checks) + extra + chars + "*"
+
 
 # An identifier (dots and dashes allowed, as in ``spring.datasource.password``
 # or ``db-password``) that holds a secret word and doesn't end descriptively.
-# The lookahead finds the word once, so a long identifier costs one scan.
-_SECRET_NAME = rf"{_NOT_DESCRIPTIVE}(?=[\w.-]*?{_SECRET_WORD})[A-Za-z_][\w.-]*"
-_UPPER_SECRET_NAME = (
-    rf"{_NOT_DESCRIPTIVE}(?=[A-Z0-9_]*?{_SECRET_WORD})[A-Z_][A-Z0-9_]*"
-)
-_NAME_START = r"(?<![\w.$-])"
+_SECRET_NAME = _name()
+_UPPER_SECRET_NAME = _name(first="[A-Z_]", chars="[A-Z0-9_]")
 
-# A quoted value: anything on one line up to the matching, unescaped quote.
-# A value opening with a space or an operator is a string being built, as in
-# ``"token: " + token``, not a literal.
-_QUOTED_VALUE = (
-    r"(?P<q>[\"'`])(?![ \t+,;.)])"
-    r"(?P<value>(?:(?!(?P=q))[^\\\r\n]|\\[^\r\n])*)(?P=q)"
-)
 # A bare value: one whitespace-free token outside quotes.
 _BARE = r"[^\s\"'`]+"
 # End of a ``NAME=value`` line: optional trailing comment, then end of line.
 _EOL = r"(?=[ \t]*(?:#[^\r\n]*)?(?![^\r\n]))"
+# The start of a line assignment: indentation, then ``export``, ``set``,
+# Docker's ``ENV``/``ARG`` or a YAML list dash; and its separator.
+_LINE_PREFIX = r"[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?"
+_LINE_SEPARATOR = r"[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
+# A mid-line value ends at whitespace, quotes, brackets, separators and a
+# final full stop.
+_INLINE_CHAR = r"[^\s\"'`,;()\[\]{}<>&|]"
+_INLINE_VALUE = r"(?:[^\s\"'`,;()\[\]{}<>&|.]|\.(?=[^\s\"'`,;()\[\]{}<>&|.]))+"
 # Bare values that are code, not secrets (used only where code is likely).
 _CALL_OR_LITERAL = r"[^\s\"'`]*[(\[{<]"
 _ATTRIBUTE_CHAIN = (
@@ -195,8 +222,9 @@ def _rule(kind: str, pattern: str, group: int | str | None = None) -> RedactionR
     return RedactionRule(kind, re.compile(pattern), group)
 
 
-def _token(kind: str, body: str) -> RedactionRule:
-    return _rule(kind, _START + body)
+def _token(kind: str, first: str, rest: str) -> RedactionRule:
+    """Build a rule for a token that starts with ``first`` then ``rest``."""
+    return _rule(kind, first + _AFTER_FIRST + rest)
 
 
 # ---------------------------------------------------------------------------
@@ -220,21 +248,24 @@ _PRIVATE_KEY_RULES = (
 )
 
 _PROVIDER_RULES = (
-    _token("anthropic_api_key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    _token("openrouter_api_key", r"sk-or-v1-[A-Za-z0-9]{32,}"),
+    _token("anthropic_api_key", "s", r"k-ant-[A-Za-z0-9_-]{20,}"),
+    _token("openrouter_api_key", "s", r"k-or-v1-[A-Za-z0-9]{32,}"),
     _token(
         "openai_api_key",
-        r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20,})",
+        "s",
+        r"k-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20,})",
     ),
-    _token("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,})"),
+    _token("github_token", "g", r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_\w{22,})"),
     _token(
         "gitlab_token",
-        r"gl(?:pat|dt|rt|ptt|ft|imt|soat|cbt|agent|oas|ffct)-"
+        "g",
+        r"l(?:pat|dt|rt|ptt|ft|imt|soat|cbt|agent|oas|ffct)-"
         r"[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
     ),
     _token(
         "slack_token",
-        r"(?:xoxe\.)?(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}",
+        "x",
+        r"(?:oxe\.xox[abeoprs]|ox[abeoprs]|app)-[A-Za-z0-9-]{10,}",
     ),
     _rule(
         "slack_webhook",
@@ -249,70 +280,64 @@ _PROVIDER_RULES = (
     ),
     _token(
         "aws_access_key_id",
-        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _END,
+        "A",
+        r"(?:3T[A-Z0-9]|KIA|SIA|BIA|CCA)[A-Z0-9]{16}" + _END,
     ),
-    _token("google_api_key", r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    _token("google_oauth_client_secret", r"GOCSPX-[A-Za-z0-9_-]{24,}"),
-    _token(
-        "google_oauth_token",
-        r"(?:ya29\.[A-Za-z0-9_-]{20,}|(?<![/.])1//0[A-Za-z0-9_-]{30,})",
-    ),
-    _token(
-        "stripe_key",
-        r"(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
-    ),
-    _token("npm_token", r"npm_[A-Za-z0-9]{36}" + _END),
-    _token("pypi_token", r"pypi-Ag[A-Za-z0-9_-]{50,}"),
-    _token("huggingface_token", r"hf_[A-Za-z0-9]{30,}"),
-    _token("twilio_api_key", r"SK[0-9a-fA-F]{32}" + _END),
-    _token("sendgrid_api_key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
-    _token("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}" + _END),
-    _token("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _END),
-    _token("atlassian_api_token", r"ATATT3[A-Za-z0-9_=-]{50,}"),
-    _token("databricks_token", r"dapi[a-f0-9]{32}(?:-[0-9]+)?" + _END),
-    _token("groq_api_key", r"gsk_[A-Za-z0-9]{48,}"),
-    _token("xai_api_key", r"xai-[A-Za-z0-9]{60,}"),
-    _token("replicate_api_token", r"r8_[A-Za-z0-9]{37}" + _END),
-    _token("perplexity_api_key", r"pplx-[A-Za-z0-9]{40,}"),
-    _token("linear_api_key", r"lin_api_[A-Za-z0-9]{40}" + _END),
-    _token("postman_api_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _END),
-    _token("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{24,}"),
-    _token("doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
-    _token("sentry_token", r"sntr[ysu]s?_[A-Za-z0-9_+/=-]{40,}"),
-    _token(
-        "supabase_key",
-        r"(?:sbp_[a-f0-9]{40}" + _END + r"|sb_secret_[A-Za-z0-9_-]{20,})",
-    ),
-    _token("notion_token", r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}" + _END + ")"),
+    _token("google_api_key", "A", r"Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    _token("google_oauth_client_secret", "G", r"OCSPX-[A-Za-z0-9_-]{24,}"),
+    _token("google_oauth_token", "y", r"a29\.[A-Za-z0-9_-]{20,}"),
+    _token("google_oauth_token", "1", r"(?<![/.]1)//0[A-Za-z0-9_-]{30,}"),
+    _token("stripe_key", "[spr]", r"k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _token("stripe_key", "w", r"hsec_[A-Za-z0-9]{24,}"),
+    _token("npm_token", "n", r"pm_[A-Za-z0-9]{36}" + _END),
+    _token("pypi_token", "p", r"ypi-Ag[A-Za-z0-9_-]{50,}"),
+    _token("huggingface_token", "h", r"f_[A-Za-z0-9]{30,}"),
+    _token("twilio_api_key", "S", r"K[0-9a-fA-F]{32}" + _END),
+    _token("sendgrid_api_key", "S", r"G\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    _token("digitalocean_token", "d", r"o[por]_v1_[a-f0-9]{64}" + _END),
+    _token("shopify_token", "s", r"hp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _END),
+    _token("atlassian_api_token", "A", r"TATT3[A-Za-z0-9_=-]{50,}"),
+    _token("databricks_token", "d", r"api[a-f0-9]{32}(?:-[0-9]+)?" + _END),
+    _token("groq_api_key", "g", r"sk_[A-Za-z0-9]{48,}"),
+    _token("xai_api_key", "x", r"ai-[A-Za-z0-9]{60,}"),
+    _token("replicate_api_token", "r", r"8_[A-Za-z0-9]{37}" + _END),
+    _token("perplexity_api_key", "p", r"plx-[A-Za-z0-9]{40,}"),
+    _token("linear_api_key", "l", r"in_api_[A-Za-z0-9]{40}" + _END),
+    _token("postman_api_key", "P", r"MAK-[a-f0-9]{24}-[a-f0-9]{34}" + _END),
+    _token("vault_token", "h", r"v[sb]\.[A-Za-z0-9_-]{24,}"),
+    _token("doppler_token", "d", r"p\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    _token("sentry_token", "s", r"ntr[ysu]s?_[A-Za-z0-9_+/=-]{40,}"),
+    _token("supabase_key", "s", r"(?:bp_[a-f0-9]{40}" + _END + r"|b_secret_[\w-]{20,})"),
+    _token("notion_token", "n", r"tn_[A-Za-z0-9]{40,}"),
+    _token("notion_token", "s", r"ecret_[A-Za-z0-9]{43}" + _END),
     _token(
         "grafana_token",
-        r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
-        + _END
-        + ")",
+        "g",
+        r"l(?:c_[A-Za-z0-9+/]{32,}={0,2}|sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _END + ")",
     ),
-    _token("square_token", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
-    _token("langsmith_api_key", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _END),
+    _token("square_token", "s", r"q0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
+    _token("langsmith_api_key", "l", r"sv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _END),
     _rule(
         "telegram_bot_token",
-        r"(?<![\w:])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
+        r"[0-9](?<![\w:].)[0-9]{7,9}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
     ),
     _rule(
         "discord_bot_token",
-        r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}"
+        r"[MNO](?<![\w.-].)[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}"
         r"\.[A-Za-z0-9_-]{27,40}(?![\w-])",
     ),
-    _token("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _END),
+    _token("age_secret_key", "A", r"GE-SECRET-KEY-1[0-9A-Z]{58}" + _END),
 )
 
 _JWT_RULES = (
     _rule(
         "jwt",
-        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}"
+        r"e(?<![A-Za-z0-9_-].)yJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}"
         r"\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}",
     ),
 )
 
-_AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
+_AUTHORIZATION = r"[Aa](?i:uthorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
 _HTTP_AUTH_RULES = (
     _rule(
         "bearer_token",
@@ -334,12 +359,12 @@ _HTTP_AUTH_RULES = (
     ),
     _rule(
         "basic_auth",
-        r"(?<!\S)(?:-u|--user)[ \t]+[\"']?[^\s:\"']+:(?P<password>[^\s\"']+)",
+        r"-(?<!\S-)(?:u|-user)[ \t]+[\"']?[^\s:\"']+:(?P<password>[^\s\"']+)",
         "password",
     ),
     _rule(
         "bearer_token",
-        rf"(?<![\w-])(?i:bearer)[ \t]+(?P<token>{_TOKEN_LIKE})",
+        rf"[Bb](?<![\w-].)(?i:earer)[ \t]+(?P<token>{_TOKEN_LIKE})",
         "token",
     ),
 )
@@ -355,9 +380,9 @@ _URL_RULES = (
     _rule(
         "query_secret",
         r"[?&](?:"
-        rf"{_NOT_DESCRIPTIVE}(?=[\w.\[\]-]*?{_SECRET_WORD})[\w.\[\]-]+"
-        r"|(?i:key|sig|signature|auth|pass|pwd|x-amz-signature|x-amz-credential))"
-        r"=(?P<value>[^&\s#\"'<>]+)",
+        + _name(first=r"[\w\[\].-]", chars=r"[\w\[\].-]", not_after="[?&]")
+        + r"|(?i:key|sig|signature|auth|pass|pwd|x-amz-signature"
+        r"|x-amz-credential))=(?P<value>[^&\s#\"'<>]+)",
         "value",
     ),
 )
@@ -365,13 +390,13 @@ _URL_RULES = (
 _NAMED_SECRET_RULES = (
     _rule(
         "aws_secret_access_key",
-        r"(?i:aws_?secret_?(?:access_?)?key)[\"']?[ \t]*(?::|=>|=)[ \t]*[\"']?"
+        r"[Aa](?i:ws_?secret_?(?:access_?)?key)[\"']?[ \t]*(?::|=>|=)[ \t]*[\"']?"
         r"(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
         "value",
     ),
     _rule(
         "azure_key",
-        r"(?<![\w.-])(?:AccountKey|SharedAccessKey)="
+        r"[AS](?<![\w.-].)(?:ccountKey|haredAccessKey)="
         r"(?P<value>[A-Za-z0-9+/]{20,}={0,2})",
         "value",
     ),
@@ -384,27 +409,16 @@ _NAMED_SECRET_RULES = (
         r"(?P<value>(?:(?!(?P=vq))(?:[^\\\r\n]|\\[^\r\n]))*)(?P=vq)",
         "value",
     ),
-    # password = "value", apiKey: 'value', export TOKEN="value",
-    # api_key: str = "value", --password="value".
-    _rule(
-        "env_secret",
-        rf"{_NAME_START}(?<![\"'])(?:--?)?{_SECRET_NAME}[ \t]*"
-        r"(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
-        r"|:=|=>|=(?![=~])|:(?![:/]))[ \t]*"
-        + _QUOTED_VALUE,
-        "value",
-    ),
     # Environment variables anywhere: API_KEY=value, -e DB_PASSWORD=value.
     _rule(
         "env_secret",
-        rf"{_NAME_START}(?:--?)?{_UPPER_SECRET_NAME}=(?![=~])(?P<value>{_BARE})",
+        rf"{_UPPER_SECRET_NAME}=(?![=~])(?P<value>{_BARE})",
         "value",
     ),
     # One assignment per line (.env, INI, YAML, properties), upper-case name.
     _rule(
         "env_secret",
-        r"(?m)^[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?"
-        rf"{_UPPER_SECRET_NAME}[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
+        rf"(?m)^{_LINE_PREFIX}{_UPPER_SECRET_NAME}{_LINE_SEPARATOR}"
         rf"(?!{_CALL_OR_LITERAL})(?!{_ATTRIBUTE_CHAIN})"
         rf"(?P<value>{_BARE}){_EOL}",
         "value",
@@ -412,48 +426,60 @@ _NAMED_SECRET_RULES = (
     # The same for any other name, where code is more likely than config.
     _rule(
         "env_secret",
-        r"(?m)^[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?(?:--?)?"
-        rf"(?=[\w.-]*?[a-z]){_SECRET_NAME}[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
+        rf"(?m)^{_LINE_PREFIX}(?=[\w.-]*?[a-z]){_SECRET_NAME}{_LINE_SEPARATOR}"
         rf"(?!{_CALL_OR_LITERAL})(?!{_ATTRIBUTE_CHAIN})(?!{_TYPE_NAME})"
-        rf"(?!{_SECRET_VARIABLE})"
-        rf"(?P<value>{_BARE}){_EOL}",
+        rf"(?!{_SECRET_VARIABLE})(?P<value>{_BARE}){_EOL}",
         "value",
     ),
     # HTTP-style headers: X-Api-Key: value, X-Auth-Token: value.
     _rule(
         "header_secret",
-        rf"(?<![\w-])(?=[A-Za-z0-9-]*?{_SECRET_WORD})"
-        r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+[ \t]*:[ \t]*"
-        rf"(?P<value>{_TOKEN_LIKE})",
+        # Header names hold a dash, which tells them from prose.
+        r"[A-Za-z](?<![\w-].)(?<=(?=[A-Za-z0-9]*-[A-Za-z0-9-]*[ \t]*:).)"
+        rf"(?<=(?=[A-Za-z0-9-]*?{_SECRET_WORD}).)[A-Za-z0-9-]*"
+        rf"[ \t]*:[ \t]*(?P<value>{_TOKEN_LIKE})",
         "value",
     ),
-    # Mid-line name=value (logs, form bodies, flags): only a value with a
-    # digit or symbol, since a bare word there is usually a variable.
+    # Any other assignment, in code, logs, form bodies and flags:
+    # password = "value", apiKey: 'value', export TOKEN="value",
+    # api_key: str = "value", --password=value, "my password: hunter2!".
+    # A quoted value is taken whole, unless the name itself sits just inside
+    # a quote (``getpass("Password: ")``). An unquoted value needs a digit or
+    # symbol, since a bare word there is usually a variable; after ':' a dash
+    # doesn't count, so a hyphenated word in prose stays.
     _rule(
         "env_secret",
-        rf"{_NAME_START}(?:--?)?{_SECRET_NAME}=(?![=~$])"
-        r"(?P<value>(?=[^\s\"'`,;()\[\]{}<>&|]*[0-9+/=@!#%^*~$-])"
-        r"(?:[^\s\"'`,;()\[\]{}<>&|.]|\.(?=[^\s\"'`,;()\[\]{}<>&|.]))+)",
-        "value",
-    ),
-    # Mid-line "name: value" ("my password: hunter2!"): same, minus '-' so a
-    # hyphenated word in prose stays.
-    _rule(
-        "env_secret",
-        rf"{_NAME_START}{_SECRET_NAME}:[ \t]*(?![$])"
-        r"(?P<value>(?=[^\s\"'`,;()\[\]{}<>&|]*[0-9+/=@!#%^*~$])"
-        r"(?:[^\s\"'`,;()\[\]{}<>&|.]|\.(?=[^\s\"'`,;()\[\]{}<>&|.]))+)",
+        _name(extra=r"(?:(?<=[\"'`].)(?P<in_quote>))?")
+        +
+        r"(?:[ \t]*(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
+        r"|:=|=>|=(?![=~])|:(?![:/]))[ \t]*(?(in_quote)(?!))"
+        r"(?P<q>[\"'`])(?![ \t+,;.)])"
+        r"|(?P<eq>=)(?![=~$])"
+        r"|:[ \t]*(?![$]))"
+        r"(?P<value>(?(q)(?:(?!(?P=q))[^\\\r\n]|\\[^\r\n])*"
+        rf"|(?(eq)(?={_INLINE_CHAR}*[0-9+/=@!#%^*~$-])"
+        rf"|(?={_INLINE_CHAR}*[0-9+/=@!#%^*~$])){_INLINE_VALUE}))"
+        r"(?(q)(?P=q))",
         "value",
     ),
 )
 
+_HIGH_ENTROPY = (
+    r"(?P<value>(?=[A-Za-z0-9+/_=-]*[0-9])(?=[A-Za-z0-9+/_=-]*[A-Za-z])"
+    r"[A-Za-z0-9+/_=-]{20,512})(?![A-Za-z0-9+/_=.-])"
+)
 _GENERIC_RULES = (
     _rule(
         "generic_secret",
-        rf"{_NAME_START}(?P<nq>[\"']?)(?=[\w.-]*?{_WEAK_WORD})[A-Za-z_][\w.-]*"
-        r"(?P=nq)[ \t]*(?::=|=>|=(?![=~])|:)[ \t]*[\"'`]?"
-        r"(?P<value>(?=[A-Za-z0-9+/_=-]*[0-9])(?=[A-Za-z0-9+/_=-]*[A-Za-z])"
-        r"[A-Za-z0-9+/_=-]{20,})(?![A-Za-z0-9+/_=.-])",
+        _name(words=_WEAK_WORD, not_after=r"[\w.$\"']", descriptive=False)
+        + r"[ \t]*(?::=|=>|=(?![=~])|:)[ \t]*[\"'`]?"
+        + _HIGH_ENTROPY,
+        "value",
+    ),
+    _rule(
+        "generic_secret",
+        r"(?P<nq>[\"'])(?=[\w.-]*?" + _WEAK_WORD + r")[A-Za-z_][\w.-]*(?P=nq)"
+        r"[ \t]*(?::|=>|=)[ \t]*[\"'`]?" + _HIGH_ENTROPY,
         "value",
     ),
 )

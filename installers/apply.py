@@ -1,0 +1,96 @@
+"""Install, uninstall and status over the host adapters.
+
+Every host's edits are planned first (each adapter's ``host_plan_config``); only when
+every plan succeeded is anything written, so a malformed config file of any host
+means nothing is written anywhere. Writes are atomic with a backup
+(:func:`bli_memory.installers.files.atomic_write`). A plan with no file changes is a
+no-op that says so: install is idempotent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.errors import ConfigError
+from bli_memory.core.models import HostConfigPlan, HostStatus
+from bli_memory.installers.files import atomic_write, unified_diff
+
+__all__ = ["HostReport", "apply_plans", "known_hosts", "plan_hosts", "select_hosts", "status_hosts"]
+
+
+@dataclass
+class HostReport:
+    """What happened to one host: ``changed``, ``unchanged`` or ``skipped`` (not found)."""
+
+    host: str
+    outcome: str
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    diff: str = ""
+    backups: list[str] = field(default_factory=list)
+
+
+def known_hosts(pm: Any) -> dict[str, dict[str, Any]]:
+    """Every host plugin's info, by name."""
+    return {info["name"]: info for info in pm.hook.host_info()}
+
+
+def select_hosts(pm: Any, requested: str) -> tuple[list[str], list[str]]:
+    """Hosts to act on and hosts skipped, for ``--host NAME`` or ``--host all``.
+
+    ``all`` means every host found on this machine; the others are skipped, not errors.
+
+    Raises:
+        ConfigError: an unknown host name.
+    """
+    hosts = known_hosts(pm)
+    if requested == "all":
+        present = [h for h, info in hosts.items() if info.get("present")]
+        return present, [h for h in hosts if h not in present]
+    if requested not in hosts:
+        raise ConfigError(f"unknown host {requested!r}; known: {', '.join(sorted(hosts))}, all")
+    return [requested], []
+
+
+def plan_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path, *,
+               uninstall: bool) -> list[HostConfigPlan]:
+    """Plan every host's edits; raises before anything is written.
+
+    Raises:
+        InstallConflict: a host's existing config is malformed.
+    """
+    plans = []
+    for host in hosts:
+        plan = pm.hook.host_plan_config(host=host, contract=contract, home=home, uninstall=uninstall)
+        if plan is None:
+            raise ConfigError(f"no adapter plans config for host {host!r}")
+        plans.append(plan)
+    return plans
+
+
+def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool) -> list[HostReport]:
+    """Write (or, with ``dry_run``, only diff) every planned file."""
+    reports = []
+    for plan in plans:
+        report = HostReport(host=plan.host, outcome="changed" if plan.files else "unchanged",
+                            notes=list(plan.notes))
+        for path, (old, new) in plan.files.items():
+            report.files.append(path)
+            report.diff += unified_diff(Path(path), old, new)
+            if not dry_run:
+                backup = atomic_write(Path(path), new)
+                if backup is not None:
+                    report.backups.append(str(backup))
+        reports.append(report)
+    return reports
+
+
+def status_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path) -> list[HostStatus]:
+    """Each host's :class:`HostStatus`."""
+    out = []
+    for host in hosts:
+        status = pm.hook.host_status(host=host, contract=contract, home=home)
+        out.append(status if status is not None else HostStatus(host=host, state="not_found"))
+    return out

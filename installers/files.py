@@ -1,0 +1,139 @@
+"""Reading and writing host config files without losing anything of the person's.
+
+- :func:`read_json_object` refuses a malformed file with a clear error naming it
+  (never overwritten); a missing or empty file is an empty object.
+- :func:`dump_json_like` writes JSON back in the file's own style (indent unit,
+  trailing newline), key order kept, so untouched content stays byte-for-byte where
+  the original was written the usual way (``JSON.stringify(x, null, 2)``).
+- :func:`atomic_write` writes a temp file in the same folder, keeps the old file's
+  mode (``~/.claude.json`` is 0600), saves a backup of the previous content next to
+  it (``<name>.bli-memory.bak``) and renames over the original.
+- :func:`unified_diff` is what ``--dry-run`` prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.errors import InstallConflict
+
+__all__ = [
+    "BACKUP_SUFFIX",
+    "atomic_write",
+    "dump_json_like",
+    "read_json_object",
+    "read_text",
+    "unified_diff",
+]
+
+BACKUP_SUFFIX = ".bli-memory.bak"
+
+
+def read_text(path: Path) -> str | None:
+    """File text, or None when it does not exist.
+
+    Raises:
+        InstallConflict: it exists but cannot be read as UTF-8 text.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstallConflict(f"{path}: cannot be read ({exc}); nothing was written") from exc
+
+
+def read_json_object(path: Path, text: str | None) -> dict[str, Any]:
+    """Parse a JSON config file that must hold an object.
+
+    Raises:
+        InstallConflict: malformed JSON or not an object; names the file and the problem.
+    """
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InstallConflict(
+            f"{path} is not valid JSON ({exc}); fix or move it, nothing was written"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InstallConflict(
+            f"{path} must hold a JSON object, found {type(data).__name__}; nothing was written"
+        )
+    return data
+
+
+_INDENT = re.compile(r"^([ \t]+)\S", re.MULTILINE)
+
+
+def dump_json_like(data: dict[str, Any], original: str | None) -> str:
+    """Serialise ``data`` in the style of ``original`` (default: 2-space indent, newline)."""
+    indent: str | int = 2
+    trailing = "\n"
+    if original:
+        m = _INDENT.search(original)
+        if m:
+            indent = m.group(1)
+        elif original.strip() and "\n" not in original.strip():
+            indent = None  # type: ignore[assignment]  # a one-line file stays one line
+        trailing = "\n" if original.endswith("\n") else ""
+    return json.dumps(data, indent=indent, ensure_ascii=False) + trailing
+
+
+def atomic_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> Path | None:
+    """Replace ``path`` with ``text`` atomically (``None`` deletes it), keeping a backup.
+
+    Args:
+        path: The config file.
+        text: New content, or None to remove the file.
+        default_mode: Mode of a file that did not exist before.
+
+    Returns:
+        The backup path, when there was a previous file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup: Path | None = None
+    mode = default_mode
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+        backup = path.with_name(path.name + BACKUP_SUFFIX)
+        data = path.read_bytes()
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".bak-tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, backup)
+    if text is None:
+        path.unlink(missing_ok=True)
+        return backup
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def unified_diff(path: Path, old: str | None, new: str | None) -> str:
+    """A unified diff of one file's change (``/dev/null`` for creation or removal)."""
+    a = (old or "").splitlines(keepends=True)
+    b = (new or "").splitlines(keepends=True)
+    diff = difflib.unified_diff(
+        a, b, fromfile=str(path) if old is not None else "/dev/null",
+        tofile=str(path) if new is not None else "/dev/null",
+    )
+    out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
+    return out
