@@ -397,6 +397,82 @@ class EmbeddedBackend:
         return self.store.enqueue_job(text, space=canonical, source=source, session_id=session_id)
 
 
+    # --- memory controls (inspection, audit, export) ---------------------------------
+
+    def info(self, *, space: str) -> dict[str, Any]:
+        """The space in use, its aliases, counts by state, the store and the model."""
+        canonical, spaces = self.store.resolve_space(space)
+        return {
+            "space": canonical,
+            "aliases": [t for t in spaces if t != canonical],
+            "counts": self.store.count_by_state(spaces),
+            "recordings": self.store.recording_count(spaces),
+            "store": {"kind": "embedded", "path": str(self.store_path)},
+            "embeddingModel": self._model_name,
+            "extractJobs": self.store.job_counts(),
+        }
+
+    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
+        """Newest live memories of a space; ``limit`` is clamped to 1..100."""
+        _, spaces = self.store.resolve_space(space)
+        return self.store.list_live(spaces, limit=max(1, min(int(limit), 100)))
+
+    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
+        """One memory and its version history (newest first).
+
+        Args:
+            id: Any version's id.
+            include_inactive: Allow a superseded or forgotten version, and include the
+                superseded versions and the tombstone in the history.
+
+        Raises:
+            NotFoundError: unknown id, or an inactive one without ``include_inactive``.
+        """
+        memory = self.store.get(id)
+        if memory is None or (memory.state != "active" and not include_inactive):
+            hint = "" if include_inactive else " (include_inactive shows history)"
+            raise NotFoundError(f"no live memory with id {id}{hint}")
+        chain = self.store.history(id)
+        history = [m for m in chain if m.id != memory.id]
+        if not include_inactive:
+            history = [m for m in history if m.state == "superseded"]
+        return memory, history
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Integrity of the store's derived indexes; with ``repair`` rebuild them from the rows."""
+        report = self.store.audit(repair=repair)
+        if repair and report["needs_embedding"]:
+            for seq in report["needs_embedding"]:
+                self.store.set_vector(seq, self._embed_one(self.store.content_of(seq)))
+            report["repaired"] = True
+        if repair:
+            after = self.store.audit(repair=False)
+            report["after"] = {k: after[k] for k in ("ok", "missing_keyword", "stale_keyword",
+                                                     "missing_vector", "wrong_model")}
+        report.pop("needs_embedding", None)
+        return report
+
+    def export(self, *, space: str | None = None) -> Any:
+        """Iterator of JSON-ready rows (all versions); every space when ``space`` is None."""
+        spaces = self.store.resolve_space(space)[1] if space else None
+        return self.store.export_rows(spaces)
+
+    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
+        """Import exported rows exactly; rows without a usable vector are re-embedded."""
+        vectors = {
+            r["id"]: self._embed_one(r["content"])
+            for r in records
+            if (r.get("state") or "active") == "active"
+            and not (r.get("embedding") and r.get("embeddingModel") == self._model_name)
+        }
+        return self.store.import_rows(records, vectors)
+
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+        """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
+        canonical, _ = self.store.resolve_space(space)
+        return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
+
+
 @hookimpl(trylast=True)
 def memory_backend(settings: Settings) -> EmbeddedBackend | None:
     """Offer the embedded engine; the remote client plugin answers first when configured."""

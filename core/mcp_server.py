@@ -125,6 +125,65 @@ class ForgetOutput(BaseModel):
     forgotten: MemoryOut
 
 
+class InfoOutput(BaseModel):
+    """Result of memory_info."""
+
+    containerTag: str
+    derivedFrom: str
+    aliases: list[str]
+    counts: dict[str, int]
+    recordings: int = 0
+    store: dict[str, Any]
+    embeddingModel: str
+    route: str
+    switches: dict[str, Any]
+
+
+class ListOutput(BaseModel):
+    """Result of list_memories: bounded previews, newest first."""
+
+    containerTag: str
+    count: int
+    memories: list[MemoryOut]
+
+
+class GetOutput(BaseModel):
+    """Result of get_memory."""
+
+    memory: MemoryOut
+    history: list[MemoryOut]
+
+
+class StatusOutput(BaseModel):
+    """Memory and recording state of a space."""
+
+    space: str
+    enabled: bool
+    globalEnabled: bool
+    spaceEnabled: bool
+    recording: bool
+    recordingSince: str | None = None
+
+
+class AuditOutput(BaseModel):
+    """Result of memory_audit."""
+
+    ok: bool
+    counts: dict[str, int]
+    missing_keyword: int
+    stale_keyword: int
+    missing_vector: int
+    wrong_model: int
+    repaired: bool
+    after: dict[str, Any] | None = None
+
+
+def _status_text(st: dict[str, Any]) -> str:
+    memory = "on" if st["enabled"] else "OFF (hooks neither inject nor capture; search/save refuse)"
+    recording = f"on since {st['recordingSince']}" if st["recording"] else "off"
+    return f"Memory for {st['space']} is {memory}; session recording is {recording}."
+
+
 def _memory_out(m: Memory) -> dict[str, Any]:
     return {
         "id": m.id, "content": m.content, "containerTag": m.space, "customId": m.custom_id,
@@ -179,6 +238,31 @@ def _resolve_tag(state: ServerState, container_tag: str | None) -> str:
         return validate_tag(container_tag)
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from exc
+
+
+def _require_enabled(space: str) -> None:
+    from bli_memory.core.switches import is_enabled
+
+    if not is_enabled(space):
+        raise ToolError(
+            f"disabled: memory is switched off for {space} (or globally); nothing was searched or "
+            "saved. Call enable_memory to switch it back on."
+        )
+
+
+def _parse_expiry(value: str | None) -> str | None:
+    """An ISO 8601 date or time -> the store's UTC form; None stays None."""
+    if value is None or not value.strip():
+        return None
+    from datetime import UTC, datetime
+
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ToolError(f"invalid_input: expiresAt {value!r} is not an ISO 8601 date or time") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def build_server(state_factory: Any) -> MCPServer:
@@ -241,6 +325,7 @@ def build_server(state_factory: Any) -> MCPServer:
         """
         state = holder["state"]
         tag = _resolve_tag(state, containerTag) if containerTag else state.default_space
+        _require_enabled(tag)
         res = await call(
             state.backend.search, query, space=tag, limit=limit, include_profile=includeProfile
         )
@@ -289,6 +374,10 @@ def build_server(state_factory: Any) -> MCPServer:
         metadata: Annotated[
             dict[str, Any] | None, Field(description="JSON object stored with the memory.")
         ] = None,
+        expiresAt: Annotated[
+            str | None,
+            Field(description="ISO 8601 time after which the memory leaves search (e.g. 2026-12-31)."),
+        ] = None,
     ) -> Annotated[CallToolResult, SaveOutput]:
         """Remember something durable: a decision and its reason, a preference, a convention.
 
@@ -303,7 +392,10 @@ def build_server(state_factory: Any) -> MCPServer:
                 "not_yet_available: extract mode is not available in this version; "
                 "save the durable facts one per call instead"
             )
-        res = await call(state.backend.save, content, space=tag, custom_id=customId, metadata=metadata)
+        _require_enabled(tag)
+        expires = _parse_expiry(expiresAt)
+        res = await call(state.backend.save, content, space=tag, custom_id=customId, metadata=metadata,
+                         expires_at=expires)
         out = SaveOutput(
             status=res.status, containerTag=res.space,
             memory=_memory_out(res.memory) if res.memory else None,
@@ -406,6 +498,157 @@ def build_server(state_factory: Any) -> MCPServer:
             open_world_hint=False,
         ),
     )
+
+    # --- memory controls -------------------------------------------------------------
+
+    def backend_method(name: str) -> Any:
+        fn = getattr(holder["state"].backend, name, None)
+        if fn is None:
+            raise ToolError(f"not_available: {name} is not available with this store")
+        return fn
+
+    async def memory_info(
+        containerTag: Annotated[str | None, Field(description="Space to describe; default: current.")] = None,
+    ) -> Annotated[CallToolResult, InfoOutput]:
+        """Describe the memory in use: the space and how it was derived, its aliases,
+        counts by state, the store, the embedding model, and the route that served this."""
+        state = holder["state"]
+        tag = _resolve_tag(state, containerTag)
+        info = await call(backend_method("info"), space=tag)
+        from bli_memory.core.switches import status as switch_status
+
+        out = InfoOutput(
+            containerTag=info["space"],
+            derivedFrom=state.space_origin if tag == state.default_space else "containerTag argument",
+            aliases=info["aliases"], counts=info["counts"], recordings=info.get("recordings", 0),
+            store=info["store"], embeddingModel=info["embeddingModel"],
+            route="mcp stdio -> " + str(info["store"].get("kind", "?")),
+            switches=switch_status(info["space"]),
+        )
+        c = info["counts"]
+        text = (
+            f"Space {out.containerTag} ({out.derivedFrom}); aliases: {', '.join(out.aliases) or 'none'}.\n"
+            f"Memories: {c.get('active', 0)} live, {c.get('superseded', 0)} superseded, "
+            f"{c.get('forgotten', 0)} forgotten. Store: {info['store']}. Model: {out.embeddingModel}. "
+            f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
+            f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route}."
+        )
+        return result(text, out)
+
+    async def list_memories(
+        limit: Annotated[int, Field(ge=1, le=100, description="How many, newest first.")] = 20,
+        containerTag: Annotated[str | None, Field(description="Space to list; default: current.")] = None,
+    ) -> Annotated[CallToolResult, ListOutput]:
+        """List the newest memories of a space as short previews (use get_memory for one in full)."""
+        state = holder["state"]
+        tag = _resolve_tag(state, containerTag)
+        rows = await call(backend_method("list_memories"), space=tag, limit=limit)
+        items = [{**_memory_out(m), "content": _one_line(m.content, 200)} for m in rows]
+        out = ListOutput(containerTag=tag, count=len(items), memories=items)
+        if not items:
+            return result(f"The record is silent: space {tag} holds no live memories.", out)
+        lines = [f"{len(items)} newest memories in {tag}:"]
+        lines += [f"- [{_date(m.created_at)}] {_one_line(m.content, 200)} (id {m.id})" for m in rows]
+        return result("\n".join(lines), out)
+
+    async def get_memory(
+        id: Annotated[str, Field(description="Id of the memory (any version).")],
+        include_inactive: Annotated[
+            bool, Field(description="Also show superseded versions and the tombstone.")
+        ] = False,
+    ) -> Annotated[CallToolResult, GetOutput]:
+        """Read one memory in full, with its version history."""
+        memory, history = await call(backend_method("get_memory"), id, include_inactive=include_inactive)
+        out = GetOutput(memory=_memory_out(memory), history=[_memory_out(m) for m in history])
+        lines = [f"[{_date(memory.created_at)}] {memory.content}",
+                 f"(id {memory.id}, version {memory.version}, {memory.state}, space {memory.space})"]
+        for m in history:
+            lines.append(
+                f"history: version {m.version} ({m.state}, {_date(m.created_at)}): {_one_line(m.content)}"
+            )
+        return result("\n".join(lines), out)
+
+    async def memory_status(
+        containerTag: Annotated[str | None, Field(description="Space; default: current.")] = None,
+    ) -> Annotated[CallToolResult, StatusOutput]:
+        """Say whether memory (recall and capture) is on, and whether sessions are recorded."""
+        from bli_memory.core.switches import status as switch_status
+
+        tag = _resolve_tag(holder["state"], containerTag)
+        st = switch_status(tag)
+        return result(_status_text(st), StatusOutput(**st))
+
+    async def enable_memory(
+        containerTag: Annotated[str | None, Field(description="Space; default: current.")] = None,
+        scope: Annotated[
+            Literal["space", "global"], Field(description="This space, or everywhere.")
+        ] = "space",
+    ) -> Annotated[CallToolResult, StatusOutput]:
+        """Switch memory recall and capture back on (for this space, or globally)."""
+        from bli_memory.core.switches import set_enabled
+        from bli_memory.core.switches import status as switch_status
+
+        tag = _resolve_tag(holder["state"], containerTag)
+        set_enabled(True, None if scope == "global" else tag)
+        st = switch_status(tag)
+        return result(_status_text(st), StatusOutput(**st))
+
+    async def disable_memory(
+        containerTag: Annotated[str | None, Field(description="Space; default: current.")] = None,
+        scope: Annotated[
+            Literal["space", "global"], Field(description="This space, or everywhere.")
+        ] = "space",
+    ) -> Annotated[CallToolResult, StatusOutput]:
+        """Switch memory off for a sensitive task: hooks stop injecting and capturing, and
+        search/save refuse, until enable_memory. Nothing stored is deleted."""
+        from bli_memory.core.switches import set_enabled
+        from bli_memory.core.switches import status as switch_status
+
+        tag = _resolve_tag(holder["state"], containerTag)
+        set_enabled(False, None if scope == "global" else tag)
+        st = switch_status(tag)
+        return result(_status_text(st), StatusOutput(**st))
+
+    async def record_session(
+        action: Annotated[Literal["start", "stop", "status"], Field(description="start, stop or status.")],
+        containerTag: Annotated[str | None, Field(description="Space; default: current.")] = None,
+    ) -> Annotated[CallToolResult, StatusOutput]:
+        """Record this project's session turns capture-only (bounded, redacted), never
+        injecting them. Off by default."""
+        from bli_memory.core.switches import set_recording
+        from bli_memory.core.switches import status as switch_status
+
+        tag = _resolve_tag(holder["state"], containerTag)
+        if action != "status":
+            set_recording(action == "start", tag)
+        st = switch_status(tag)
+        return result(_status_text(st), StatusOutput(**st))
+
+    async def memory_audit(
+        repair: Annotated[bool, Field(description="Rebuild the derived indexes from the rows.")] = False,
+    ) -> Annotated[CallToolResult, AuditOutput]:
+        """Check the store's integrity: every live memory is in the keyword index and has a
+        vector of the recorded model, and no index entry points at a retired memory."""
+        report = await call(backend_method("audit"), repair=repair)
+        out = AuditOutput(**report)
+        verdict = "intact" if report["ok"] else "NOT intact"
+        text = (f"Store is {verdict}: {report['missing_keyword']} live rows missing from the keyword index, "
+                f"{report['stale_keyword']} stale index entries, {report['missing_vector']} missing vectors, "
+                f"{report['wrong_model']} vectors of another model. Counts: {report['counts']}.")
+        if report.get("repaired"):
+            text += f" Repaired; now: {report.get('after')}."
+        return result(text, out)
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+    for fn, title in ((memory_info, "Memory info"), (list_memories, "List memories"),
+                      (get_memory, "Get memory"), (memory_status, "Memory status")):
+        server.add_tool(fn, annotations=read_only.model_copy(update={"title": title}))
+    switch = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                             open_world_hint=False)
+    for fn, title in ((enable_memory, "Enable memory"), (disable_memory, "Disable memory"),
+                      (record_session, "Record session"), (memory_audit, "Audit memory store")):
+        server.add_tool(fn, annotations=switch.model_copy(update={"title": title}))
     return server
 
 

@@ -116,6 +116,24 @@ def m002_extract_jobs(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX memory_extract_jobs_ready ON memory_extract_jobs (state, not_before)")
 
 
+@_migration
+def m005_session_recordings(conn: sqlite3.Connection) -> None:
+    """Capture-only session recordings (``record_session``): kept, never injected."""
+    conn.execute(
+        """
+        CREATE TABLE session_recordings (
+            id          TEXT PRIMARY KEY,
+            space       TEXT NOT NULL,
+            session_id  TEXT,
+            source      TEXT NOT NULL,
+            text        TEXT NOT NULL,
+            created_at  TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX session_recordings_space ON session_recordings (space, created_at)")
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction.
 

@@ -468,7 +468,7 @@ class SQLiteStore:
         if state == "forgotten":
             conn.execute(
                 "UPDATE memories SET state = 'forgotten', forgotten_at = ?, updated_at = ?, "
-                "embedding = NULL WHERE seq = ?",
+                "embedding = NULL, embedding_model = NULL WHERE seq = ?",
                 (at, at, seq),
             )
         else:
@@ -628,3 +628,167 @@ class SQLiteStore:
             return dict(
                 conn.execute("SELECT state, count(*) FROM memory_extract_jobs GROUP BY state").fetchall()
             )
+
+    # --- inspection, audit, export (memory controls) ---------------------------------
+
+    def list_live(self, spaces: Sequence[str], *, limit: int) -> list[Memory]:
+        """Newest live memories of these spaces (same as :meth:`recent`)."""
+        return self.recent(spaces, limit=limit)
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Check that the derived indexes agree with the rows; optionally rebuild them.
+
+        Checks: every live row has a keyword-index entry and a vector of this store's
+        model; no keyword entry points at a missing, superseded or forgotten row.
+
+        Returns:
+            ``{"counts": {...}, "missing_keyword": n, "stale_keyword": n,
+            "missing_vector": n, "wrong_model": n, "ok": bool, "repaired": bool,
+            "needs_embedding": [seq, ...]}`` (``needs_embedding``: live rows whose vector
+            must be recomputed by the engine).
+        """
+        with self._read() as conn:
+            live = {r[0] for r in conn.execute("SELECT seq FROM memories WHERE state = 'active'")}
+            indexed = {r[0] for r in conn.execute("SELECT rowid FROM memory_fts")}
+            no_vec = [r[0] for r in conn.execute(
+                "SELECT seq FROM memories WHERE state = 'active' AND embedding IS NULL")]
+            wrong = [r[0] for r in conn.execute(
+                "SELECT seq FROM memories WHERE state = 'active' AND embedding IS NOT NULL "
+                "AND (embedding_model IS NOT ? OR length(embedding) != ?)",
+                (self.model_name, 4 * self.dimensions))]
+        report: dict[str, Any] = {
+            "counts": self.count_by_state(),
+            "missing_keyword": len(live - indexed),
+            "stale_keyword": len(indexed - live),
+            "missing_vector": len(no_vec),
+            "wrong_model": len(wrong),
+            "needs_embedding": sorted(no_vec + wrong),
+        }
+        report["ok"] = not any(report[k] for k in ("missing_keyword", "stale_keyword", "missing_vector",
+                                                    "wrong_model"))
+        report["repaired"] = False
+        if repair and not report["ok"]:
+            with self._write() as conn:
+                conn.execute("DELETE FROM memory_fts")
+                for seq, content in conn.execute(
+                    "SELECT seq, content FROM memories WHERE state = 'active'"
+                ).fetchall():
+                    conn.execute(
+                        "INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)", (seq, index_text(content))
+                    )
+                conn.execute(
+                    "UPDATE space_generation SET generation = generation + 1, removals = removals + 1"
+                )
+            report["repaired"] = True
+        return report
+
+    def set_vector(self, seq: int, vector: np.ndarray) -> None:
+        """Store a recomputed vector for a row (audit repair, re-embedding)."""
+        with self._write() as conn:
+            row = conn.execute("SELECT space FROM memories WHERE seq = ?", (seq,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no row {seq}")
+            conn.execute(
+                "UPDATE memories SET embedding = ?, embedding_model = ? WHERE seq = ?",
+                (encode_vector(vector), self.model_name, seq),
+            )
+            self._bump(conn, row[0], removal=True)
+
+    def content_of(self, seq: int) -> str:
+        """The content of a row by sequence number."""
+        with self._read() as conn:
+            row = conn.execute("SELECT content FROM memories WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no row {seq}")
+        return str(row[0])
+
+    def export_rows(self, spaces: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every row (all states, history included) as JSON-ready dicts, oldest first.
+
+        The embedding is included as base64 float32 with its model name, so an import
+        into a store of the same model needs no re-embedding.
+        """
+        import base64
+
+        where, args = "", ()
+        if spaces:
+            where, args = f"WHERE space IN ({','.join('?' * len(spaces))})", tuple(spaces)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}, embedding, embedding_model FROM memories {where} ORDER BY seq", args
+            ).fetchall()
+        for row in rows:
+            record = _row_to_memory(row).to_dict()
+            record["embedding"] = base64.b64encode(row[15]).decode("ascii") if row[15] else None
+            record["embeddingModel"] = row[16]
+            yield record
+
+    def import_rows(
+        self, records: Iterable[dict[str, Any]], vectors: dict[str, np.ndarray]
+    ) -> dict[str, int]:
+        """Insert exported rows as they were (ids, versions, states, timestamps kept).
+
+        Args:
+            records: Dicts from :meth:`export_rows`.
+            vectors: Recomputed vectors by memory id, for records whose embedding is
+                missing or from another model.
+
+        Returns:
+            ``{"imported": n, "skipped": n}``; a record whose id already exists is skipped.
+        """
+        import base64
+
+        import numpy as np
+
+        imported = skipped = 0
+        with self._write() as conn:
+            for rec in records:
+                if conn.execute("SELECT 1 FROM memories WHERE id = ?", (rec["id"],)).fetchone():
+                    skipped += 1
+                    continue
+                blob = None
+                live = (rec.get("state") or "active") == "active"
+                if rec["id"] in vectors:
+                    blob = encode_vector(vectors[rec["id"]])
+                elif rec.get("embedding") and rec.get("embeddingModel") == self.model_name:
+                    blob = base64.b64decode(rec["embedding"])
+                    np.frombuffer(blob, dtype="<f4").reshape(self.dimensions)
+                cur = conn.execute(
+                    "INSERT INTO memories (id, space, content, custom_id, metadata, source, session_id, "
+                    "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "
+                    "content_sha256, embedding, embedding_model) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        rec["id"], rec["space"], rec["content"], rec.get("customId"),
+                        json.dumps(rec.get("metadata") or {}, ensure_ascii=False, sort_keys=True),
+                        rec.get("source") or "import", rec.get("sessionId"), rec["createdAt"],
+                        rec["updatedAt"], int(rec.get("version") or 1), rec.get("supersedes"),
+                        rec.get("state") or "active", rec.get("forgottenAt"), rec.get("expiresAt"),
+                        content_hash(rec["content"]), blob, self.model_name if blob else None,
+                    ),
+                )
+                if live:
+                    conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)",
+                                 (cur.lastrowid, index_text(rec["content"])))
+                self._bump(conn, rec["space"], removal=False)
+                imported += 1
+        return {"imported": imported, "skipped": skipped}
+
+    def add_recording(self, text: str, *, space: str, source: str, session_id: str | None) -> str:
+        """Write one capture-only recording row; returns its id."""
+        rec_id = str(uuid.uuid4())
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO session_recordings (id, space, session_id, source, text, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (rec_id, space, session_id, source, text, now_iso()),
+            )
+        return rec_id
+
+    def recording_count(self, spaces: Sequence[str]) -> int:
+        """How many recorded turns these spaces hold."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            return int(conn.execute(
+                f"SELECT count(*) FROM session_recordings WHERE space IN ({marks})", tuple(spaces)
+            ).fetchone()[0])

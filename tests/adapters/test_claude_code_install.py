@@ -48,7 +48,8 @@ def test_fresh_install_writes_server_hooks_and_permission(temp_home: Path) -> No
     r = cli("install", home=temp_home)
     assert r.returncode == 0, r.stderr
     state, settings = read(temp_home)
-    assert state["mcpServers"]["bli-memory"] == {"type": "stdio", "command": bin_path(), "args": [], "env": {}}
+    entry = {"type": "stdio", "command": bin_path(), "args": [], "env": {}}
+    assert state["mcpServers"]["bli-memory"] == entry
     hooks = settings["hooks"]
     assert hooks["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert hooks["SessionStart"][0]["hooks"] == [

@@ -1,0 +1,119 @@
+"""``bli-memory-mcp memory list|get|forget|purge|export|import|audit``.
+
+The same operations the MCP tools run, for a person at a terminal: inspect what is
+kept, read one memory with its history, forget or purge one, back up and restore
+(JSON Lines that round-trip exactly, history included), and check the store.
+
+Export/import work on the embedded store; a space defaults to the current folder's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _backend() -> Any:
+    from bli_memory.core.contracts import get_plugin_manager
+    from bli_memory.core.settings import load_settings
+
+    return get_plugin_manager().hook.memory_backend(settings=load_settings())
+
+
+def _space(arg: str | None) -> str:
+    from bli_memory.core.spaces import derive_space, validate_tag
+
+    if arg:
+        try:
+            return validate_tag(arg)
+        except ValueError as exc:
+            from bli_memory.core.errors import InvalidInputError
+
+            raise InvalidInputError(str(exc)) from exc
+    return derive_space(os.getcwd()).tag
+
+
+def _line(m: Any) -> str:
+    text = " ".join(m.content.split())
+    return f"{m.id}  [{m.created_at[:10]}] {text[:160]}"
+
+
+def main(argv: list[str]) -> int:
+    """Run one ``memory`` subcommand; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="bli-memory-mcp memory", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("list", help="newest live memories of a space")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("get", help="one memory with its history")
+    p.add_argument("id")
+    p.add_argument("--include-inactive", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("forget", help="tombstone one memory by id")
+    p.add_argument("id")
+    p.add_argument("--space")
+    p = sub.add_parser("purge", help="erase a memory and all its versions from the file (secrets)")
+    p.add_argument("id")
+    p.add_argument("--yes", action="store_true", help="do not ask")
+    p = sub.add_parser("export", help="write every row (history included) as JSON Lines to stdout")
+    p.add_argument("--space", help="only this space (default: every space)")
+    p = sub.add_parser("import", help="read JSON Lines from a file (or - for stdin) into the store")
+    p.add_argument("file")
+    p = sub.add_parser("audit", help="check the store's indexes; --repair rebuilds them")
+    p.add_argument("--repair", action="store_true")
+    p.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    out = sys.stdout.write
+    backend = _backend()
+    try:
+        if args.cmd == "list":
+            rows = backend.list_memories(space=_space(args.space), limit=args.limit)
+            if args.json:
+                out(json.dumps([m.to_dict() for m in rows], ensure_ascii=False, indent=2) + "\n")
+            else:
+                out("".join(_line(m) + "\n" for m in rows) or "(no live memories)\n")
+        elif args.cmd == "get":
+            memory, history = backend.get_memory(args.id, include_inactive=args.include_inactive)
+            if args.json:
+                out(json.dumps({"memory": memory.to_dict(), "history": [m.to_dict() for m in history]},
+                               ensure_ascii=False, indent=2) + "\n")
+            else:
+                out(f"{memory.content}\n\nid {memory.id} · version {memory.version} · {memory.state} · "
+                    f"space {memory.space} · created {memory.created_at}\n")
+                for m in history:
+                    out(f"  v{m.version} {m.state} {m.created_at}: {' '.join(m.content.split())[:160]}\n")
+        elif args.cmd == "forget":
+            res = backend.forget(space=_space(args.space), id=args.id)
+            out(f"forgotten: {res.memory.id}\n")
+        elif args.cmd == "purge":
+            if not args.yes:
+                sys.stderr.write("purge erases every version of the memory for good; add --yes to confirm\n")
+                return 2
+            n = backend.purge(args.id)
+            out(f"purged {n} row(s)\n")
+        elif args.cmd == "export":
+            space = _space(args.space) if args.space else None
+            for record in backend.export(space=space):
+                out(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        elif args.cmd == "import":
+            fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+            with fh:
+                records = [json.loads(line) for line in fh if line.strip()]
+            res = backend.import_records(records)
+            out(f"imported {res['imported']}, skipped {res['skipped']} (already present)\n")
+        elif args.cmd == "audit":
+            report = backend.audit(repair=args.repair)
+            if args.json:
+                out(json.dumps(report, indent=2) + "\n")
+            else:
+                out(("intact" if report["ok"] else "NOT intact") + f": {json.dumps(report)}\n")
+            return 0 if (report["ok"] or report.get("after", {}).get("ok")) else 1
+    finally:
+        backend.close()
+    return 0

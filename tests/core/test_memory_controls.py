@@ -1,0 +1,211 @@
+"""Agent-facing memory controls through the real MCP client, and their effect on hooks."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from bli_memory.core.paths import store_path
+from tests.conftest import FIXTURES
+from tests.hooks_util import run_hook
+from tests.mcp_client import run_session, text_of
+
+CONTROL_TOOLS = {"memory_info", "list_memories", "get_memory", "memory_status", "enable_memory",
+                 "disable_memory", "record_session", "memory_audit"}
+
+
+def call(client, name, **args):
+    return client.call_tool(name, args)
+
+
+def test_control_tools_are_listed_with_read_only_hints(tmp_path: Path) -> None:
+    async def body(client):
+        return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = run_session(tmp_path, body)
+    assert CONTROL_TOOLS <= set(tools)
+    for name in ("memory_info", "list_memories", "get_memory", "memory_status"):
+        assert tools[name].annotations.read_only_hint is True
+    assert tools["list_memories"].input_schema["properties"]["limit"]["maximum"] == 100
+
+
+def test_info_list_get_history_and_dates(tmp_path: Path) -> None:
+    async def body(client):
+        first = await call(client, "save_memory", content="The cache TTL is 60 seconds.")
+        mid = first.structured_content["memory"]["id"]
+        await call(client, "save_memory", content="Logs go to /var/log/app.")
+        u1 = await call(client, "update_memory", id=mid, content="The cache TTL is 120 seconds.")
+        u2 = await call(client, "update_memory", id=u1.structured_content["memory"]["id"],
+                        content="The cache TTL is 300 seconds.")
+        newest = u2.structured_content["memory"]["id"]
+        info = await call(client, "memory_info")
+        listing = await call(client, "list_memories", limit=1)
+        full = await call(client, "get_memory", id=newest)
+        old = await call(client, "get_memory", id=mid)
+        old_ok = await call(client, "get_memory", id=mid, include_inactive=True)
+        search = await call(client, "search_memory", query="cache TTL")
+        return info, listing, full, old, old_ok, search, mid, newest
+
+    info, listing, full, old, old_ok, search, mid, newest = run_session(tmp_path, body)
+    si = info.structured_content
+    assert si["counts"] == {"active": 2, "superseded": 2, "forgotten": 0}
+    assert si["embeddingModel"] == "all-MiniLM-L6-v2-int8" and si["store"]["kind"] == "embedded"
+    assert si["derivedFrom"].startswith("folder") and si["switches"]["enabled"] is True
+    assert listing.structured_content["count"] == 1
+    assert listing.structured_content["memories"][0]["id"] == newest  # newest first
+    history = full.structured_content["history"]
+    assert [h["version"] for h in history] == [2, 1] and history[-1]["id"] == mid
+    assert "300 seconds" in full.structured_content["memory"]["content"]
+    assert old.is_error and "not_found" in text_of(old)
+    assert old_ok.structured_content["memory"]["state"] == "superseded"
+    hit = search.structured_content["results"][0]
+    assert hit["createdAt"] and "[20" in text_of(search).splitlines()[1]  # dated text for the model
+
+
+def test_disable_stops_hooks_and_tools_then_enable_restores(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((FIXTURES / "claude" / "transcript.jsonl").read_bytes())
+    prompt = {"cwd": str(project), "prompt": "what is the favourite colour of the user?"}
+    stop = {"cwd": str(project), "transcript_path": str(transcript), "stop_hook_active": False}
+
+    async def save_and_disable(client):
+        await call(client, "save_memory", content="The user's favourite colour is teal.")
+        off = await call(client, "disable_memory")
+        search = await call(client, "search_memory", query="favourite colour")
+        return off, search
+
+    off, search = run_session(project, save_and_disable)
+    assert off.structured_content["enabled"] is False
+    assert search.is_error and "disabled" in text_of(search)
+    p = run_hook("prompt", prompt)
+    s = run_hook("stop", stop)
+    assert p.stdout == "" and p.receipt == ("skipped", {"reason": "disabled"})
+    assert s.stdout == "" and s.receipt[0] == "skipped" and s.reason == "disabled"
+    with sqlite3.connect(store_path()) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_extract_jobs").fetchone()[0] == 0
+
+    async def enable(client):
+        return await call(client, "enable_memory")
+
+    assert run_session(project, enable).structured_content["enabled"] is True
+    p = run_hook("prompt", prompt)
+    assert "teal" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert run_hook("stop", stop).receipt[1]["queued"] is True
+
+
+def test_record_session_captures_without_injecting(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((FIXTURES / "claude" / "transcript.jsonl").read_bytes())
+
+    async def start(client):
+        return await call(client, "record_session", action="start")
+
+    assert run_session(project, start).structured_content["recording"] is True
+    r = run_hook("stop", {"cwd": str(project), "transcript_path": str(transcript)})
+    assert r.receipt[0] == "ok" and r.receipt[1].get("recorded") is True
+    with sqlite3.connect(store_path()) as conn:
+        (n,) = conn.execute("SELECT count(*) FROM session_recordings").fetchone()
+        (live,) = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()
+    assert n == 1 and live == 0  # recorded, not turned into injectable memories
+
+    async def stop_and_info(client):
+        await call(client, "record_session", action="stop")
+        return await call(client, "memory_info")
+
+    info = run_session(project, stop_and_info).structured_content
+    assert info["recordings"] == 1 and info["switches"]["recording"] is False
+
+
+def test_audit_finds_a_broken_index_and_repair_fixes_it(tmp_path: Path) -> None:
+    async def seed(client):
+        for c in ("Alpha fact about queues.", "Beta fact about caches.", "Gamma fact about logs."):
+            await call(client, "save_memory", content=c)
+        return (await call(client, "memory_audit")).structured_content
+
+    assert run_session(tmp_path, seed)["ok"] is True
+    with sqlite3.connect(store_path()) as conn:
+        conn.execute("DELETE FROM memory_fts WHERE rowid = (SELECT min(seq) FROM memories)")
+        conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (9999, 'ghost')")
+        conn.execute("UPDATE memories SET embedding = NULL WHERE seq = (SELECT max(seq) FROM memories)")
+
+    async def audit(client):
+        broken = (await call(client, "memory_audit")).structured_content
+        fixed = (await call(client, "memory_audit", repair=True)).structured_content
+        again = (await call(client, "memory_audit")).structured_content
+        found = (await call(client, "search_memory", query="Alpha fact about queues")).structured_content
+        return broken, fixed, again, found
+
+    broken, fixed, again, found = run_session(tmp_path, audit)
+    assert broken["ok"] is False
+    assert (broken["missing_keyword"], broken["stale_keyword"], broken["missing_vector"]) == (1, 1, 1)
+    assert fixed["repaired"] is True and fixed["after"]["ok"] is True and again["ok"] is True
+    assert found["results"][0]["content"] == "Alpha fact about queues."
+
+
+def test_expired_memories_leave_search(tmp_path: Path) -> None:
+    async def body(client):
+        gone = await call(client, "save_memory", content="The demo server password is swordfish.",
+                          expiresAt="2001-01-01")
+        kept = await call(client, "save_memory", content="The demo server runs on port 8080.",
+                          expiresAt="2999-01-01T00:00:00Z")
+        bad = await call(client, "save_memory", content="x y z", expiresAt="next tuesday")
+        res = await call(client, "search_memory", query="demo server")
+        return gone, kept, bad, res
+
+    gone, kept, bad, res = run_session(tmp_path, body)
+    assert gone.structured_content["memory"]["id"]
+    assert bad.is_error and "expiresAt" in text_of(bad)
+    assert [r["content"] for r in res.structured_content["results"]] == ["The demo server runs on port 8080."]
+
+
+def test_export_to_fresh_home_and_import_gives_identical_search(tmp_path: Path, monkeypatch) -> None:
+    import os
+    import subprocess
+
+    from tests.conftest import bin_path
+
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def seed(client):
+        a = await call(client, "save_memory", content="We release on Thursdays after the freeze.")
+        await call(client, "update_memory", id=a.structured_content["memory"]["id"],
+                   content="We release on Wednesdays after the freeze.")
+        b = await call(client, "save_memory", content="Staging lives in eu-west-1.")
+        await call(client, "forget_memory", id=b.structured_content["memory"]["id"])
+        await call(client, "save_memory", content="Use pnpm, never npm, in the web app.")
+        return None
+
+    async def searches(client):
+        out = []
+        for q in ("when do we release?", "eu-west-1", "which package manager for the web app"):
+            r = await call(client, "search_memory", query=q)
+            out.append([(x["id"], x["content"], x["similarity"]) for x in r.structured_content["results"]])
+        return out
+
+    run_session(project, seed)
+    before = run_session(project, searches)
+    env = dict(os.environ)
+    exported = subprocess.run([bin_path(), "memory", "export"], cwd=project, env=env, capture_output=True,
+                              text=True, check=True).stdout
+    rows = [json.loads(line) for line in exported.splitlines()]
+    assert sorted(r["state"] for r in rows) == ["active", "active", "forgotten", "superseded"]
+    dump = tmp_path / "backup.jsonl"
+    dump.write_text(exported)
+
+    fresh = tmp_path / "fresh-home"
+    fresh.mkdir()
+    monkeypatch.setenv("HOME", str(fresh))
+    env2 = {**env, "HOME": str(fresh)}
+    r = subprocess.run([bin_path(), "memory", "import", str(dump)], cwd=project, env=env2,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "imported 4" in r.stdout, r.stderr
+    assert run_session(project, searches) == before
+    again = subprocess.run([bin_path(), "memory", "export"], cwd=project, env=env2, capture_output=True,
+                           text=True, check=True).stdout
+    assert again == exported  # the round trip is exact, history included
