@@ -37,7 +37,24 @@ if TYPE_CHECKING:
     from bli_memory.core.models import Memory, SearchHit
     from bli_memory.core.settings import Settings
 
-__all__ = ["ServerState", "build_server", "run_stdio"]
+__all__ = [
+    "AuditOutput",
+    "ForgetOutput",
+    "GetOutput",
+    "HitOut",
+    "InfoOutput",
+    "ListOutput",
+    "MemoryOut",
+    "ProfileOut",
+    "SaveOutput",
+    "SearchOutput",
+    "ServerState",
+    "StatusOutput",
+    "UpdateOutput",
+    "build_server",
+    "default_state",
+    "run_stdio",
+]
 
 SERVER_NAME = "bli-memory"
 

@@ -1,0 +1,70 @@
+"""Documentation kept honest by rule: hooks, settings and the CLI reference."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+from pathlib import Path
+
+from bli_memory.core.contracts import get_plugin_manager
+from tests.conftest import REPO_ROOT, bin_path
+
+DOCS = REPO_ROOT / "docs"
+
+
+def _hookspecs() -> dict[str, list[str]]:
+    pm = get_plugin_manager()
+    out = {}
+    for name in dir(pm.hook):
+        if name.startswith("_"):
+            continue
+        caller = getattr(pm.hook, name)
+        spec = caller.spec
+        out[name] = list(inspect.signature(spec.function).parameters)
+    return out
+
+
+def test_every_plugin_hook_is_documented_with_its_signature() -> None:
+    text = (DOCS / "plugin-hooks.md").read_text()
+    for name, args in _hookspecs().items():
+        assert f"### `{name}({', '.join(args)})`" in text, name
+
+
+def test_every_plugin_hook_has_a_test() -> None:
+    tests = "\n".join(p.read_text() for p in (REPO_ROOT / "tests").rglob("test_*.py"))
+    for name in _hookspecs():
+        assert re.search(rf"def test_hook_{name}\b", tests), f"no test_hook_{name}"
+
+
+def test_every_setting_is_documented() -> None:
+    from bli_memory.core.settings import Settings
+
+    text = (DOCS / "configuration.md").read_text()
+    for field in Settings.model_fields:
+        assert f"BLI_MEMORY_{field.upper()}" in text, field
+
+
+def _help_text() -> str:
+    import os
+
+    env = {**os.environ, "COLUMNS": "100"}  # argparse wraps to the terminal width
+
+    def run(*args: str) -> str:
+        return subprocess.run([bin_path(), *args], capture_output=True, text=True, check=True,
+                              env=env).stdout
+
+    parts = ["# Command-line reference", "", "Generated from `--help` by `python scripts/gen_cli_docs.py`; "
+             "a test fails when it is out of date.", ""]
+    for title, args in (("bli-memory-mcp", ("--help",)), ("bli-memory-mcp memory", ("memory", "--help")),
+                        ("bli-memory-mcp install", ("install", "--help")),
+                        ("bli-memory-mcp status", ("status", "--help"))):
+        parts += [f"## {title}", "", "```", run(*args).rstrip(), "```", ""]
+    cockpit = str(Path(bin_path()).parent / "cockpit")
+    out = subprocess.run([cockpit, "--help"], capture_output=True, text=True, env=env).stdout
+    parts += ["## cockpit", "", "```", out.rstrip(), "```", ""]
+    return "\n".join(parts)
+
+
+def test_cli_reference_is_up_to_date() -> None:
+    assert (DOCS / "cli.md").read_text() == _help_text(), "run: python scripts/gen_cli_docs.py"
