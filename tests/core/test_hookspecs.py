@@ -28,7 +28,8 @@ def test_hook_host_parse_payload() -> None:
 
 def test_hook_host_render() -> None:
     pm = get_plugin_manager()
-    out = pm.hook.host_render(host="claude", result=HookResult(event="prompt", outcome="ok", block="<b>x</b>"))
+    result = HookResult(event="prompt", outcome="ok", block="<b>x</b>")
+    out = pm.hook.host_render(host="claude", result=result)
     assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == "<b>x</b>"
     assert out.exit_code == 0
 
@@ -37,7 +38,8 @@ def test_hook_host_read_exchange(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes((FIXTURES / "claude" / "transcript.jsonl").read_bytes())
     hook_input = HookInput(host="claude", event="stop", transcript_path=str(transcript))
-    ex = get_plugin_manager().hook.host_read_exchange(host="claude", hook_input=hook_input, max_bytes=12288)
+    pm = get_plugin_manager()
+    ex = pm.hook.host_read_exchange(host="claude", hook_input=hook_input, max_bytes=12288)
     assert ex.assistant == "Hello from the fake model." and ex.user
 
 
