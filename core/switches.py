@@ -29,7 +29,7 @@ from typing import Any
 
 from bli_memory.core import paths
 
-__all__ = ["is_enabled", "is_recording", "load", "set_enabled", "set_recording", "switches_path", "status"]
+__all__ = ["is_enabled", "is_recording", "load", "set_enabled", "set_recording", "status", "switches_path"]
 
 
 def switches_path() -> Path:

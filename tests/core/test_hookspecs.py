@@ -44,8 +44,8 @@ def test_hook_host_read_exchange(tmp_path: Path) -> None:
 
 
 def test_hook_host_plan_config(temp_home: Path) -> None:
-    plan = get_plugin_manager().hook.host_plan_config(host="claude", contract=build_contract(), home=temp_home,
-                                                      uninstall=False)
+    pm = get_plugin_manager()
+    plan = pm.hook.host_plan_config(host="claude", contract=build_contract(), home=temp_home, uninstall=False)
     assert set(plan.files) == {str(temp_home / ".claude.json"), str(temp_home / ".claude" / "settings.json")}
 
 
