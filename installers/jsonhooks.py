@@ -20,11 +20,20 @@ from typing import Any
 
 from bli_memory.core.errors import InstallConflict
 
-__all__ = ["WantedHook", "find_ours", "is_ours", "merge_hooks", "remove_ours"]
+__all__ = [
+    "HandlerPosition",
+    "WantedHook",
+    "find_ours",
+    "handler_positions",
+    "is_ours",
+    "merge_hooks",
+    "remove_ours",
+]
 
 BIN_NAME = "bli-memory-mcp"
 
 WantedHook = tuple[str, "str | None", dict[str, Any]]  # (event, matcher, handler)
+HandlerPosition = tuple[str, int, int, "str | None", dict[str, Any]]  # (event, group, handler, matcher, h)
 
 
 def is_ours(command: Any) -> bool:
@@ -58,6 +67,25 @@ def find_ours(
                 if isinstance(handler, dict) and is_ours(handler.get("command")):
                     found.setdefault(event, []).append((group.get("matcher"), handler))
     return found
+
+
+def handler_positions(hooks: dict[str, Any], where: str = "config") -> list[HandlerPosition]:
+    """Every command handler with its place: ``(event, group index, handler index, matcher, handler)``.
+
+    Indices count every entry of the lists, so they are the ones a host that keys state
+    by position uses (Codex's ``<path>:<event>:<group>:<handler>`` trust keys,
+    docs/hosts.md section 2). Entries that are not objects are skipped.
+    """
+    out: list[HandlerPosition] = []
+    for event in list(hooks):
+        for gi, group in enumerate(_groups(hooks, event, where)):
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                continue
+            matcher = group.get("matcher")
+            for hi, handler in enumerate(group["hooks"]):
+                if isinstance(handler, dict):
+                    out.append((event, gi, hi, matcher if isinstance(matcher, str) else None, handler))
+    return out
 
 
 def remove_ours(hooks: dict[str, Any], where: str = "config") -> dict[str, Any]:

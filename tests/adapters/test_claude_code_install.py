@@ -15,6 +15,8 @@ from tests.conftest import FIXTURES, REPO_ROOT, bin_path
 
 CLAUDE = FIXTURES / "claude"
 SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "claude-code-settings.schema.json"
+# Read at import: the autouse fixture clears BLI_MEMORY_* variables for each test.
+REQUIRE_INTEGRATION = os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1"
 
 
 def cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -164,7 +166,7 @@ def test_claude_mcp_list_reports_the_server_connected(temp_home: Path, tmp_path:
     """The real Claude Code CLI health-checks the installed server (docs/hosts.md)."""
     claude = shutil.which("claude")
     if claude is None:
-        if os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1":
+        if REQUIRE_INTEGRATION:
             pytest.fail("the claude CLI is required here (npm @anthropic-ai/claude-code) but is not on PATH")
         pytest.skip("the claude CLI (npm @anthropic-ai/claude-code) is not installed")
     assert cli("install", home=temp_home).returncode == 0

@@ -1,0 +1,231 @@
+"""Gemini CLI adapter: real hook runs on the captured payloads, folder trust, install/uninstall/status."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bli_memory.core.paths import store_path
+from tests.conftest import FIXTURES, REPO_ROOT, bin_path
+from tests.hooks_util import run_hook
+
+GEMINI = FIXTURES / "gemini"
+SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "gemini-cli-settings.schema.json"
+HOST = ("--host", "gemini")
+
+
+def validate(schema_path: Path, data: object) -> None:
+    """Validate with the draft the schema names (Draft 7, 2020-12, ...)."""
+    from jsonschema.validators import validator_for
+
+    schema = json.loads(schema_path.read_text())
+    validator_for(schema)(schema).validate(data)
+
+
+def fixture(name: str, **overrides) -> dict:
+    data = json.loads((GEMINI / name).read_text())
+    data.update(overrides)
+    return data
+
+
+def cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home)}
+    for key in ("GEMINI_CLI_HOME", "GEMINI_CLI_TRUST_WORKSPACE", "GEMINI_CLI_TRUSTED_FOLDERS_PATH"):
+        env.pop(key, None)
+    return subprocess.run([bin_path(), *args], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=cwd)
+
+
+def save(project: Path, *contents: str) -> None:
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.spaces import derive_space
+
+    backend = EmbeddedBackend(store_path())
+    try:
+        for c in contents:
+            backend.save(c, space=derive_space(project).tag)
+    finally:
+        backend.close()
+
+
+def jobs() -> list[dict]:
+    if not store_path().exists():
+        return []
+    with sqlite3.connect(store_path()) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
+def context_of(stdout: str, event: str) -> str:
+    """Gemini reads JSON only: exactly one object with hookSpecificOutput.additionalContext."""
+    data = json.loads(stdout)
+    assert set(data) == {"hookSpecificOutput"}
+    assert data["hookSpecificOutput"]["hookEventName"] == event
+    return data["hookSpecificOutput"]["additionalContext"]
+
+
+# --- the hook process on Gemini's payloads ---------------------------------------------
+
+
+def test_session_start_payload_prints_json_context(project: Path) -> None:
+    save(project, "Always run ruff before committing.")
+    r = run_hook("session-start", fixture("session_start.json", cwd=str(project)), args=HOST)
+    assert r.returncode == 0 and r.receipt[0] == "ok"
+    ctx = context_of(r.stdout, "SessionStart")
+    assert ctx.startswith("<bli-memory-context>") and "Always run ruff" in ctx
+
+
+def test_before_agent_strips_hook_context_before_searching(project: Path) -> None:
+    save(project, "The user's favourite colour is teal.")
+    prompt = ("<hook_context><bli-memory-context>\n[bli] favourite colour teal\n</bli-memory-context>"
+              "</hook_context>\n\nWhat is my favourite colour?")
+    r = run_hook("prompt", fixture("before_agent.json", cwd=str(project), prompt=prompt), args=HOST)
+    assert r.returncode == 0 and r.receipt[1]["hits"] == 1
+    assert "teal" in context_of(r.stdout, "BeforeAgent")
+
+
+def test_before_agent_with_only_injected_context_is_no_prompt(project: Path) -> None:
+    r = run_hook("prompt", fixture("before_agent.json", cwd=str(project),
+                                   prompt="<hook_context>MEMCTX-JSON-session_start</hook_context>\n\n"),
+                 args=HOST)
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.receipt == ("skipped", {"reason": "no_prompt"})
+
+
+def test_after_agent_captures_the_exchange_without_injected_text(project: Path) -> None:
+    r = run_hook("stop", fixture("after_agent.json", cwd=str(project)), args=HOST)
+    assert r.returncode == 0 and r.stdout == ""  # AfterAgent prints nothing
+    assert r.receipt[0] == "ok" and r.receipt[1]["queued"] is True
+    [job] = jobs()
+    assert job["text"] == "User: gemini snapshot test\n\nAssistant: Hello from the fake model."
+    assert "MEMCTX" not in job["text"] and "hook_context" not in job["text"]
+    assert job["source"] == "hook:gemini"
+
+
+def test_after_agent_retry_is_reentrant(project: Path) -> None:
+    r = run_hook("stop", fixture("after_agent_retry.json", cwd=str(project)), args=HOST)
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.receipt == ("skipped", {"reason": "reentrant"})
+    assert jobs() == []
+
+
+def test_failed_after_agent_still_prints_nothing(project: Path) -> None:
+    r = run_hook("stop", fixture("after_agent.json", cwd=str(project), prompt_response=7), args=HOST)
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.receipt[0] == "failed"
+
+
+def test_transcript_is_the_fallback_for_the_exchange(tmp_path: Path) -> None:
+    from bli_memory.core.contracts import get_plugin_manager
+
+    transcript = tmp_path / "session.jsonl"
+    shutil.copyfile(GEMINI / "transcript.jsonl", transcript)
+    pm = get_plugin_manager(host="gemini")
+    payload = fixture("after_agent.json", transcript_path=str(transcript))
+    del payload["prompt"], payload["prompt_response"]
+    parsed = pm.hook.host_parse_payload(host="gemini", event="stop", payload=payload)
+    exchange = pm.hook.host_read_exchange(host="gemini", hook_input=parsed, max_bytes=12 * 1024)
+    assert (exchange.user, exchange.assistant) == ("gemini snapshot test", "Hello from the fake model.")
+
+
+# --- folder trust ----------------------------------------------------------------------
+
+
+def test_folder_trust_rules(tmp_path: Path) -> None:
+    from bli_memory.adapters.gemini import folder_trusted
+
+    home = tmp_path / "h"
+    (home / ".gemini").mkdir(parents=True)
+    repo = tmp_path / "work" / "repo"
+    (repo / "sub").mkdir(parents=True)
+    env: dict[str, str] = {}
+    assert folder_trusted(str(repo), home, {}, env) is None
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({
+        str(tmp_path / "work"): "TRUST_FOLDER", str(repo / "sub"): "DO_NOT_TRUST"}))
+    assert folder_trusted(str(repo), home, {}, env) is True
+    assert folder_trusted(str(repo / "sub"), home, {}, env) is False  # the longest rule wins
+    assert folder_trusted(str(tmp_path), home, {}, env) is None
+    assert folder_trusted(str(tmp_path), home, {"security": {"folderTrust": {"enabled": False}}}, env)
+    assert folder_trusted(str(tmp_path), home, {}, {"GEMINI_CLI_TRUST_WORKSPACE": "true"}) is True
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(repo / "x"): "TRUST_PARENT"}))
+    assert folder_trusted(str(repo / "sub"), home, {}, env) is True
+
+
+# --- install / uninstall / status ------------------------------------------------------
+
+
+def rich_home(home: Path) -> str:
+    settings = json.loads((GEMINI / "settings.json").read_text())
+    settings.update({"security": {"auth": {"selectedType": "gemini-api-key"}}, "ui": {"theme": "Dracula"}})
+    text = json.dumps(settings, indent=2) + "\n"
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(text)
+    return text
+
+
+def test_install_over_fixture_settings_keeps_everything(temp_home: Path, project: Path) -> None:
+    text = rich_home(temp_home)
+    before = json.loads(text)
+    r = cli("install", "--host", "gemini", home=temp_home, cwd=project)
+    assert r.returncode == 0, r.stderr
+    path = temp_home / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text())
+    validate(SCHEMA, settings)
+    assert settings["mcpServers"]["memory"] == before["mcpServers"]["memory"]
+    assert settings["mcpServers"]["bli-memory"] == {"command": bin_path(), "args": [], "env": {}}
+    assert settings["security"] == before["security"] and settings["ui"] == before["ui"]
+    for event, groups in before["hooks"].items():
+        assert settings["hooks"][event][: len(groups)] == groups
+    assert settings["hooks"]["SessionStart"][1] == {"matcher": "*", "hooks": [
+        {"name": "bli-memory-session-start", "type": "command",
+         "command": f"{bin_path()} hook session-start --host gemini", "timeout": 30000}]}
+    assert settings["hooks"]["BeforeAgent"][1]["hooks"][0]["timeout"] == 5000
+    assert settings["hooks"]["AfterAgent"][1]["hooks"][0]["name"] == "bli-memory-stop"
+    # the folder is not trusted: install and status say so, in one sentence each
+    [note] = [ln for ln in r.stdout.splitlines() if "folder trust" in ln]
+    assert str(project) in note and note.count(". ") == 0
+    status = cli("status", "--host", "gemini", home=temp_home, cwd=project).stdout
+    assert status.startswith("gemini: installed") and "is not a trusted folder" in status
+
+    assert "already installed" in cli("install", "--host", "gemini", home=temp_home, cwd=project).stdout
+    assert cli("uninstall", "--host", "gemini", home=temp_home).returncode == 0
+    assert path.read_text() == text
+
+
+def test_status_in_a_trusted_folder_has_no_trust_sentence(temp_home: Path, project: Path) -> None:
+    assert cli("install", "--host", "gemini", home=temp_home, cwd=project).returncode == 0
+    (temp_home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+    out = cli("status", "--host", "gemini", home=temp_home, cwd=project).stdout
+    assert out.startswith("gemini: installed\n") and "trust" not in out
+
+
+def test_status_outdated_when_timeout_differs(temp_home: Path, project: Path) -> None:
+    assert cli("install", "--host", "gemini", home=temp_home, cwd=project).returncode == 0
+    path = temp_home / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text())
+    settings["hooks"]["BeforeAgent"][0]["hooks"][0]["timeout"] = 5  # seconds by mistake
+    path.write_text(json.dumps(settings, indent=2))
+    out = cli("status", "--host", "gemini", home=temp_home, cwd=project).stdout
+    assert out.startswith("gemini: outdated") and "BeforeAgent" in out
+
+
+def test_print_config_validates_against_the_gemini_schema() -> None:
+    r = subprocess.run([bin_path(), "--print-config=gemini"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    block = json.loads(r.stdout)
+    validate(SCHEMA, block)
+    assert set(block["hooks"]) == {"SessionStart", "BeforeAgent", "AfterAgent"}
+    assert "_" not in "".join(block["mcpServers"])

@@ -1,0 +1,68 @@
+"""``bli-memory-mcp install --host all``: every host found on the machine, the others skipped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import bin_path
+
+REQUIRE = os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1"
+HERMES_BIN = os.environ.get("BLI_MEMORY_HERMES_BIN")
+
+
+def run(*args: str, home: Path, path: str, hermes: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "PATH": path}
+    for key in ("CODEX_HOME", "GEMINI_CLI_HOME", "HERMES_HOME", "BLI_MEMORY_HERMES_BIN"):
+        env.pop(key, None)
+    if hermes:
+        env["BLI_MEMORY_HERMES_BIN"] = hermes
+    return subprocess.run([bin_path(), *args], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=home)
+
+
+def test_all_installs_only_the_hosts_found_and_skips_the_rest(temp_home: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    codex = bindir / "codex"
+    codex.write_text("#!/bin/sh\nexit 0\n")
+    codex.chmod(0o755)
+    r = run("install", "--host", "all", home=temp_home, path=str(bindir))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any(ln.startswith("codex: installed (") for ln in lines), r.stdout
+    for host in ("claude", "gemini", "hermes"):
+        assert f"{host}: not found on this machine; skipped" in lines, r.stdout
+    assert (temp_home / ".codex" / "config.toml").exists()
+    assert not (temp_home / ".gemini").exists() and not (temp_home / ".hermes").exists()
+    assert not (temp_home / ".claude.json").exists()
+
+    status = run("status", "--host", "all", home=temp_home, path=str(bindir)).stdout
+    assert "codex: installed" in status and "gemini: not_found (skipped)" in status
+
+    again = run("install", "--host", "all", home=temp_home, path=str(bindir)).stdout
+    assert "codex: already installed; nothing changed" in again
+
+
+@pytest.mark.integration
+def test_all_with_every_real_cli_installs_each_one(temp_home: Path) -> None:
+    found = {name: shutil.which(name) for name in ("claude", "codex", "gemini")}
+    found["hermes"] = HERMES_BIN or shutil.which("hermes")
+    missing = [name for name, path in found.items() if not path]
+    if missing:
+        message = f"host CLIs not installed: {', '.join(missing)}"
+        if REQUIRE:
+            pytest.fail(message + " (BLI_MEMORY_REQUIRE_INTEGRATION=1)")
+        pytest.skip(message)
+    r = run("install", "--host", "all", home=temp_home, path=os.environ["PATH"], hermes=found["hermes"])
+    assert r.returncode == 0, r.stderr
+    for host in found:
+        assert any(ln.startswith(f"{host}: installed (") for ln in r.stdout.splitlines()), r.stdout
+    assert "skipped" not in r.stdout
+    status = run("status", "--host", "all", home=temp_home, path=os.environ["PATH"], hermes=found["hermes"])
+    for host in found:
+        assert f"{host}: installed" in status.stdout, status.stdout
