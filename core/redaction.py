@@ -56,9 +56,10 @@ What is deliberately left alone, so prose and code keep their meaning:
   ``name=value`` in the middle of a line is masked only when the value holds a
   digit or symbol, since a bare word there is usually a variable.
 
-Redaction is idempotent: running :func:`redact` on its own output changes
-nothing and reports ``masked == 0``. Every pattern is written so that matching
-stays linear in the input, and :func:`redact` never raises on a ``str``.
+``masked`` counts the secrets found. Redaction is idempotent: running
+:func:`redact` on its own output changes nothing and reports ``masked == 0``.
+Every pattern is written so that matching stays linear in the input, and
+:func:`redact` never raises on a ``str``.
 """
 
 from __future__ import annotations
@@ -89,8 +90,10 @@ class RedactionRule:
     For each match of ``pattern``, the text of ``group`` (the whole match when
     ``group`` is None) is replaced by ``[REDACTED:<kind>]``; the rest of the
     match is kept, which is how a rule keeps a variable name or a URL's host.
-    A captured value that is obviously not a secret (see the module docstring)
-    is left as it is.
+    A captured value that is obviously not a secret is left as it is, whatever
+    the rule: empty, already a placeholder, a reference like ``$VAR`` or
+    ``<your-key>``, masked like ``***``, a number of at most six digits, or a
+    stand-in word (see the module docstring).
 
     Attributes:
         kind: The placeholder label, lower snake case, e.g. ``"github_token"``.
@@ -108,18 +111,23 @@ class RedactionRule:
 # ---------------------------------------------------------------------------
 # Building blocks
 # ---------------------------------------------------------------------------
+#
+# Every pattern must stay linear on hostile input. Two habits keep it so: no
+# two quantifiers can split the same characters between them, and a scan that
+# may run long (a look-ahead over a name or value) starts at most once per run
+# of the characters it scans, or is bounded.
 
 # A token starts where no letter or digit precedes it, or right after a
 # percent-escape (``%3Dghp_...`` in a URL-encoded body). The check sits after
-# the token's first character, so that ``re`` can skip ahead to that
-# character instead of trying the pattern at every position.
+# the token's first character so that ``re`` can skip ahead to that character
+# instead of entering the pattern at every position.
 _AFTER_FIRST = r"(?:(?<![A-Za-z0-9].)|(?<=%[0-9A-Fa-f]{2}.))"
 # A fixed-length token must not run on into more token characters.
 _END = r"(?![A-Za-z0-9])"
 
 # Words that make a name secret. Each must end a word: the next character is
-# not a letter of the same case, so ``TOKENIZER``/``max_tokens`` don't qualify
-# while ``apiToken``/``TOKEN_2`` do.
+# not a letter of the same case, so ``TOKENIZER`` and ``max_tokens`` don't
+# qualify while ``apiToken`` and ``TOKEN_2`` do.
 _SECRET_WORDS = (
     r"secret|token|passw(?:or)?d|passphrase|credentials?"
     r"|(?:api|private|access|signing|encryption|master|hmac|app|auth|license"
@@ -127,12 +135,12 @@ _SECRET_WORDS = (
 )
 _WORD_END = r"(?:(?<=[a-z])(?![a-z])|(?<=[A-Z])(?![A-Z]))"
 _SECRET_WORD = rf"(?i:{_SECRET_WORDS}){_WORD_END}"
-# Weaker words, only trusted together with a high-entropy value.
+# Weaker words, trusted only together with a high-entropy value.
 _WEAK_WORD = r"(?i:key|auth|pass|pwd|sig|signature|salt|session|cookie|cred)"
 
 # A name ending in one of these words describes the secret instead of holding
-# it. Numbers are never masked anyway, so the list is mostly about names whose
-# value is a location, an identifier or a unit.
+# it. Short numbers are never masked anyway, so the list is mostly about names
+# whose value is a location, an identifier or a unit.
 _DESCRIPTIVE_WORDS = (
     "ttl|timeout|expiry|expires|expire|expiration|lifetime|age|in|length|len"
     "|size|limit|count|url|uri|endpoint|host|port|file|path|dir|name|type"
@@ -144,77 +152,93 @@ _DESCRIPTIVE_WORDS = (
 def _name(
     *,
     words: str = _SECRET_WORD,
-    first: str = r"[A-Za-z_]",
-    chars: str = r"[\w.-]",
-    not_after: str = r"[\w.$]",
+    first: str = "A-Za-z_-",
+    chars: str = r"\w.-",
+    not_after: str | None = r"\w.$=-",
     descriptive: bool = True,
     extra: str = "",
 ) -> str:
     """Build the pattern of a name that holds one of ``words``.
 
-    The pattern opens with the plain class ``first`` so that ``re`` can skip
-    to candidate characters. Every other check is a look-behind over that
-    first character wrapping a look-ahead from it: the name starts a word
-    (nothing in ``not_after`` precedes it), ``=`` or ``:`` follows it (this
-    cheap check rejects most words early), it holds a word (found once, so a
-    long identifier costs one scan), and, when ``descriptive`` is set, it does
-    not end in a descriptive word after a separator or camelCase hump.
-    ``extra`` is inserted after the checks, still at the first character.
+    The name is one character of ``first`` then any of ``chars`` (both given
+    as the inside of a character class). The pattern opens with that first
+    character, so that ``re`` can skip to candidates; every check is a
+    look-behind over it, wrapping a look-ahead from the name's start:
+
+    - nothing in ``not_after`` precedes the name, so a run of name characters
+      has one start and the scans below stay linear (None when the caller
+      already anchors the start);
+    - ``=`` or ``:`` follows it, a cheap test that rejects most words early;
+    - it holds one of ``words``, found by one scan;
+    - with ``descriptive``, it doesn't end in a descriptive word after a
+      separator or camelCase hump.
+
+    ``extra`` is added after the checks, still at the first character.
     """
     checks = [
-        rf"(?<!{not_after}.)",
-        rf"(?<=(?={chars}*\\?[\"']?[ \t]*[:=]).)",
-        rf"(?<=(?={chars}*?{words}).)",
+        rf"(?<=(?=[{chars}]*\\?[\"']?[ \t]*[:=]).)",
+        rf"(?<=(?=[{chars}]*?{words}).)",
     ]
+    if not_after is not None:
+        checks.insert(0, rf"(?<![{not_after}].)")
     if descriptive:
         checks.append(
-            rf"(?<=(?!{chars}*?(?:[_.-]|[a-z0-9](?=[A-Z]))"
-            rf"(?i:{_DESCRIPTIVE_WORDS})(?!{chars})).)"
+            rf"(?<=(?![{chars}]*?(?:[_.-]|[a-z0-9](?=[A-Z]))"
+            rf"(?i:{_DESCRIPTIVE_WORDS})(?![{chars}])).)"
         )
-    return first + "".join(checks) + extra + chars + "*"
+    return f"[{first}]" + "".join(checks) + extra + f"[{chars}]*"
 
 
 # An identifier (dots and dashes allowed, as in ``spring.datasource.password``
-# or ``db-password``) that holds a secret word and doesn't end descriptively.
+# or ``--db-password``) that holds a secret word and doesn't end descriptively.
 _SECRET_NAME = _name()
-_UPPER_SECRET_NAME = _name(first="[A-Z_]", chars="[A-Z0-9_]")
+_UPPER_SECRET_NAME = _name(first="A-Z_", chars="A-Z0-9_", not_after=r"\w.$=")
 
-# A bare value: one whitespace-free token outside quotes.
+# A bare value: one token without whitespace or quotes.
 _BARE = r"[^\s\"'`]+"
-# End of a ``NAME=value`` line: optional trailing comment, then end of line.
+# End of a one-assignment line: an optional trailing comment, then the end.
 _EOL = r"(?=[ \t]*(?:#[^\r\n]*)?(?![^\r\n]))"
-# The start of a line assignment: indentation, then ``export``, ``set``,
+# The start of a one-assignment line: indentation, then ``export``, ``set``,
 # Docker's ``ENV``/``ARG`` or a YAML list dash; and its separator.
-_LINE_PREFIX = r"[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?"
+_LINE_PREFIX = r"(?m:^)[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?"
 _LINE_SEPARATOR = r"[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
-# A mid-line value ends at whitespace, quotes, brackets, separators and a
-# final full stop.
-_INLINE_CHAR = r"[^\s\"'`,;()\[\]{}<>&|]"
-_INLINE_VALUE = r"(?:[^\s\"'`,;()\[\]{}<>&|.]|\.(?=[^\s\"'`,;()\[\]{}<>&|.]))+"
-# Bare values that are code, not secrets (used only where code is likely).
+# Line values that are code, not secrets: a call or literal, an attribute
+# chain (``settings.api_key``), a type (``str``, ``Optional[str]``,
+# ``SecretStr``), or a variable named after the secret (``api_key``,
+# ``self.token``, ``accessToken``: no digits, and a secret word starts a
+# word, so ``supersecret`` and ``Password123`` are still masked).
 _CALL_OR_LITERAL = r"[^\s\"'`]*[(\[{<]"
-_ATTRIBUTE_CHAIN = (
-    rf"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[,;]?{_EOL}"
-)
+_ATTRIBUTE_CHAIN = rf"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[,;]?{_EOL}"
 _TYPE_NAME = (
     r"&?(?:'[a-z]+[ \t]+)?"
     r"(?:str|string|bytes|int|integer|float|double|bool|boolean|number|any"
     r"|unknown|object|dict|list|tuple|void|char|[iu](?:8|16|32|64|128|size)"
-    r"|[A-Z][A-Za-z]*)"
-    rf"\??[,;]?{_EOL}"
+    rf"|[A-Z][A-Za-z]*)\??[,;]?{_EOL}"
 )
-# A variable named after the secret (``api_key``, ``self.token``,
-# ``accessToken``): an identifier without digits in which a secret word starts
-# a word. ``supersecret`` or ``Password123`` are still masked.
 _SECRET_VARIABLE = (
     rf"(?=[A-Za-z_$][A-Za-z_$.]*[,;]?{_EOL})"
     rf"[A-Za-z_$.]*?(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])){_SECRET_WORD}"
 )
+# A mid-line value ends at whitespace, quotes, brackets, separators or a
+# final full stop (but an ellipsis, as in ``sk-...``, stays part of it).
+_INLINE_CHAR = r"[^\s\"'`,;()\[\]{}<>&|]"
+_INLINE_VALUE = (
+    r"(?:[^\s\"'`,;()\[\]{}<>&|.]"
+    r"|\.(?=[^\s\"'`,;()\[\]{}<>&|])"
+    r"|(?<=\.)\.(?![^\s\"'`,;()\[\]{}<>&|]))+"
+)
 
-# A token-like value: at least 8 characters with a digit, or 20 without one.
+# A token-like value: 8+ characters with a digit, or 20+ without one.
 _TOKEN_CHAR = r"(?:[A-Za-z0-9_~+/-]|\.(?=[A-Za-z0-9_~+/-]))"
 _TOKEN_LIKE = (
-    rf"(?:(?=[A-Za-z0-9._~+/-]*[0-9]){_TOKEN_CHAR}{{8,}}|{_TOKEN_CHAR}{{20,}})=*"
+    r"(?:(?=[A-Za-z0-9._~+/-]{0,255}[0-9])"
+    rf"{_TOKEN_CHAR}{{8,}}|{_TOKEN_CHAR}{{20,}})=*"
+)
+# A high-entropy value: 20 to 512 characters mixing letters and digits.
+_HIGH_ENTROPY = (
+    r"(?P<value>(?=[A-Za-z0-9+/_=-]{0,511}[0-9])"
+    r"(?=[A-Za-z0-9+/_=-]{0,511}[A-Za-z])"
+    r"[A-Za-z0-9+/_=-]{20,512})(?![A-Za-z0-9+/_=.-])"
 )
 
 
@@ -232,15 +256,14 @@ def _token(kind: str, first: str, rest: str) -> RedactionRule:
 # ---------------------------------------------------------------------------
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?"
-
 _PRIVATE_KEY_RULES = (
     _rule(
         "private_key",
         rf"-----BEGIN {_PEM_LABEL}-----"
-        # Complete block: the body can't contain "-----", so it stops at the
-        # END line (or at the next armour line, when END is missing).
+        # A whole block. The body can't hold "-----", so it stops at the END
+        # line, or at the next armour line when END is missing.
         rf"(?:[^-]*(?:-(?!----)[^-]*)*-----END {_PEM_LABEL}-----"
-        # Truncated block: header lines and base64 lines, each a whole line.
+        # A truncated block: header lines and base64 lines, each a whole line.
         r"|(?:[ \t]*\r?\n[ \t]*"
         r"(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n]*|[A-Za-z0-9+/=]*)"
         r"[ \t]*(?![^\r\n]))*)",
@@ -306,7 +329,7 @@ _PROVIDER_RULES = (
     _token("postman_api_key", "P", r"MAK-[a-f0-9]{24}-[a-f0-9]{34}" + _END),
     _token("vault_token", "h", r"v[sb]\.[A-Za-z0-9_-]{24,}"),
     _token("doppler_token", "d", r"p\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
-    _token("sentry_token", "s", r"ntr[ysu]s?_[A-Za-z0-9_+/=-]{40,}"),
+    _token("sentry_token", "s", r"ntry[su]_[A-Za-z0-9_+/=-]{40,}"),
     _token("supabase_key", "s", r"(?:bp_[a-f0-9]{40}" + _END + r"|b_secret_[\w-]{20,})"),
     _token("notion_token", "n", r"tn_[A-Za-z0-9]{40,}"),
     _token("notion_token", "s", r"ecret_[A-Za-z0-9]{43}" + _END),
@@ -317,51 +340,56 @@ _PROVIDER_RULES = (
     ),
     _token("square_token", "s", r"q0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
     _token("langsmith_api_key", "l", r"sv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _END),
-    _rule(
+    _token(
         "telegram_bot_token",
-        r"[0-9](?<![\w:].)[0-9]{7,9}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
+        "[0-9]",
+        r"[0-9]{7,9}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
     ),
-    _rule(
+    _token(
         "discord_bot_token",
-        r"[MNO](?<![\w.-].)[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}"
-        r"\.[A-Za-z0-9_-]{27,40}(?![\w-])",
+        "[MNO]",
+        r"[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![\w-])",
     ),
     _token("age_secret_key", "A", r"GE-SECRET-KEY-1[0-9A-Z]{58}" + _END),
 )
 
 _JWT_RULES = (
-    _rule(
+    _token(
         "jwt",
-        r"e(?<![A-Za-z0-9_-].)yJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}"
+        "e",
+        r"yJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}"
         r"\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}",
     ),
 )
 
 _AUTHORIZATION = r"[Aa](?i:uthorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
 _HTTP_AUTH_RULES = (
+    # In an Authorization header any credential counts, however short.
     _rule(
         "bearer_token",
-        _AUTHORIZATION + r"(?i:bearer)[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)",
+        rf"{_AUTHORIZATION}(?i:bearer)[ \t]+(?P<token>{_TOKEN_CHAR}+=*)",
         "token",
     ),
     _rule(
         "basic_auth",
-        _AUTHORIZATION + r"(?i:basic)[ \t]+(?P<token>[A-Za-z0-9+/]+={0,2})",
+        rf"{_AUTHORIZATION}(?i:basic)[ \t]+(?P<token>[A-Za-z0-9+/]+={{0,2}})",
         "token",
     ),
     _rule(
         "auth_header",
-        _AUTHORIZATION
-        + r"(?!(?i:bearer|basic)[ \t])"
-        + r"(?:(?i:token|bot|apikey|key|sso-key)[ \t]+)?"
-        + rf"(?P<token>{_TOKEN_LIKE})",
+        rf"{_AUTHORIZATION}(?!(?i:bearer|basic)[ \t])"
+        r"(?:(?i:token|bot|apikey|key|sso-key)[ \t]+)?"
+        rf"(?P<token>{_TOKEN_LIKE})",
         "token",
     ),
+    # curl -u user:password
     _rule(
         "basic_auth",
         r"-(?<!\S-)(?:u|-user)[ \t]+[\"']?[^\s:\"']+:(?P<password>[^\s\"']+)",
         "password",
     ),
+    # Elsewhere "Bearer" must be followed by something token-like, so that
+    # "Bearer tokens are..." stays.
     _rule(
         "bearer_token",
         rf"[Bb](?<![\w-].)(?i:earer)[ \t]+(?P<token>{_TOKEN_LIKE})",
@@ -380,7 +408,7 @@ _URL_RULES = (
     _rule(
         "query_secret",
         r"[?&](?:"
-        + _name(first=r"[\w\[\].-]", chars=r"[\w\[\].-]", not_after="[?&]")
+        + _name(first=r"\w\[\].-", chars=r"\w\[\].-", not_after=None)
         + r"|(?i:key|sig|signature|auth|pass|pwd|x-amz-signature"
         r"|x-amz-credential))=(?P<value>[^&\s#\"'<>]+)",
         "value",
@@ -409,76 +437,72 @@ _NAMED_SECRET_RULES = (
         r"(?P<value>(?:(?!(?P=vq))(?:[^\\\r\n]|\\[^\r\n]))*)(?P=vq)",
         "value",
     ),
+    # HTTP-style headers: X-Api-Key: value, X-Auth-Token: value. The dash in
+    # the name tells a header from prose.
+    _rule(
+        "header_secret",
+        r"[A-Za-z](?<![\w-].)(?<=(?=[A-Za-z0-9]*-[A-Za-z0-9-]*[ \t]*:).)"
+        rf"(?<=(?=[A-Za-z0-9-]*?{_SECRET_WORD}).)[A-Za-z0-9-]*"
+        rf"[ \t]*:[ \t]*(?P<value>{_TOKEN_LIKE})",
+        "value",
+    ),
     # Environment variables anywhere: API_KEY=value, -e DB_PASSWORD=value.
     _rule(
         "env_secret",
         rf"{_UPPER_SECRET_NAME}=(?![=~])(?P<value>{_BARE})",
         "value",
     ),
-    # One assignment per line (.env, INI, YAML, properties), upper-case name.
+    # One assignment on a line of its own (.env, INI, YAML, properties); with
+    # an upper-case name any value counts...
     _rule(
         "env_secret",
-        rf"(?m)^{_LINE_PREFIX}{_UPPER_SECRET_NAME}{_LINE_SEPARATOR}"
+        rf"{_LINE_PREFIX}{_UPPER_SECRET_NAME}{_LINE_SEPARATOR}"
         rf"(?!{_CALL_OR_LITERAL})(?!{_ATTRIBUTE_CHAIN})"
         rf"(?P<value>{_BARE}){_EOL}",
         "value",
     ),
-    # The same for any other name, where code is more likely than config.
+    # ...while other names are more often code than config.
     _rule(
         "env_secret",
-        rf"(?m)^{_LINE_PREFIX}(?=[\w.-]*?[a-z]){_SECRET_NAME}{_LINE_SEPARATOR}"
+        rf"{_LINE_PREFIX}(?=[\w.-]*?[a-z]){_SECRET_NAME}{_LINE_SEPARATOR}"
         rf"(?!{_CALL_OR_LITERAL})(?!{_ATTRIBUTE_CHAIN})(?!{_TYPE_NAME})"
         rf"(?!{_SECRET_VARIABLE})(?P<value>{_BARE}){_EOL}",
-        "value",
-    ),
-    # HTTP-style headers: X-Api-Key: value, X-Auth-Token: value.
-    _rule(
-        "header_secret",
-        # Header names hold a dash, which tells them from prose.
-        r"[A-Za-z](?<![\w-].)(?<=(?=[A-Za-z0-9]*-[A-Za-z0-9-]*[ \t]*:).)"
-        rf"(?<=(?=[A-Za-z0-9-]*?{_SECRET_WORD}).)[A-Za-z0-9-]*"
-        rf"[ \t]*:[ \t]*(?P<value>{_TOKEN_LIKE})",
         "value",
     ),
     # Any other assignment, in code, logs, form bodies and flags:
     # password = "value", apiKey: 'value', export TOKEN="value",
     # api_key: str = "value", --password=value, "my password: hunter2!".
-    # A quoted value is taken whole, unless the name itself sits just inside
-    # a quote (``getpass("Password: ")``). An unquoted value needs a digit or
-    # symbol, since a bare word there is usually a variable; after ':' a dash
-    # doesn't count, so a hyphenated word in prose stays.
+    # A quoted value counts whole, unless the name sits right after a quote
+    # (``getpass("Password: ")``). An unquoted value needs a digit or symbol,
+    # since a bare word there is usually a variable; after ':' a dash doesn't
+    # count, so a hyphenated word in prose stays.
     _rule(
         "env_secret",
         _name(extra=r"(?:(?<=[\"'`].)(?P<in_quote>))?")
-        +
-        r"(?:[ \t]*(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
+        + r"(?:[ \t]*(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
         r"|:=|=>|=(?![=~])|:(?![:/]))[ \t]*(?(in_quote)(?!))"
         r"(?P<q>[\"'`])(?![ \t+,;.)])"
         r"|(?P<eq>=)(?![=~$])"
         r"|:[ \t]*(?![$]))"
         r"(?P<value>(?(q)(?:(?!(?P=q))[^\\\r\n]|\\[^\r\n])*"
-        rf"|(?(eq)(?={_INLINE_CHAR}*[0-9+/=@!#%^*~$-])"
-        rf"|(?={_INLINE_CHAR}*[0-9+/=@!#%^*~$])){_INLINE_VALUE}))"
+        rf"|(?(eq)(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$-])"
+        rf"|(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$])){_INLINE_VALUE}))"
         r"(?(q)(?P=q))",
         "value",
     ),
 )
 
-_HIGH_ENTROPY = (
-    r"(?P<value>(?=[A-Za-z0-9+/_=-]*[0-9])(?=[A-Za-z0-9+/_=-]*[A-Za-z])"
-    r"[A-Za-z0-9+/_=-]{20,512})(?![A-Za-z0-9+/_=.-])"
-)
 _GENERIC_RULES = (
     _rule(
         "generic_secret",
-        _name(words=_WEAK_WORD, not_after=r"[\w.$\"']", descriptive=False)
+        _name(words=_WEAK_WORD, not_after=r"\w.$\"'=-", descriptive=False)
         + r"[ \t]*(?::=|=>|=(?![=~])|:)[ \t]*[\"'`]?"
         + _HIGH_ENTROPY,
         "value",
     ),
     _rule(
         "generic_secret",
-        r"(?P<nq>[\"'])(?=[\w.-]*?" + _WEAK_WORD + r")[A-Za-z_][\w.-]*(?P=nq)"
+        rf"(?P<nq>[\"'])(?=[\w.-]*?{_WEAK_WORD})[A-Za-z_][\w.-]*(?P=nq)"
         r"[ \t]*(?::|=>|=)[ \t]*[\"'`]?" + _HIGH_ENTROPY,
         "value",
     ),
@@ -503,9 +527,7 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
 _PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
 # What may surround placeholders in a value that was already redacted, e.g.
 # the escaped newline in "-----BEGIN...\n" or an auth scheme before a token.
-_PLACEHOLDER_RESIDUE = re.compile(
-    r"(?:\s|\\[nrt]|[\"'`,;:.=()\[\]{}<>]|(?i:bearer|basic|token|bot))*"
-)
+_PLACEHOLDER_RESIDUE = re.compile(r"(?:\s|\\[nrt]|[\"'`,;:.=()\[\]{}<>]|(?i:bearer|basic|token|bot))*")
 _BENIGN_VALUE = re.compile(
     r"\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
     r"|\$\{[A-Za-z_][A-Za-z0-9_]*\}"  # ${VAR}
@@ -541,12 +563,19 @@ def _is_benign(value: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
+# A further pass only widens a placeholder over what is left of a secret
+# around it, which ends; in practice the second pass finds nothing. The bound
+# is a backstop.
+_MAX_PASSES = 8
+
+
 def redact(text: str, *, rules: tuple[RedactionRule, ...] = DEFAULT_RULES) -> Redacted:
     """Replace every secret in ``text`` with a typed placeholder.
 
     Rules run in order, each over the output of the one before, so a later,
     more general rule sees ``[REDACTED:...]`` where an earlier, more specific
-    one already matched, and leaves it alone.
+    one already matched, and leaves it alone. When a pass masks anything, the
+    rules run again until nothing changes, so that the result is stable.
 
     Args:
         text: Any string, e.g. the last exchange of a transcript. Lone
@@ -555,32 +584,44 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] = DEFAULT_RULES) -> Re
             to add a rule.
 
     Returns:
-        The redacted text and the number of placeholders inserted. Running
-        :func:`redact` again on the text inserts none.
+        The redacted text and the number of secrets masked. A value that
+        swallows an earlier placeholder, like a password holding a GitHub
+        token, counts once. Running :func:`redact` again on the text changes
+        nothing and reports 0.
     """
     masked = 0
-    for rule in rules:
-        text, count = _apply(rule, text)
-        masked += count
+    for _ in range(_MAX_PASSES):
+        changes = 0
+        for rule in rules:
+            text, fresh, changed = _apply(rule, text)
+            masked += fresh
+            changes += changed
+        if not changes:
+            break
     return Redacted(text=text, masked=masked)
 
 
-def _apply(rule: RedactionRule, text: str) -> tuple[str, int]:
-    """Apply one rule; return the new text and how many values it masked."""
+def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
+    """Apply one rule.
+
+    Returns:
+        The new text, how many new secrets it masked, and how many values it
+        replaced in all (including ones that swallowed a placeholder).
+    """
     placeholder = f"[REDACTED:{rule.kind}]"
     group = 0 if rule.group is None else rule.group
-    count = 0
+    fresh = changed = 0
 
     def replace(match: re.Match[str]) -> str:
-        nonlocal count
+        nonlocal fresh, changed
         value = match.group(group)
         if value is None or _is_benign(value):
             return match.group(0)
-        count += 1
+        changed += 1
+        if "[REDACTED:" not in value:
+            fresh += 1
         start, end = match.span(group)
         whole_start, whole_end = match.span()
-        return (
-            match.string[whole_start:start] + placeholder + match.string[end:whole_end]
-        )
+        return match.string[whole_start:start] + placeholder + match.string[end:whole_end]
 
-    return rule.pattern.sub(replace, text), count
+    return rule.pattern.sub(replace, text), fresh, changed
