@@ -114,6 +114,9 @@ def _serve() -> int:
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
+    from bli_memory.core.remote import check_paired
+
+    check_paired(settings)  # a configured service without a token: one sentence, exit 1
     from bli_memory.core.mcp_server import run_stdio
 
     run_stdio(settings)

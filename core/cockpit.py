@@ -6,7 +6,7 @@
     cockpit memory log win|loss|noise --store bli|supermemory|both "reason"
     cockpit ops --memory [--json]
     cockpit doctor
-    cockpit login --url URL --token TOKEN
+    cockpit login URL [TOKEN]
 
 A thin front over the same installer, experience-log and ops APIs that
 ``bli-memory-mcp`` uses; nothing here is implemented twice.
@@ -29,8 +29,8 @@ commands:
   ops --memory [--json]
                        hook counts and experience totals
   doctor               one row per check: memory install and the memory daemon
-  login --url URL --token TOKEN
-                       pair this machine with a team memory service
+  login URL [TOKEN]    pair this machine with a team memory service (token on stdin if omitted)
+  logout               forget the pairing
 
 example:
   cockpit memory install --dry-run
@@ -67,13 +67,32 @@ def _dispatch(args: list[str]) -> int:
 
         return ops_main(rest)
     if cmd == "login":
-        from bli_memory.core.pairing import main as login_main
+        return _login(rest)
+    if cmd == "logout":
+        from bli_memory.core.pairing import clear_session
 
-        return login_main(rest)
+        sys.stdout.write("unpaired\n" if clear_session() else "this machine was not paired\n")
+        return 0
     if cmd == "doctor":
         return _doctor()
     sys.stderr.write(f"cockpit: unknown command {' '.join(args)!r}\n\n{USAGE}")
     return 2
+
+
+def _login(argv: list[str]) -> int:
+    """``cockpit login URL TOKEN``: check the token with the service, then pair this machine."""
+    import argparse
+
+    from bli_memory.core.pairing import login
+
+    parser = argparse.ArgumentParser(prog="cockpit login")
+    parser.add_argument("url", help="base URL of the memory service")
+    parser.add_argument("token", nargs="?", help="device token (default: read from stdin)")
+    args = parser.parse_args(argv)
+    token = args.token or sys.stdin.readline().strip()
+    session = login(args.url, token)
+    sys.stdout.write(f"paired with {session.dashboard_url} as {session.person} ({session.device})\n")
+    return 0
 
 
 def _doctor() -> int:

@@ -296,7 +296,11 @@ def register_redaction_rules(register: Callable[[Any], None]) -> None:
 # ---------------------------------------------------------------------------------
 
 #: Core modules that are plugins themselves (like pytest's ``default_plugins``).
-DEFAULT_PLUGINS: tuple[str, ...] = ("bli_memory.core.engine",)
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "bli_memory.core.engine",
+    "bli_memory.core.remote",
+    "bli_memory.core.extraction",
+)
 
 
 def get_plugin_manager(*, load_entrypoints: bool = True, host: str | None = None) -> pluggy.PluginManager:

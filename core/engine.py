@@ -50,6 +50,10 @@ __all__ = ["FORGET_MIN_SIMILARITY", "EmbeddedBackend", "memory_backend"]
 #: spec: "the closest match >= 0.85"); a weaker match is refused, never guessed.
 FORGET_MIN_SIMILARITY = 0.85
 
+#: Longest text one extract job takes, in characters (the stop hook sends at most
+#: 12 KB; a bigger paste is cut into parts by the caller).
+MAX_EXTRACT_CHARS = 100_000
+
 #: Metadata ``kind`` values that make a memory part of the User Profile.
 PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
 
@@ -366,14 +370,20 @@ class EmbeddedBackend:
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """User Profile (durable preferences, conventions, decisions) and Recent Context.
 
-        Profile facts are live memories whose metadata ``kind`` is one of
-        ``preference``, ``convention``, ``decision``, ``profile``; recent context is the
-        newest live memories of the space.
+        Computed from the store, newest first. Profile facts are live memories whose
+        metadata ``kind`` is ``preference``, ``convention``, ``decision`` or
+        ``profile`` (extracted memories carry their kind; see
+        :mod:`bli_memory.core.extraction`), however old they are. Recent Context is the
+        latest activity: the newest live memories of the space, of any kind.
+
+        Args:
+            space: Container tag (an alias resolves to its canonical space).
+            limit: Most memories in each of the two lists.
         """
         canonical, spaces = self.store.resolve_space(space)
-        recent = self.store.recent(spaces, limit=max(limit * 5, 50))
-        facts = [m for m in recent if str(m.metadata.get("kind", "")).lower() in PROFILE_KINDS]
-        return Profile(space=canonical, facts=tuple(facts[:limit]), recent=tuple(recent[:limit]))
+        facts = self.store.recent_of_kinds(spaces, sorted(PROFILE_KINDS), limit=limit)
+        recent = self.store.recent(spaces, limit=limit)
+        return Profile(space=canonical, facts=tuple(facts), recent=tuple(recent))
 
     def history(self, id: str) -> list[Memory]:
         """Every version of the memory ``id`` belongs to, newest first.
@@ -390,11 +400,31 @@ class EmbeddedBackend:
     def enqueue_extract(
         self, text: str, *, space: str, source: str, session_id: str | None = None
     ) -> str:
-        """Queue raw text for the extractor; returns the job id."""
-        if not text or not text.strip():
+        """Queue raw text for extraction as one durable ``memory_extract_jobs`` row.
+
+        The text should already be redacted (the stop hook and ``save_memory`` do
+        it; the worker redacts again). Blocks we injected earlier are removed here, so
+        recalled memories are never extracted again.
+
+        Returns:
+            The job id.
+
+        Raises:
+            InvalidInputError: nothing left to extract, or more than
+                :data:`MAX_EXTRACT_CHARS` characters.
+        """
+        from bli_memory.core.blocks import strip_injected
+
+        body = strip_injected(text or "").strip()
+        if not body:
             raise InvalidInputError("nothing to extract: the text is empty")
+        if len(body) > MAX_EXTRACT_CHARS:
+            raise InvalidInputError(
+                f"the text is {len(body)} characters; extract takes at most {MAX_EXTRACT_CHARS}. "
+                "Send the conversation in parts"
+            )
         canonical, _ = self.store.resolve_space(space)
-        return self.store.enqueue_job(text, space=canonical, source=source, session_id=session_id)
+        return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id)
 
 
     # --- memory controls (inspection, audit, export) ---------------------------------

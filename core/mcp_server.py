@@ -293,6 +293,7 @@ def build_server(state_factory: Any) -> MCPServer:
         An ``mcp.server.mcpserver.MCPServer`` named ``bli-memory``.
     """
     holder: dict[str, ServerState] = {}
+    wake = threading.Event()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[ServerState]:
@@ -302,9 +303,15 @@ def build_server(state_factory: Any) -> MCPServer:
         if warm is not None:
             # Load the model off the request path so `initialize` answers at once.
             threading.Thread(target=_safe_warm, args=(warm,), daemon=True, name="warm-up").start()
+        stop = threading.Event()
+        drainer = _start_extract_drain(state.backend, stop, wake)
         try:
             yield state
         finally:
+            stop.set()
+            wake.set()
+            if drainer is not None:
+                drainer.join(timeout=10)
             state.backend.close()
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=VERSION, lifespan=lifespan)
@@ -405,9 +412,19 @@ def build_server(state_factory: Any) -> MCPServer:
         state = holder["state"]
         tag = _resolve_tag(state, containerTag)
         if extract:
-            raise ToolError(
-                "not_yet_available: extract mode is not available in this version; "
-                "save the durable facts one per call instead"
+            from bli_memory.core.redaction import redact
+
+            _require_enabled(tag)
+            # Secrets never reach the store, not even the queue row (the worker redacts again).
+            job_id = await call(
+                state.backend.enqueue_extract, redact(content).text, space=tag, source="mcp"
+            )
+            wake.set()
+            out = SaveOutput(status="queued", containerTag=tag, jobId=job_id)
+            return result(
+                f"Queued for extraction in space {tag}; job {job_id}. Durable facts are distilled "
+                "and reconciled with the space in the background (duplicates are not saved twice).",
+                out,
             )
         _require_enabled(tag)
         expires = _parse_expiry(expiresAt)
@@ -666,7 +683,122 @@ def build_server(state_factory: Any) -> MCPServer:
     for fn, title in ((enable_memory, "Enable memory"), (disable_memory, "Disable memory"),
                       (record_session, "Record session"), (memory_audit, "Audit memory store")):
         server.add_tool(fn, annotations=switch.model_copy(update={"title": title}))
+    # --- experience log (BLI Memory spec "Live A/B"; bli_memory.core.experience) ---------
+
+    from mcp.server.mcpserver import Context
+
+    class ExperienceOutput(BaseModel):
+        """Result of memory_experience."""
+
+        id: str = Field(description="UUID of the entry (its sidecar in the outbox).")
+        store: Literal["bli", "supermemory", "both"]
+        marker: str = Field(description="[bli], ◪ or [bli]+◪.")
+        verdict: Literal["win", "loss", "noise"]
+        reason: str = Field(description="The reason as recorded, secrets masked.")
+        line: str = Field(description="The line appended to ~/.codex/AGENT-EXPERIENCE.md.")
+        masked: int = Field(description="Secrets masked in the reason.")
+        shipped: bool = Field(description="Acknowledged by the store it is kept in.")
+        shippedTo: Literal["service", "local"] | None = None
+        queuedReason: str | None = Field(default=None, description="Why it is still queued, if it is.")
+
+    async def memory_experience(
+        store: Annotated[
+            Literal["bli", "supermemory", "both"],
+            Field(description="Which store's recall this is about, by the marker you saw: "
+                  "[bli] -> bli, ◪ -> supermemory, both -> a joint opinion."),
+        ],
+        verdict: Annotated[
+            Literal["win", "loss", "noise"],
+            Field(description="win: the recall helped; loss: it misled or was missing; noise: irrelevant."),
+        ],
+        reason: Annotated[
+            str,
+            Field(description="One line, at most 500 characters: an opinion about the tool, never "
+                  "a prompt, a memory's text or a secret."),
+        ],
+        ctx: Any = None,
+    ) -> Any:
+        """Record whether memory helped on this turn, in one line (the team's experience log).
+
+        Call it after recalled memory ([bli] or ◪ lines) clearly helped (win), misled or
+        missed something it should have known (loss), or only added clutter (noise). The
+        entry is appended to ~/.codex/AGENT-EXPERIENCE.md and shipped to the store; an
+        entry that cannot be shipped yet stays queued and is retried later.
+        """
+        from bli_memory.core.experience import detect_agent, log_experience, project_from_space
+
+        state = holder["state"]
+        client = None
+        try:
+            client = ctx.session.client_params.client_info.name
+        except AttributeError:
+            pass
+        receipt = await call(
+            log_experience, verdict, store, reason, settings=state.settings,
+            agent=detect_agent(client_name=client), project=project_from_space(state.default_space),
+        )
+        e = receipt.entry
+        out = ExperienceOutput(
+            id=e.id, store=e.store, marker=e.marker, verdict=e.verdict, reason=e.reason, line=e.line,
+            masked=e.masked, shipped=receipt.shipped, shippedTo=receipt.shipped_to,
+            queuedReason=None if receipt.shipped else (receipt.sync.reason or "queued"),
+        )
+        where = {"service": "the memory service", "local": "the local store"}.get(receipt.shipped_to or "")
+        status = f"Shipped to {where}." if receipt.shipped else (
+            f"Queued ({out.queuedReason}); the next sync retries it under the same id.")
+        return result(f"Recorded {e.verdict} for {e.store} {e.marker}: {e.line}\n{status}", out)
+
+    # Resolved here: the output model is local, so string annotations could not name it.
+    memory_experience.__annotations__.update(
+        ctx=Context, **{"return": Annotated[CallToolResult, ExperienceOutput]}
+    )
+    server.add_tool(
+        memory_experience,
+        annotations=ToolAnnotations(
+            title="Record memory experience", read_only_hint=False, destructive_hint=False,
+            idempotent_hint=False, open_world_hint=False,
+        ),
+    )
     return server
+
+
+#: Seconds between checks of the extract queue by the server's background drain
+#: (the stop hook queues from other processes; the server's own saves wake it at once).
+EXTRACT_POLL_SECONDS = 10.0
+
+
+def _start_extract_drain(
+    backend: Any, stop: threading.Event, wake: threading.Event
+) -> threading.Thread | None:
+    """Run queued extract jobs in a background thread, off the request path.
+
+    Only for a backend with a local job queue (the embedded store); the memory
+    service drains its own. Returns the thread, or None when there is nothing to drain.
+    """
+    from bli_memory.core.worker import default_worker_id, job_queue
+
+    if job_queue(backend) is None:
+        return None
+    worker_id = "mcp:" + default_worker_id()
+
+    def loop() -> None:
+        import sys
+
+        from bli_memory.core.worker import drain
+
+        while not stop.is_set():
+            wake.clear()  # a save queued while this drain runs sets it again
+            try:
+                ran = drain(backend, max_jobs=10, worker_id=worker_id, stop=stop)
+            except Exception as exc:  # keep serving tools; the next poll tries again
+                sys.stderr.write(f"[bli-memory] extract drain failed: {type(exc).__name__}\n")
+                ran = 0
+            if ran == 0:
+                wake.wait(EXTRACT_POLL_SECONDS)
+
+    thread = threading.Thread(target=loop, daemon=True, name="extract-drain")
+    thread.start()
+    return thread
 
 
 def _safe_warm(warm: Any) -> None:

@@ -117,6 +117,28 @@ def m002_extract_jobs(conn: sqlite3.Connection) -> None:
 
 
 @_migration
+def m004_experience(conn: sqlite3.Connection) -> None:
+    """The experience log kept in the embedded store (``cockpit memory log``, no service)."""
+    conn.execute(
+        """
+        CREATE TABLE memory_experience (
+            id          TEXT PRIMARY KEY,
+            store       TEXT NOT NULL CHECK (store IN ('bli', 'supermemory', 'both')),
+            verdict     TEXT NOT NULL CHECK (verdict IN ('win', 'loss', 'noise')),
+            reason      TEXT NOT NULL,
+            created_at  TEXT NOT NULL,
+            person      TEXT NOT NULL DEFAULT '',
+            device      TEXT NOT NULL DEFAULT '',
+            agent       TEXT NOT NULL DEFAULT '',
+            project     TEXT NOT NULL DEFAULT '',
+            received_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX memory_experience_created ON memory_experience (created_at, id)")
+
+
+@_migration
 def m005_session_recordings(conn: sqlite3.Connection) -> None:
     """Capture-only session recordings (``record_session``): kept, never injected."""
     conn.execute(

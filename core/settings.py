@@ -72,6 +72,26 @@ class Settings(BaseSettings):
     embedder_threads: int | None = Field(
         default=None, ge=1, le=64, description="onnxruntime intra-op threads (default: up to 4)."
     )
+    experience_tz: str = Field(
+        default="ICT",
+        description="Time zone of the lines in ~/.codex/AGENT-EXPERIENCE.md: an IANA name "
+        "(Europe/Berlin) or ICT / UTC; default ICT (Asia/Bangkok, UTC+7), the seed team's zone.",
+    )
+    extractor: str | None = Field(
+        default=None,
+        description="Extractor for extract jobs: default (rules, offline) or openai; default: openai "
+        "when extract_url is set, else default.",
+    )
+    extract_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint (base URL or .../chat/completions)."
+    )
+    extract_model: str | None = Field(default=None, description="Model name sent to extract_url.")
+    extract_api_key: SecretStr | None = Field(default=None, description="Bearer key for extract_url, if any.")
+    extract_plugins: str | None = Field(
+        default=None,
+        description="Debugging hook: comma-separated modules registered as plugins before the "
+        "extractor is chosen (an extractor without an entry point).",
+    )
 
     @field_validator("container_tag", "dashboard_url", mode="before")
     @classmethod

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CONTENT_CHARS",
+    "ExtractJob",
     "SQLiteStore",
     "VectorSet",
     "content_hash",
@@ -96,6 +97,35 @@ class VectorSet:
     matrix: np.ndarray
     generation: tuple[tuple[int, int], ...]
     max_seq: int
+
+
+@dataclass(frozen=True)
+class ExtractJob:
+    """One claimed ``memory_extract_jobs`` row.
+
+    Attributes:
+        id: Job id (UUID4).
+        space: Canonical container tag the text belongs to.
+        text: The redacted text to distil.
+        source: Who queued it (``hook:claude``, ``mcp``, ...).
+        session_id: The host session, when known.
+        attempts: Claims so far, this one included.
+        created_at: When it was queued (UTC ISO 8601).
+        reclaimed: True when this claim took the job over from a worker whose lease expired.
+    """
+
+    id: str
+    space: str
+    text: str
+    source: str
+    session_id: str | None
+    attempts: int
+    created_at: str
+    reclaimed: bool = False
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _row_to_memory(row: Sequence[Any]) -> Memory:
@@ -343,6 +373,24 @@ class SQLiteStore:
                 f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
                 "AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq DESC LIMIT ?",
                 (*spaces, now_iso(), int(limit)),
+            ).fetchall()
+        return [_row_to_memory(r) for r in rows]
+
+    def recent_of_kinds(
+        self, spaces: Sequence[str], kinds: Sequence[str], *, limit: int = 10
+    ) -> list[Memory]:
+        """Newest live memories of these spaces whose ``metadata.kind`` is one of ``kinds``."""
+        if not kinds:
+            return []
+        marks = ",".join("?" * len(spaces))
+        kind_marks = ",".join("?" * len(kinds))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                "AND (expires_at IS NULL OR expires_at > ?) "
+                f"AND lower(json_extract(metadata, '$.kind')) IN ({kind_marks}) "
+                "ORDER BY seq DESC LIMIT ?",
+                (*spaces, now_iso(), *[k.lower() for k in kinds], int(limit)),
             ).fetchall()
         return [_row_to_memory(r) for r in rows]
 
@@ -629,6 +677,141 @@ class SQLiteStore:
                 conn.execute("SELECT state, count(*) FROM memory_extract_jobs GROUP BY state").fetchall()
             )
 
+    def claim_job(self, worker_id: str, *, lease_seconds: float, max_attempts: int) -> ExtractJob | None:
+        """Claim the oldest ready extract job for ``worker_id``, in one ``BEGIN IMMEDIATE``.
+
+        Ready means ``queued`` and past its ``not_before``, or ``running`` with an
+        expired lease (its worker died between claim and finish: the job is taken
+        over, never lost). The write lock makes the select-and-mark atomic across
+        processes, so a job is claimed by exactly one worker at a time. A job whose
+        lease expired after ``max_attempts`` claims is marked ``failed`` instead.
+
+        Args:
+            worker_id: Recorded in ``claimed_by``; finish/fail/extend must name it.
+            lease_seconds: The claim holds this long unless extended.
+            max_attempts: Claims allowed per job.
+
+        Returns:
+            The claimed job (``attempts`` already counts this claim), or None when
+            nothing is ready.
+        """
+        now = datetime.now(UTC)
+        at = _iso(now)
+        until = _iso(now + timedelta(seconds=lease_seconds))
+        ready = (
+            "(state = 'queued' AND (not_before IS NULL OR not_before <= ?)) "
+            "OR (state = 'running' AND lease_expires_at <= ?)"
+        )
+        with self._read() as conn:  # an idle poll costs a read, not the write lock
+            found = conn.execute(f"SELECT 1 FROM memory_extract_jobs WHERE {ready} LIMIT 1", (at, at))
+            if found.fetchone() is None:
+                return None
+        with self._write() as conn:
+            while True:
+                row = conn.execute(
+                    "SELECT id, space, text, source, session_id, attempts, created_at, state "
+                    f"FROM memory_extract_jobs WHERE {ready} ORDER BY created_at, id LIMIT 1",
+                    (at, at),
+                ).fetchone()
+                if row is None:
+                    return None
+                if row[7] == "running" and int(row[5]) >= max_attempts:
+                    conn.execute(
+                        "UPDATE memory_extract_jobs SET state = 'failed', finished_at = ?, "
+                        "lease_expires_at = NULL, error = ? WHERE id = ?",
+                        (at, "lease_expired: the worker stopped during every attempt", row[0]),
+                    )
+                    continue
+                conn.execute(
+                    "UPDATE memory_extract_jobs SET state = 'running', claimed_by = ?, "
+                    "lease_expires_at = ?, attempts = attempts + 1, not_before = NULL WHERE id = ?",
+                    (worker_id, until, row[0]),
+                )
+                return ExtractJob(
+                    id=row[0], space=row[1], text=row[2], source=row[3], session_id=row[4],
+                    attempts=int(row[5]) + 1, created_at=row[6], reclaimed=row[7] == "running",
+                )
+
+    def extend_lease(self, job_id: str, worker_id: str, *, lease_seconds: float) -> bool:
+        """Push a running job's lease ``lease_seconds`` into the future.
+
+        Returns:
+            False when the job is no longer this worker's (its lease expired and
+            another worker took it over).
+        """
+        until = _iso(datetime.now(UTC) + timedelta(seconds=lease_seconds))
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE memory_extract_jobs SET lease_expires_at = ? "
+                "WHERE id = ? AND claimed_by = ? AND state = 'running'",
+                (until, job_id, worker_id),
+            )
+            return cur.rowcount == 1
+
+    def finish_job(self, job_id: str, worker_id: str, outcome: dict[str, Any]) -> bool:
+        """Mark a claimed job ``done`` and record its outcome (JSON) on the row.
+
+        Returns:
+            False when the job is no longer this worker's; nothing is changed then.
+        """
+        at = now_iso()
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE memory_extract_jobs SET state = 'done', outcome = ?, finished_at = ?, "
+                "lease_expires_at = NULL, error = NULL "
+                "WHERE id = ? AND claimed_by = ? AND state = 'running'",
+                (json.dumps(outcome, sort_keys=True), at, job_id, worker_id),
+            )
+            return cur.rowcount == 1
+
+    def fail_job(self, job_id: str, worker_id: str, *, error: str, retry_at: str | None) -> bool:
+        """Record a failed attempt: back to ``queued`` until ``retry_at``, or ``failed`` for good.
+
+        Args:
+            error: A short reason (no memory text, no secret).
+            retry_at: UTC ISO time before which the job is not retried; None gives up.
+
+        Returns:
+            False when the job is no longer this worker's.
+        """
+        at = now_iso()
+        with self._write() as conn:
+            if retry_at is not None:
+                cur = conn.execute(
+                    "UPDATE memory_extract_jobs SET state = 'queued', not_before = ?, error = ?, "
+                    "claimed_by = NULL, lease_expires_at = NULL "
+                    "WHERE id = ? AND claimed_by = ? AND state = 'running'",
+                    (retry_at, error, job_id, worker_id),
+                )
+            else:
+                cur = conn.execute(
+                    "UPDATE memory_extract_jobs SET state = 'failed', error = ?, finished_at = ?, "
+                    "lease_expires_at = NULL WHERE id = ? AND claimed_by = ? AND state = 'running'",
+                    (error, at, job_id, worker_id),
+                )
+            return cur.rowcount == 1
+
+    def get_job(self, job_id: str) -> dict[str, Any] | None:
+        """One job row as a dict (``outcome`` decoded), or None."""
+        with self._read() as conn:
+            cur = conn.execute("SELECT * FROM memory_extract_jobs WHERE id = ?", (job_id,))
+            row = cur.fetchone()
+            if row is None:
+                return None
+            data = dict(zip([c[0] for c in cur.description], row, strict=True))
+        if data.get("outcome"):
+            data["outcome"] = json.loads(data["outcome"])
+        return data
+
+    def prune_jobs(self, *, finished_before: str) -> int:
+        """Delete ``done`` jobs finished before this UTC ISO time; returns how many."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "DELETE FROM memory_extract_jobs WHERE state = 'done' AND finished_at < ?",
+                (finished_before,),
+            )
+            return cur.rowcount
+
     # --- inspection, audit, export (memory controls) ---------------------------------
 
     def list_live(self, spaces: Sequence[str], *, limit: int) -> list[Memory]:
@@ -792,3 +975,68 @@ class SQLiteStore:
             return int(conn.execute(
                 f"SELECT count(*) FROM session_recordings WHERE space IN ({marks})", tuple(spaces)
             ).fetchone()[0])
+
+    # --- experience log ------------------------------------------------------------
+
+    _EXPERIENCE_KEYS = ("store", "verdict", "reason", "created_at")
+
+    def add_experience(self, entry: dict[str, Any]) -> str:
+        """Keep one experience entry, with the service door's retry rules, in one transaction.
+
+        Args:
+            entry: ``id`` (UUID), ``store``, ``verdict``, ``reason``, ``created_at`` (UTC ISO
+                8601), and optionally ``person``, ``device``, ``agent``, ``project``.
+
+        Returns:
+            ``created`` (new row; the door's 201), ``identical`` (same id, same
+            store/verdict/reason/created_at; 200) or ``conflict`` (same id, other
+            content; 409, nothing changed).
+
+        Raises:
+            StoreError: the row breaks the table's checks or the write failed.
+        """
+        values = [str(entry[k]) for k in ("id", *self._EXPERIENCE_KEYS)]
+        extra = [str(entry.get(k) or "") for k in ("person", "device", "agent", "project")]
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT store, verdict, reason, created_at FROM memory_experience WHERE id = ?",
+                (values[0],),
+            ).fetchone()
+            if row is not None:
+                return "identical" if list(row) == values[1:] else "conflict"
+            conn.execute(
+                "INSERT INTO memory_experience (id, store, verdict, reason, created_at, person, "
+                "device, agent, project, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, *extra, now_iso()),
+            )
+        return "created"
+
+    def experience_page(
+        self, *, since: str, before: tuple[str, str] | None = None, limit: int = 500
+    ) -> list[dict[str, Any]]:
+        """One page of experience entries at or after ``since``, newest first.
+
+        Rows come in ``(created_at, id)`` order, descending, so a reader that stops
+        early (a capped read) has the most recent entries.
+
+        Args:
+            since: UTC ISO 8601 lower bound on ``created_at`` (inclusive).
+            before: ``(created_at, id)`` of the last row of the previous page (keyset paging).
+            limit: Most rows to return.
+
+        Returns:
+            Dicts with ``id, store, verdict, reason, created_at, person, device, agent, project``.
+        """
+        sql = (
+            "SELECT id, store, verdict, reason, created_at, person, device, agent, project "
+            "FROM memory_experience WHERE created_at >= ?"
+        )
+        args: list[Any] = [since]
+        if before is not None:
+            sql += " AND (created_at, id) < (?, ?)"
+            args += [before[0], before[1]]
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        args.append(int(limit))
+        keys = ("id", "store", "verdict", "reason", "created_at", "person", "device", "agent", "project")
+        with self._read() as conn:
+            return [dict(zip(keys, row, strict=True)) for row in conn.execute(sql, args)]
