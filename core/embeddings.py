@@ -203,6 +203,9 @@ class OnnxEmbedder:
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
+            # Idle worker threads must not spin: a resident process would burn a core
+            # between queries, and on two cores spinning also slows the query itself.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(
                 files[MODEL_FILE], sess_options=options, providers=["CPUExecutionProvider"]
             )

@@ -1,28 +1,39 @@
-"""What each hook event does, once a payload is parsed: the one implementation.
+"""What a hook run answers, from the host's payload to the host's stdout: the one implementation.
 
-The hook process runs :func:`handle` on its direct path, and the resident daemon runs
-the very same function for the hooks it answers; there is no second implementation
-of recall or capture.
+:func:`answer_hook` is the whole of a hook run after stdin was read: parse the payload
+with the host's adapter, skip what needs no memory work (no prompt, a trivial
+prompt, a re-entrant stop), run the event against the memory backend
+(:func:`handle`), and render the host's stdout. The hook process calls it on its
+direct path, and the resident daemon (:mod:`bli_memory.core.daemon`) calls the very
+same function for the hooks it answers; there is no second implementation of
+recall or capture.
 
 - ``session-start``: the space's profile -> one ``<bli-memory-context>`` block.
 - ``prompt``: search the space, keep the top hits at or above the similarity floor
   (an exact keyword hit passes), -> one ``<bli-memory-recall>`` block.
 - ``stop``: the last exchange from the host's transcript, injected blocks stripped,
-  secrets redacted, queued as a durable extract job -> ``queued: true``.
+  secrets redacted, queued as a durable extract job -> ``queued: true``; in a space
+  whose sessions are being recorded, kept as a recording instead -> ``recorded: true``.
 
-Failures raise :class:`~bli_memory.core.errors.BliMemoryError` (with a reason) and the
-caller turns them into a receipt.
+Memory switched off for the space (:mod:`bli_memory.core.switches`) skips every event
+with ``disabled``, before the backend is touched.
+
+:func:`handle` raises :class:`~bli_memory.core.errors.BliMemoryError` (with a reason);
+:func:`answer_hook` never raises and turns every failure into a :class:`HookAnswer`
+the caller writes as the receipt.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.blocks import context_block, recall_block, strip_injected
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
 from bli_memory.core.models import HookInput, HookResult
+from bli_memory.core.receipts import to_log_reason
 
 if TYPE_CHECKING:
     import pluggy
@@ -30,7 +41,17 @@ if TYPE_CHECKING:
     from bli_memory.core.contracts import MemoryBackend
     from bli_memory.core.settings import Settings
 
-__all__ = ["MAX_EXCHANGE_BYTES", "HookContext", "handle", "space_for"]
+__all__ = [
+    "MAX_EXCHANGE_BYTES",
+    "HookAnswer",
+    "HookContext",
+    "answer_hook",
+    "failed_answer",
+    "handle",
+    "reason_of",
+    "render",
+    "space_for",
+]
 
 #: The stop hook reads at most this much of a transcript (BLI Memory spec: 12 KB,
 #: tail-read, so a 40 MB transcript costs nothing).
@@ -46,11 +67,21 @@ class HookContext:
     backend: MemoryBackend
 
     @classmethod
-    def build(cls, pm: pluggy.PluginManager) -> HookContext:
-        """Load settings and the backend (this is where the engine gets imported)."""
+    def build(cls, pm: pluggy.PluginManager, *, settings: Settings | None = None) -> HookContext:
+        """Load settings and the backend (this is where the engine gets imported).
+
+        Args:
+            pm: Plugin manager holding the host adapter and the backend plugins.
+            settings: Settings to use (default: read from the environment now).
+
+        Raises:
+            ConfigError: a ``BLI_MEMORY_*`` variable is invalid.
+            StoreError: the backend plugin failed (``store_unavailable``).
+        """
         from bli_memory.core.settings import load_settings
 
-        settings = load_settings()
+        if settings is None:
+            settings = load_settings()
         try:
             backend = pm.hook.memory_backend(settings=settings)
         except BliMemoryError:
@@ -61,15 +92,33 @@ class HookContext:
         return cls(pm=pm, settings=settings, backend=backend)
 
 
-def space_for(hook_input: HookInput) -> str:
-    """Container tag of the session's folder (payload ``cwd``, else the process's)."""
+def space_for(
+    hook_input: HookInput, *, cwd: str | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """Container tag of the session's folder.
+
+    Args:
+        hook_input: The parsed payload; its ``cwd`` wins.
+        cwd: Folder of the hook process, used when the payload names none (default:
+            this process's working folder; the daemon passes the caller's).
+        environ: Environment that may force or isolate the space
+            (``BLI_MEMORY_CONTAINER_TAG``, ``BLI_MEMORY_ISOLATE_WORKTREES``; default
+            ``os.environ``; the daemon passes the caller's).
+
+    Raises:
+        ValueError: ``BLI_MEMORY_CONTAINER_TAG`` is set but invalid.
+    """
     from bli_memory.core.spaces import derive_space
 
-    return derive_space(hook_input.cwd or os.getcwd(), environ=os.environ).tag
+    folder = hook_input.cwd or cwd or os.getcwd()
+    return derive_space(folder, environ=os.environ if environ is None else environ).tag
 
 
-def _session_start(ctx: HookContext, hook_input: HookInput) -> HookResult:
-    space = space_for(hook_input)
+SpaceOf = Callable[[HookInput], str]
+
+
+def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
+    space = space_of(hook_input)
     profile = ctx.backend.profile(space=space, limit=8)
     block = context_block(
         profile.facts, profile.recent, space=profile.space, budget=ctx.settings.recall_budget_chars
@@ -78,8 +127,8 @@ def _session_start(ctx: HookContext, hook_input: HookInput) -> HookResult:
     return HookResult(event="session-start", outcome="ok", block=block, fields=fields)
 
 
-def _prompt(ctx: HookContext, hook_input: HookInput) -> HookResult:
-    space = space_for(hook_input)
+def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
+    space = space_of(hook_input)
     prompt = strip_injected(hook_input.prompt or "").strip()
     limit = ctx.settings.recall_limit
     result = ctx.backend.search(prompt, space=space, limit=limit * 3)
@@ -92,7 +141,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput) -> HookResult:
     return HookResult(event="prompt", outcome="ok", block=block, fields={"hits": len(kept)})
 
 
-def _stop(ctx: HookContext, hook_input: HookInput) -> HookResult:
+def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
     from bli_memory.core.redaction import redact
 
     if hook_input.reentrant:
@@ -118,8 +167,22 @@ def _stop(ctx: HookContext, hook_input: HookInput) -> HookResult:
         redacted = redact(text)
     except Exception:  # redaction must never let raw text through
         return HookResult(event="stop", outcome="skipped", reason="redaction_failed")
+    space = space_of(hook_input)
+    record_turn = getattr(ctx.backend, "record_turn", None)
+    if callable(record_turn):
+        from bli_memory.core.switches import is_recording
+
+        if is_recording(space):
+            # Capture-only session recording: kept as a recording, never extracted
+            # into memories and never injected (core/switches.py).
+            record_turn(redacted.text, space=space, source=f"hook:{hook_input.host}",
+                        session_id=hook_input.session_id)
+            return HookResult(
+                event="stop", outcome="ok",
+                fields={"chars": len(redacted.text), "masked": redacted.masked, "recorded": True},
+            )
     ctx.backend.enqueue_extract(
-        redacted.text, space=space_for(hook_input), source=f"hook:{hook_input.host}",
+        redacted.text, space=space, source=f"hook:{hook_input.host}",
         session_id=hook_input.session_id,
     )
     return HookResult(
@@ -130,11 +193,173 @@ def _stop(ctx: HookContext, hook_input: HookInput) -> HookResult:
 
 _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}
 
+#: Backend reasons that all mean "the local store cannot be used" in a receipt.
+_STORE_REASONS = frozenset(
+    {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch"}
+)
 
-def handle(ctx: HookContext, hook_input: HookInput) -> HookResult:
+
+def handle(
+    ctx: HookContext,
+    hook_input: HookInput,
+    *,
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> HookResult:
     """Run one hook event against the memory backend.
+
+    Args:
+        ctx: Plugins, settings and backend.
+        hook_input: The parsed payload.
+        cwd: Folder of the hook process (see :func:`space_for`).
+        environ: The hook process's environment (see :func:`space_for`).
 
     Raises:
         BliMemoryError: the backend failed (reason says why).
     """
-    return _HANDLERS[hook_input.event](ctx, hook_input)
+
+    def space_of(parsed: HookInput) -> str:
+        return space_for(parsed, cwd=cwd, environ=environ)
+
+    return _HANDLERS[hook_input.event](ctx, hook_input, space_of)
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """Everything a hook run prints and records, decided before any timing is added.
+
+    Attributes:
+        outcome: ``ok``, ``skipped`` or ``failed``.
+        stdout: What the host reads on stdout: one rendered block, a stop's
+            ``systemMessage``, or ``""``.
+        reason: Reason for ``skipped``/``failed``, already in the closed set of
+            :mod:`bli_memory.core.receipts` (or ``unknown_internal:<name>``).
+        fields: Receipt fields of an ``ok`` run (``hits``, ``chars``, ``queued``, ...).
+        backend: True when the run reached the memory backend; the receipt and the
+            stats then name the route that answered (``via``). Runs decided from the
+            payload alone (trivial prompt, re-entrant stop, bad payload) do not.
+    """
+
+    outcome: str
+    stdout: str = ""
+    reason: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    backend: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object the daemon sends back for this answer."""
+        return {"stdout": self.stdout, "outcome": self.outcome, "reason": self.reason,
+                "fields": dict(self.fields), "backend": self.backend}
+
+
+def reason_of(error: BaseException) -> str:
+    """Receipt reason for an exception: its ``reason`` (store reasons folded into
+    ``store_unavailable``), else its class name (which the receipt turns into
+    ``unknown_internal:<name>``)."""
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):
+        return "store_unavailable" if reason in _STORE_REASONS else reason
+    return type(error).__name__
+
+
+def render(pm: pluggy.PluginManager | None, host: str, result: HookResult) -> str:
+    """The host's stdout for ``result`` through its adapter; ``""`` when it renders nothing.
+
+    Never raises: an adapter failure prints nothing (a hook prints one whole block or
+    nothing).
+    """
+    if pm is None:
+        return ""
+    try:
+        rendered = pm.hook.host_render(host=host, result=result)
+    except Exception:
+        return ""
+    return rendered.stdout if rendered is not None else ""
+
+
+def failed_answer(pm: pluggy.PluginManager | None, host: str, event: str, reason: str,
+                  *, backend: bool = False) -> HookAnswer:
+    """A failed run; a failed stop also tells the person, through the host's adapter
+    (the spec's one-line ``systemMessage``: a failed save means the turn was not kept)."""
+    log_reason = to_log_reason(reason)
+    stdout = ""
+    if event == "stop":
+        stdout = render(pm, host, HookResult(event="stop", outcome="failed", reason=log_reason))
+    return HookAnswer(outcome="failed", stdout=stdout, reason=log_reason, backend=backend)
+
+
+def _enabled(hook_input: HookInput, *, cwd: str | None, environ: Mapping[str, str] | None) -> bool:
+    from bli_memory.core.switches import is_enabled, load
+
+    data = load()
+    if not data:  # no switches file: on (the common case costs one failed open)
+        return True
+    return is_enabled(space_for(hook_input, cwd=cwd, environ=environ), data)
+
+
+def answer_hook(
+    pm: pluggy.PluginManager,
+    *,
+    host: str,
+    event: str,
+    payload: dict[str, Any],
+    context: Callable[[], HookContext],
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> HookAnswer:
+    """Answer one hook run: parse, skip or handle, render. Never raises.
+
+    This is the function both routes run: the hook process on its direct path (in a
+    worker thread its deadline can abandon) and the resident daemon for each request.
+
+    Args:
+        pm: Plugin manager with the host's adapter.
+        host: Adapter name (``claude``, ...).
+        event: ``session-start``, ``prompt`` or ``stop``.
+        payload: The host's JSON payload, already read and decoded.
+        context: Returns the :class:`HookContext`; called only once the run needs the
+            backend, so skipped runs never open the store or load the model.
+        cwd: The hook process's working folder (default: this process's).
+        environ: The hook process's environment for space derivation (default:
+            ``os.environ``).
+
+    Returns:
+        The :class:`HookAnswer`: ``skipped`` with ``no_prompt`` / ``trivial_prompt`` /
+        ``reentrant`` / ``disabled`` (memory switched off for the space, see
+        :mod:`bli_memory.core.switches`) without touching the backend; ``failed`` with
+        ``unknown_host``, a payload reason (``stdin_malformed``) or the backend's
+        reason; otherwise the handler's outcome with the rendered stdout.
+    """
+    try:
+        hook_input = pm.hook.host_parse_payload(host=host, event=event, payload=payload)
+    except Exception as exc:  # an adapter refusing the payload, or an adapter bug
+        return failed_answer(pm, host, event, reason_of(exc))
+    if hook_input is None:
+        return failed_answer(pm, host, event, "unknown_host")
+
+    if event == "prompt":
+        from bli_memory.core.trivial import is_trivial
+
+        if not (hook_input.prompt or "").strip():
+            return HookAnswer(outcome="skipped", reason="no_prompt")
+        if is_trivial(hook_input.prompt or ""):
+            return HookAnswer(outcome="skipped", reason="trivial_prompt")
+    if event == "stop" and hook_input.reentrant:
+        return HookAnswer(outcome="skipped", reason="reentrant")
+    try:
+        if not _enabled(hook_input, cwd=cwd, environ=environ):
+            # Memory switched off (globally or for this space): neither inject nor capture.
+            return HookAnswer(outcome="skipped", reason="disabled")
+    except Exception as exc:  # an invalid forced space fails as it would in the handler
+        return failed_answer(pm, host, event, reason_of(exc), backend=True)
+
+    try:
+        result = handle(context(), hook_input, cwd=cwd, environ=environ)
+    except Exception as exc:  # reported through the receipt, never raised
+        return failed_answer(pm, host, event, reason_of(exc), backend=True)
+    if result.outcome == "ok":
+        stdout = render(pm, host, result) if result.block else ""
+        return HookAnswer(outcome="ok", stdout=stdout, fields=dict(result.fields), backend=True)
+    if result.outcome == "skipped":
+        return HookAnswer(outcome="skipped", reason=to_log_reason(result.reason), backend=True)
+    return failed_answer(pm, host, event, result.reason or "unknown", backend=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -65,7 +64,9 @@ def record(path: Path, event: str, keys: list[str], *, now: float | None = None)
                 bucket[key] = int(bucket.get(key, 0)) + 1
             for old in sorted(data["hours"])[:-KEEP_HOURS]:
                 del data["hours"][old]
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".stats-", suffix=".tmp")
+            # A pid-named temp file under the lock (cheaper to import than tempfile).
+            tmp = str(path.parent / f".stats-{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(data, fh, separators=(",", ":"), sort_keys=True)
             os.replace(tmp, path)

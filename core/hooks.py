@@ -16,16 +16,31 @@ Plus one stderr receipt per run on every branch (:mod:`bli_memory.core.receipts`
 hourly counts in the stats file (not for ``--probe`` runs), and a ``systemMessage``
 when a stop fails, because a failed save means the turn was not kept.
 
-The entry path imports the standard library and pluggy only; the engine (numpy,
-onnxruntime, the store) is imported on the direct path, inside a worker thread that
-the deadline can abandon.
+Two routes answer a run, and both run the same function,
+:func:`bli_memory.core.hook_events.answer_hook`:
+
+- **daemon** (unless ``BLI_MEMORY_DAEMON=0``): the payload goes to the resident
+  daemon (:mod:`bli_memory.core.daemon`) over its Unix socket, with a 50 ms connect
+  budget and :data:`DAEMON_ANSWER_MS` for the answer (half the deadline: 1 s for a prompt);
+- **direct**: on any daemon failure the hook answers itself, in a worker thread the
+  deadline can abandon; the receipt then names why in its ``daemon`` field
+  (``"daemon":"no_socket"``, see :data:`bli_memory.core.daemon_client.REASONS`), and
+  the stats count it as ``daemon:<reason>``.
+
+Runs that reached the memory backend record the route that answered, ``via`` on the
+receipt and ``via:daemon`` / ``via:direct`` in the stats. The prompt hook starts the
+daemon, detached, when it found none (at most once an hour) or a stale socket, and
+any hook does when the daemon stood down for another version.
+
+The entry path imports the standard library and pluggy only; the daemon route needs
+nothing more, and the engine (numpy, onnxruntime, the store) is imported on the
+direct path only.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from typing import Any
 
@@ -33,16 +48,20 @@ from bli_memory.core import hook_stats, paths
 from bli_memory.core.hook_stdin import StdinFailure, read_payload
 from bli_memory.core.receipts import format_receipt, to_log_reason
 
-__all__ = ["DEADLINES_MS", "STDIN_BUDGET_MS", "main"]
+__all__ = ["DAEMON_ANSWER_MS", "DEADLINES_MS", "STDIN_BUDGET_MS", "main"]
 
 #: Per-event deadlines in ms, under the registered timeouts of 30 / 5 / 30 s
 #: (BLI Memory spec; the prompt budget is sized to a person waiting, BLI-3730).
 DEADLINES_MS = {"session-start": 8000, "prompt": 2000, "stop": 15000}
 #: Share of each deadline that reading stdin may take.
 STDIN_BUDGET_MS = {"session-start": 1000, "prompt": 500, "stop": 1000}
+#: How long after the hook's start the daemon may take to answer: half the deadline.
+#: A warm daemon answers a prompt in a few ms (docs/benchmarks-hooks.md), but on a
+#: machine short of CPU it can take hundreds; the other half is left for the direct
+#: path, which needs 0.5-1.5 s cold.
+DAEMON_ANSWER_MS = {event: ms // 2 for event, ms in DEADLINES_MS.items()}
 
 _EVENTS = tuple(DEADLINES_MS)
-_STORE_REASONS = {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch"}
 
 
 class _Run:
@@ -56,6 +75,8 @@ class _Run:
         self.deadline_ms = DEADLINES_MS[event]
         self.deadline = self.started + self.deadline_ms / 1000
         self.via: str | None = None
+        self.daemon_note: str | None = None
+        self.spawn: str | None = None  # "normal" / "forced" when the daemon should be started
         self.pm: Any = None
 
     def elapsed_ms(self) -> int:
@@ -82,6 +103,8 @@ class _Run:
                 body.update({"elapsed_ms": self.elapsed_ms(), "deadline_ms": self.deadline_ms})
         if self.via:
             body["via"] = self.via
+        if self.daemon_note:
+            body["daemon"] = self.daemon_note
         if self.probe:
             body["probe"] = "stats_excluded"
         try:
@@ -93,26 +116,19 @@ class _Run:
             keys = [hook_stats.outcome_key(outcome, body.get("reason"))]
             if self.via:
                 keys.append(f"via:{self.via}")
+            if self.daemon_note:
+                keys.append(f"daemon:{self.daemon_note}")
             hook_stats.record(paths.hook_stats_path(), self.event, keys)
 
-    def render(self, result: Any) -> str:
-        """The host's stdout for a result ('' when the adapter renders nothing)."""
-        if self.pm is None:
-            return ""
-        try:
-            rendered = self.pm.hook.host_render(host=self.host, result=result)
-        except Exception:
-            return ""
-        return rendered.stdout if rendered is not None else ""
-
-    def fail(self, reason: str, *, fields: dict[str, Any] | None = None) -> None:
-        """A failed run; a failed stop also tells the person, through the host."""
+    def fail(self, reason: str) -> None:
+        """A failed run decided by the hook itself (stdin, timeout); a failed stop also
+        tells the person, rendered exactly as the shared answer does."""
         stdout = ""
-        if self.event == "stop":
-            from bli_memory.core.models import HookResult
+        if self.event == "stop" and self.pm is not None:
+            from bli_memory.core.hook_events import failed_answer
 
-            stdout = self.render(HookResult(event="stop", outcome="failed", reason=to_log_reason(reason)))
-        self.finish("failed", reason=reason, fields=fields, stdout=stdout)
+            stdout = failed_answer(self.pm, self.host, self.event, reason).stdout
+        self.finish("failed", reason=reason, stdout=stdout)
 
     # --- the run -----------------------------------------------------------------
 
@@ -126,32 +142,45 @@ class _Run:
             self.fail(exc.reason)
             return False
 
-        from bli_memory.core.contracts import get_plugin_manager
-        from bli_memory.core.errors import BliMemoryError
+        from bli_memory.core import daemon_client
 
+        if daemon_client.enabled() and self._via_daemon(payload):
+            return False
+        return self._direct(payload)
+
+    def _via_daemon(self, payload: dict[str, Any]) -> bool:
+        """Ask the daemon; True when it answered (output written), False to go direct."""
+        from bli_memory.core import daemon_client
+
+        answer_by = self.started + DAEMON_ANSWER_MS[self.event] / 1000
         try:
-            self.pm = get_plugin_manager(host=self.host)
-            hook_input = self.pm.hook.host_parse_payload(host=self.host, event=self.event, payload=payload)
-        except BliMemoryError as exc:
-            self.fail(exc.reason)
+            reply = daemon_client.request(self.event, self.host, payload, deadline=answer_by, cwd=_cwd())
+        except daemon_client.DaemonUnavailable as exc:
+            self.daemon_note = exc.reason
+            if exc.reason == "stand_down":
+                self.spawn = "forced"
+            elif self.event == "prompt" and exc.reason == "stale_socket":
+                self.spawn = "forced"
+            elif self.event == "prompt" and exc.reason == "no_socket":
+                self.spawn = "normal"
             return False
-        if hook_input is None:
-            self.fail("unknown_host")
+        except Exception:  # the daemon route must never cost the person their answer
+            self.daemon_note = "unreachable"
             return False
+        self.via = "daemon" if reply["backend"] else None
+        self.finish(reply["outcome"], reason=reply["reason"], fields=reply["fields"], stdout=reply["stdout"])
+        return True
 
-        if self.event == "prompt":
-            from bli_memory.core.trivial import is_trivial
+    def start_daemon_if_needed(self) -> None:
+        """Start the daemon detached when this run found it missing (never raises)."""
+        if self.spawn is None:
+            return
+        try:
+            from bli_memory.core import daemon_client
 
-            if not (hook_input.prompt or "").strip():
-                self.finish("skipped", reason="no_prompt")
-                return False
-            if is_trivial(hook_input.prompt or ""):
-                self.finish("skipped", reason="trivial_prompt")
-                return False
-        if self.event == "stop" and hook_input.reentrant:
-            self.finish("skipped", reason="reentrant")
-            return False
-        return self._direct(hook_input)
+            daemon_client.spawn(force=self.spawn == "forced")
+        except Exception:
+            pass
 
     def _load_plugins_quietly(self) -> None:
         if self.event != "stop":
@@ -163,43 +192,58 @@ class _Run:
         except Exception:
             self.pm = None
 
-    def _direct(self, hook_input: Any) -> bool:
-        self.via = "direct"
+    def _direct(self, payload: dict[str, Any]) -> bool:
+        from bli_memory.core.contracts import get_plugin_manager
+        from bli_memory.core.errors import BliMemoryError
+
+        try:
+            self.pm = get_plugin_manager(host=self.host)
+        except BliMemoryError as exc:
+            self.fail(exc.reason)
+            return False
+        pm = self.pm
         box: dict[str, Any] = {}
+        # One BLAS thread for one matrix-vector product (see bli_memory.core.daemon.main).
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
         def work() -> None:
-            from bli_memory.core.hook_events import HookContext, handle
+            from bli_memory.core.hook_events import HookContext, answer_hook
 
             try:
-                box["result"] = handle(HookContext.build(self.pm), hook_input)
+                box["answer"] = answer_hook(
+                    pm, host=self.host, event=self.event, payload=payload,
+                    context=lambda: HookContext.build(pm),
+                )
             except BaseException as exc:  # reported through the receipt, never raised
                 box["error"] = exc
+
+        import threading  # only the direct path needs a worker thread
 
         worker = threading.Thread(target=work, name="hook-direct", daemon=True)
         worker.start()
         worker.join(max(0.0, self.deadline - time.monotonic()))
         if worker.is_alive():
+            self.via = "direct"
             self.fail("timeout")
             return True
         error = box.get("error")
         if error is not None:
-            self.fail(_reason_of(error))
+            from bli_memory.core.hook_events import reason_of
+
+            self.via = "direct"
+            self.fail(reason_of(error))
             return False
-        result = box["result"]
-        if result.outcome == "ok":
-            self.finish("ok", fields=result.fields, stdout=self.render(result) if result.block else "")
-        elif result.outcome == "skipped":
-            self.finish("skipped", reason=result.reason)
-        else:
-            self.fail(result.reason or "unknown")
+        answer = box["answer"]
+        self.via = "direct" if answer.backend else None
+        self.finish(answer.outcome, reason=answer.reason, fields=answer.fields, stdout=answer.stdout)
         return False
 
 
-def _reason_of(error: BaseException) -> str:
-    reason = getattr(error, "reason", None)
-    if isinstance(reason, str):
-        return "store_unavailable" if reason in _STORE_REASONS else reason
-    return type(error).__name__
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed under us
+        return None
 
 
 def _parse_args(argv: list[str]) -> tuple[str | None, str, bool]:
@@ -237,6 +281,8 @@ def main(argv: list[str]) -> int:
             run.fail(type(exc).__name__)
         except BaseException:
             pass
+    # After the answer is out: starting the daemon never delays this turn.
+    run.start_daemon_if_needed()
     if abandoned:
         # A worker missed the deadline: leave without waiting for it.
         os._exit(0)

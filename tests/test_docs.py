@@ -58,7 +58,10 @@ def _help_text() -> str:
              "a test fails when it is out of date.", ""]
     for title, args in (("bli-memory-mcp", ("--help",)), ("bli-memory-mcp memory", ("memory", "--help")),
                         ("bli-memory-mcp install", ("install", "--help")),
-                        ("bli-memory-mcp status", ("status", "--help"))):
+                        ("bli-memory-mcp status", ("status", "--help")),
+                        ("bli-memory-mcp daemon", ("daemon", "--help")),
+                        ("bli-memory-mcp worker", ("worker", "--help")),
+                        ("bli-memory-mcp service", ("service", "--help"))):
         parts += [f"## {title}", "", "```", run(*args).rstrip(), "```", ""]
     cockpit = str(Path(bin_path()).parent / "cockpit")
     out = subprocess.run([cockpit, "--help"], capture_output=True, text=True, env=env).stdout
