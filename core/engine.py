@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from bli_memory.core.settings import Settings
     from bli_memory.core.store import SQLiteStore
 
-__all__ = ["FORGET_MIN_SIMILARITY", "EmbeddedBackend", "memory_backend"]
+__all__ = [
+    "FORGET_MIN_SIMILARITY",
+    "EmbeddedBackend",
+    "available_embedders",
+    "load_embedder",
+    "memory_backend",
+    "register_embedders",
+]
 
 #: A forget by query only ever removes a memory at least this similar (BLI Memory
 #: spec: "the closest match >= 0.85"); a weaker match is refused, never guessed.
@@ -506,4 +513,42 @@ class EmbeddedBackend:
 @hookimpl(trylast=True)
 def memory_backend(settings: Settings) -> EmbeddedBackend | None:
     """Offer the embedded engine; the remote client plugin answers first when configured."""
-    return EmbeddedBackend(settings.store_path)
+    from bli_memory.core import embeddings
+
+    if settings.embedder == embeddings.MODEL_NAME:
+        return EmbeddedBackend(settings.store_path)
+    return EmbeddedBackend(settings.store_path, embedder=load_embedder(settings.embedder))
+
+
+@hookimpl
+def register_embedders(register: Any) -> None:
+    """Register the shipped model (all-MiniLM-L6-v2, int8 ONNX), loaded on first use."""
+    from bli_memory.core import embeddings
+
+    register(embeddings.MODEL_NAME, embeddings.get_embedder)
+
+
+def available_embedders(pm: Any | None = None) -> dict[str, Any]:
+    """Every registered embedder factory by name (the ``register_embedders`` hook)."""
+    if pm is None:
+        from bli_memory.core.contracts import get_plugin_manager
+
+        pm = get_plugin_manager()
+    found: dict[str, Any] = {}
+    pm.hook.register_embedders(register=lambda name, factory: found.setdefault(name, factory))
+    return found
+
+
+def load_embedder(name: str, pm: Any | None = None) -> Any:
+    """Build the embedder registered as ``name``.
+
+    Raises:
+        ConfigError: no plugin registers that name.
+    """
+    from bli_memory.core.errors import ConfigError
+
+    factories = available_embedders(pm)
+    if name not in factories:
+        known = ", ".join(sorted(factories))
+        raise ConfigError(f"BLI_MEMORY_EMBEDDER={name!r} is not a registered embedder; known: {known}")
+    return factories[name]()

@@ -142,7 +142,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookR
 
 
 def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
-    from bli_memory.core.redaction import redact
+    from bli_memory.core.redaction import redact, rules_with_plugins
 
     if hook_input.reentrant:
         return HookResult(event="stop", outcome="skipped", reason="reentrant")
@@ -164,7 +164,7 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookRes
     if len(text.encode("utf-8", "surrogatepass")) > MAX_EXCHANGE_BYTES:
         text = text.encode("utf-8", "surrogatepass")[-MAX_EXCHANGE_BYTES:].decode("utf-8", "ignore")
     try:
-        redacted = redact(text)
+        redacted = redact(text, rules=rules_with_plugins(ctx.pm))
     except Exception:  # redaction must never let raw text through
         return HookResult(event="stop", outcome="skipped", reason="redaction_failed")
     space = space_of(hook_input)

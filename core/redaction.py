@@ -67,7 +67,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "redact"]
+__all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "redact", "rules_with_plugins"]
 
 
 @dataclass(frozen=True)
@@ -625,3 +625,18 @@ def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
         return match.string[whole_start:start] + placeholder + match.string[end:whole_end]
 
     return rule.pattern.sub(replace, text), fresh, changed
+
+
+def rules_with_plugins(pm: object) -> tuple[RedactionRule, ...]:
+    """The built-in rules followed by every rule plugins register.
+
+    Args:
+        pm: A plugin manager (``bli_memory.core.contracts.get_plugin_manager()``); its
+            ``register_redaction_rules`` hook is called with a ``register(rule)`` callback.
+
+    Returns:
+        ``DEFAULT_RULES`` plus the plugins' rules, in registration order.
+    """
+    extra: list[RedactionRule] = []
+    pm.hook.register_redaction_rules(register=extra.append)  # type: ignore[attr-defined]
+    return DEFAULT_RULES + tuple(extra)

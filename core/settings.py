@@ -72,6 +72,10 @@ class Settings(BaseSettings):
     embedder_threads: int | None = Field(
         default=None, ge=1, le=64, description="onnxruntime intra-op threads (default: up to 4)."
     )
+    embedder: str = Field(
+        default="all-MiniLM-L6-v2-int8",
+        description="Embedding model by registered name (register_embedders plugin hook).",
+    )
     experience_tz: str = Field(
         default="ICT",
         description="Time zone of the lines in ~/.codex/AGENT-EXPERIENCE.md: an IANA name "

@@ -42,7 +42,7 @@ def test_every_setting_is_documented() -> None:
 
     text = (DOCS / "configuration.md").read_text()
     for field in Settings.model_fields:
-        assert f"BLI_MEMORY_{field.upper()}" in text, field
+        assert f"`BLI_MEMORY_{field.upper()}`" in text, field
 
 
 def _help_text() -> str:

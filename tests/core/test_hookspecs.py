@@ -68,3 +68,69 @@ def test_hook_memory_backend(temp_home: Path) -> None:
         assert backend.search("", space="t").hits == ()
     finally:
         backend.close()
+
+
+class _ToyEmbedder:
+    """A deterministic 16-d embedder (character-trigram hashing), for the seam only."""
+
+    name = "toy-trigram-16"
+    dimensions = 16
+
+    def embed(self, texts):
+        import hashlib
+
+        import numpy as np
+
+        out = np.zeros((len(texts), 16), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for j in range(max(len(t) - 2, 1)):
+                out[i, hashlib.sha1(t[j:j + 3].encode()).digest()[0] % 16] += 1.0
+            out[i] /= np.linalg.norm(out[i]) or 1.0
+        return out
+
+
+def test_hook_register_embedders(temp_home: Path) -> None:
+    import pytest
+
+    from bli_memory.core.contracts import hookimpl
+    from bli_memory.core.engine import EmbeddedBackend, available_embedders, load_embedder
+    from bli_memory.core.errors import ConfigError, ModelMismatchError
+    from bli_memory.core.paths import store_path
+
+    class ToyPlugin:
+        @hookimpl
+        def register_embedders(self, register):
+            register("toy-trigram-16", _ToyEmbedder)
+
+    pm = get_plugin_manager()
+    pm.register(ToyPlugin())
+    assert {"all-MiniLM-L6-v2-int8", "toy-trigram-16"} <= set(available_embedders(pm))
+    backend = EmbeddedBackend(store_path(), embedder=load_embedder("toy-trigram-16", pm))
+    backend.save("the toy model embeds this", space="s")
+    assert backend.store.meta()["embedding_model"] == "toy-trigram-16"
+    assert backend.search("toy model", space="s").hits
+    backend.close()
+    with pytest.raises(ModelMismatchError, match="toy-trigram-16"):
+        _ = EmbeddedBackend(store_path()).store  # the shipped model must not mix its vectors in
+    with pytest.raises(ConfigError, match="not a registered embedder"):
+        load_embedder("no-such-model", pm)
+
+
+def test_hook_register_redaction_rules(tmp_path: Path) -> None:
+    import re
+
+    from bli_memory.core.contracts import hookimpl
+    from bli_memory.core.redaction import DEFAULT_RULES, RedactionRule, redact, rules_with_plugins
+
+    class Internal:
+        @hookimpl
+        def register_redaction_rules(self, register):
+            register(RedactionRule(kind="acme_ticket_secret", pattern=re.compile(r"ACME-SECRET-[0-9]{8}")))
+
+    pm = get_plugin_manager()
+    pm.register(Internal())
+    rules = rules_with_plugins(pm)
+    assert rules[: len(DEFAULT_RULES)] == DEFAULT_RULES and len(rules) == len(DEFAULT_RULES) + 1
+    out = redact("the vault code is ACME-SECRET-12345678 today", rules=rules)
+    assert "ACME-SECRET-12345678" not in out.text and out.masked == 1
+    assert "ACME-SECRET-12345678" in redact("the vault code is ACME-SECRET-12345678 today").text
