@@ -15,6 +15,15 @@ FIXTURES = SHARED / "fixtures" / "hosts"
 BIN_DIR = Path(sys.executable).parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Fail once, clearly, when the shared fixtures folder is missing."""
+    if not (FIXTURES / "claude").is_dir():
+        raise pytest.UsageError(
+            f"the host fixtures are missing: expected {FIXTURES}. The tests read the shared folder "
+            "beside the repository (../shared); point BLI_MEMORY_SHARED_DIR at it if it lives elsewhere."
+        )
+
+
 def bin_path(name: str = "bli-memory-mcp") -> str:
     """Absolute path of an installed console script of this environment."""
     path = BIN_DIR / name
