@@ -76,15 +76,27 @@ def host_render(host: str, result: HookResult) -> RenderedOutput | None:
     return RenderedOutput(stdout=json.dumps(out, ensure_ascii=False))
 
 
+def _content(line: dict[str, Any]) -> Any:
+    message = line.get("message")
+    return message.get("content") if isinstance(message, dict) else None
+
+
+def _texts(blocks: list[Any]) -> list[str]:
+    return [
+        b["text"] for b in blocks
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+
+
 def _user_text(line: dict[str, Any]) -> str | None:
-    """The typed prompt of a ``user`` line, or None for tool results and meta lines."""
+    """The typed prompt of a ``user`` line, or None for tool results, meta and odd lines."""
     if line.get("isMeta") or line.get("isSidechain"):
         return None
-    content = (line.get("message") or {}).get("content")
+    content = _content(line)
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        texts = _texts(content)
         if texts and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
             return "\n".join(texts)
     return None
@@ -93,13 +105,11 @@ def _user_text(line: dict[str, Any]) -> str | None:
 def _assistant_text(line: dict[str, Any]) -> str:
     if line.get("isSidechain"):
         return ""
-    content = (line.get("message") or {}).get("content")
+    content = _content(line)
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
+        return "\n".join(_texts(content))
     return ""
 
 

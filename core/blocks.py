@@ -25,6 +25,7 @@ __all__ = [
     "RECALL_TAG",
     "clean_text",
     "context_block",
+    "neutralise_tags",
     "recall_block",
     "strip_injected",
     "truncate",
@@ -36,11 +37,12 @@ CONTEXT_TAG = "bli-memory-context"
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_INJECTED = re.compile(
-    r"<(bli-memory-recall|bli-memory-context|hook_context)\b[^>]*>.*?</\1>\s*"
-    r"|<(bli-memory-recall|bli-memory-context|hook_context)\b[^>]*>.*\Z",
-    re.DOTALL,
-)
+#: Opening tag of a block we inject; ``[^>]`` is bounded so a text full of unclosed
+#: ``<bli-memory-recall`` fragments costs linear time, not quadratic.
+_OPEN = re.compile(r"<(bli-memory-recall|bli-memory-context|hook_context)\b[^>]{0,200}>")
+#: The same tag names inside memory text are neutralised when injected, so a memory can
+#: never close our block early or pass for one.
+_TAG_NAMES = re.compile(r"<(/?)(bli-memory-recall|bli-memory-context|hook_context)", re.IGNORECASE)
 
 
 def clean_text(text: str) -> str:
@@ -58,12 +60,35 @@ def truncate(text: str, limit: int) -> str:
 
 
 def strip_injected(text: str) -> str:
-    """Remove every block we (or a host on our behalf) injected earlier."""
-    return _INJECTED.sub("", text)
+    """Remove every block we (or a host on our behalf) injected earlier.
+
+    A block runs from its opening tag to the matching closing tag; an unclosed block
+    runs to the end of the text. One left-to-right pass: linear in ``len(text)``.
+    """
+    out: list[str] = []
+    pos = 0
+    while True:
+        m = _OPEN.search(text, pos)
+        if m is None:
+            out.append(text[pos:])
+            break
+        out.append(text[pos : m.start()])
+        close = text.find(f"</{m.group(1)}>", m.end())
+        if close < 0:
+            break
+        pos = close + len(m.group(1)) + 3
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return "".join(out)
+
+
+def neutralise_tags(text: str) -> str:
+    """Make our block tag names inert inside memory text (``<`` becomes ``‹``)."""
+    return _TAG_NAMES.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
 
 
 def _one_line(text: str, limit: int) -> str:
-    return truncate(" ".join(clean_text(text).split()), limit)
+    return truncate(" ".join(neutralise_tags(clean_text(text)).split()), limit)
 
 
 def _memory_line(memory: Memory, limit: int, suffix: str = "") -> str:

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORGET_MIN_SIMILARITY",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_TERMS",
     "EmbeddedBackend",
     "available_embedders",
     "load_embedder",
@@ -60,6 +62,10 @@ FORGET_MIN_SIMILARITY = 0.85
 #: Longest text one extract job takes, in characters (the stop hook sends at most
 #: 12 KB; a bigger paste is cut into parts by the caller).
 MAX_EXTRACT_CHARS = 100_000
+
+#: Longest query text searched, in characters, and most keyword terms taken from it.
+MAX_QUERY_CHARS = 8000
+MAX_QUERY_TERMS = 64
 
 #: Metadata ``kind`` values that make a memory part of the User Profile.
 PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
@@ -203,7 +209,9 @@ class EmbeddedBackend:
         limit = max(1, min(int(limit), 100))
         canonical, spaces = self.store.resolve_space(space)
         profile = self.profile(space=canonical) if include_profile else None
-        q = (query or "").strip()
+        # A query is a question, not a document: the model reads 256 tokens anyway, and
+        # thousands of distinct keyword terms would only slow the keyword channel down.
+        q = (query or "").strip()[:MAX_QUERY_CHARS]
         if not q:
             return SearchResult(query=query or "", space=canonical, spaces=spaces, profile=profile)
 
@@ -220,7 +228,7 @@ class EmbeddedBackend:
                 top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
                 top = top[np.argsort(-sims[top], kind="stable")]
                 rankings["vector"] = [int(vs.seqs[i]) for i in top]
-        terms = query_terms(q)
+        terms = query_terms(q)[:MAX_QUERY_TERMS]
         if cfg.weight("keyword_all") > 0:
             expr = fts_all_query(terms)
             if expr:

@@ -42,6 +42,11 @@ def load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and isinstance(data.get("hours"), dict):
+            # Keep only well-formed buckets, so a damaged file heals on the next write.
+            data["hours"] = {
+                h: {e: c for e, c in events.items() if isinstance(c, dict)}
+                for h, events in data["hours"].items() if isinstance(events, dict)
+            }
             return data
     except (OSError, ValueError):
         pass
@@ -51,17 +56,27 @@ def load(path: Path) -> dict[str, Any]:
 def record(path: Path, event: str, keys: list[str], *, now: float | None = None) -> None:
     """Add one to each counter in ``keys`` for ``event`` in the current UTC hour.
 
-    Never raises: stats must not break a hook.
+    Never raises and never waits more than about 0.2 s for the lock: stats must not
+    break or stall a hook; a count that cannot be written is dropped.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         hour = time.strftime("%Y-%m-%dT%H", time.gmtime(now))
         with open(path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            # Bounded wait: a stuck holder must never hold a hook past its deadline.
+            for _ in range(40):
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    time.sleep(0.005)
+            else:
+                return
             data = load(path)
             bucket = data["hours"].setdefault(hour, {}).setdefault(event, {})
             for key in keys:
-                bucket[key] = int(bucket.get(key, 0)) + 1
+                old = bucket.get(key, 0)
+                bucket[key] = (old if isinstance(old, int) else 0) + 1
             for old in sorted(data["hours"])[:-KEEP_HOURS]:
                 del data["hours"][old]
             # A pid-named temp file under the lock (cheaper to import than tempfile).
@@ -70,5 +85,5 @@ def record(path: Path, event: str, keys: list[str], *, now: float | None = None)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(data, fh, separators=(",", ":"), sort_keys=True)
             os.replace(tmp, path)
-    except OSError:
+    except Exception:  # stats must never break a hook (a damaged file is rewritten)
         pass

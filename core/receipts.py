@@ -46,6 +46,7 @@ REASONS = frozenset(
     }
 )
 
+_UNKNOWN = "unknown_internal:"
 _HTTP = re.compile(r"^http_[1-5]\d\d$")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -62,6 +63,8 @@ def to_log_reason(reason: str | None) -> str:
     """
     if reason in REASONS or (reason is not None and _HTTP.match(reason)):
         return reason
+    if reason is not None and reason.startswith(_UNKNOWN):  # already mapped: map once only
+        reason = reason[len(_UNKNOWN):]
     name = _SAFE_NAME.sub("_", reason or "none")[:40] or "none"
     return f"unknown_internal:{name}"
 

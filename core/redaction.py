@@ -508,13 +508,61 @@ _GENERIC_RULES = (
     ),
 )
 
+_SECRET_FLAG_WORD = r"(?:password|passwd|passphrase|pass|secret|token|api[_-]?key|credentials?)"
+
+# Secrets passed on command lines, the way people paste them into a session.
+_COMMAND_LINE_RULES = (
+    # Registry logins: docker/podman/helm/oras login -p VALUE / --password VALUE.
+    _rule(
+        "cli_password",
+        r"(?i:\b(?:docker|podman|nerdctl|buildah|helm|oras|skopeo)[ \t]+(?:registry[ \t]+)?login\b)"
+        r"[^\r\n]{0,400}?[ \t](?:-p|--password)(?:[ \t]+|=)(?P<value>[^\s\"'`]+)",
+        "value",
+    ),
+    # MySQL-family clients take the password glued to -p: mysql -uroot -pVALUE.
+    _rule(
+        "cli_password",
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\r\n]{0,400}?[ \t]-p(?P<value>[^\s\"'`]+)",
+        "value",
+    ),
+    # A long flag named for a secret, with its value after a space or '=':
+    # --password VALUE, --api-key=VALUE, --auth-token VALUE (not --password-stdin).
+    _rule(
+        "cli_password",
+        rf"(?<![\w-])--(?i:[\w-]*?{_SECRET_FLAG_WORD})(?:[ \t]+|=)(?![-$])"
+        r"(?=[^\s\"'`]*[0-9!@#%^&*_+=/.:~])(?P<value>[^\s\"'`]+)",
+        "value",
+    ),
+    # key=value pairs inside another flag: kubectl --from-literal=password=VALUE,
+    # helm --set db.password=VALUE.
+    _rule(
+        "cli_password",
+        rf"(?:--from-literal=|--set(?:-string)?[ \t=])[\w.-]*?(?i:{_SECRET_FLAG_WORD})="
+        r"(?P<value>[^\s\"'`,]+)",
+        "value",
+    ),
+)
+
+# A YAML block scalar under a secret name: ``token: |`` and the indented lines below.
+_BLOCK_SCALAR_RULES = (
+    _rule(
+        "yaml_block_secret",
+        rf"(?m:^)(?P<indent>[ \t]*)[\w.-]*?(?i:{_SECRET_FLAG_WORD}|private[_-]?key)s?[ \t]*:"
+        r"[ \t]*[|>][-+0-9]*[ \t]*\r?\n"
+        r"(?P<value>(?P=indent)[ \t]+[^\r\n]*(?:\r?\n(?P=indent)[ \t]+[^\r\n]*)*)",
+        "value",
+    ),
+)
+
 DEFAULT_RULES: tuple[RedactionRule, ...] = (
     *_PRIVATE_KEY_RULES,
     *_PROVIDER_RULES,
     *_JWT_RULES,
     *_HTTP_AUTH_RULES,
     *_URL_RULES,
+    *_BLOCK_SCALAR_RULES,
     *_NAMED_SECRET_RULES,
+    *_COMMAND_LINE_RULES,
     *_GENERIC_RULES,
 )
 """The built-in rules, in the order :func:`redact` applies them."""

@@ -184,6 +184,10 @@ class SQLiteStore:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
+            # Deleted and overwritten content is zeroed on disk, not left in free pages.
+            self._conn.execute("PRAGMA secure_delete = ON")
+            if self.path.stat().st_mode & 0o077:
+                self.path.chmod(0o600)  # memories are private; SQLite gives -wal/-shm the same mode
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the memory store: {exc}", reason="store_unavailable") from exc
         try:
@@ -641,20 +645,21 @@ class SQLiteStore:
         """
         chain = self.history(id)
         with self._lock:
-            self._conn.execute("PRAGMA secure_delete = ON")
-            try:
-                with self._write() as conn:
-                    for m in chain:
-                        seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (m.id,)).fetchone()
-                        if seq is None:
-                            continue
-                        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq[0],))
-                        conn.execute("DELETE FROM memories WHERE seq = ?", (seq[0],))
-                        self._bump(conn, m.space, removal=True)
-                self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                self._conn.execute("PRAGMA secure_delete = OFF")
+            with self._write() as conn:
+                for m in chain:
+                    seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (m.id,)).fetchone()
+                    if seq is None:
+                        continue
+                    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq[0],))
+                    conn.execute("DELETE FROM memories WHERE seq = ?", (seq[0],))
+                    self._bump(conn, m.space, removal=True)
+                    # A queued or failed extract job may still hold the raw text.
+                    conn.execute(
+                        "DELETE FROM memory_extract_jobs WHERE space = ? AND instr(text, ?) > 0",
+                        (m.space, m.content),
+                    )
+            self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return len(chain)
 
     # --- extract jobs --------------------------------------------------------------
@@ -757,8 +762,10 @@ class SQLiteStore:
         at = now_iso()
         with self._write() as conn:
             cur = conn.execute(
+                # The raw exchange is not kept once distilled: what was worth keeping now
+                # lives in memories, and a secret the redactor missed must not linger.
                 "UPDATE memory_extract_jobs SET state = 'done', outcome = ?, finished_at = ?, "
-                "lease_expires_at = NULL, error = NULL "
+                "lease_expires_at = NULL, error = NULL, text = '' "
                 "WHERE id = ? AND claimed_by = ? AND state = 'running'",
                 (json.dumps(outcome, sort_keys=True), at, job_id, worker_id),
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any
 
 from bli_memory.core.errors import HostError
@@ -24,6 +25,9 @@ def tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:
         HostError: reason ``no_transcript`` when the file is missing or unreadable.
     """
     try:
+        # Only a regular file: opening a FIFO would block, /dev/zero never ends.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise HostError("transcript is not a regular file", reason="no_transcript")
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()

@@ -947,3 +947,31 @@ def test_rules_can_be_replaced() -> None:
 def test_a_custom_rule_without_group_masks_the_whole_match() -> None:
     rule = RedactionRule("ticket", re.compile(r"TICKET-\d+"))
     assert redact("see TICKET-42 now", rules=(rule,)) == Redacted("see " + placeholder("ticket") + " now", 1)
+
+
+_PW = "Sup3r" + "S3cret" + "Kube"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (f"kubectl create secret generic db --from-literal=password={_PW}", "cli_password"),
+        (f"docker login -u bob -p {_PW} registry.example.com", "cli_password"),
+        (f"mysql -uroot -p{_PW} shop", "cli_password"),
+        (f"helm upgrade app ./chart --set db.password={_PW} --set replicas=3", "env_secret"),
+        (f"mytool --api-key {_PW} --verbose", "cli_password"),
+        (f"secrets:\n  token: |\n    {_PW}\n    second-line-{_PW}\n  other: 1\n", "yaml_block_secret"),
+    ],
+)
+def test_command_line_and_block_scalar_secrets(text: str, kind: str) -> None:
+    out = redact(text)
+    assert _PW not in out.text and f"[REDACTED:{kind}]" in out.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the --password flag is required", "docker login --password-stdin -u bob",
+     "mkdir -p build && docker run -p 8080:80 nginx", "psql -p 5432 -h db", "ps aux | grep token"],
+)
+def test_command_lines_without_secrets_stay(text: str) -> None:
+    assert redact(text) == Redacted(text, 0)
