@@ -174,7 +174,7 @@ class EmbeddedBackend:
 
     def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> Memory:
         memory = self.store.get(id)
-        if memory is None or memory.state != "active":
+        if memory is None or memory.state != "active" or not self.store.rows_by_seq_ids([id]):
             raise NotFoundError(f"no live memory with id {id}")
         if memory.space not in spaces:
             raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
@@ -369,15 +369,19 @@ class EmbeddedBackend:
         vs = self.store.vectors(spaces)
         if not len(vs.seqs):
             raise NotFoundError(f"space {spaces[0]} holds no memories")
+        import numpy as np
+
         sims = vs.matrix @ self._embed_one(query.strip())
-        best = int(sims.argmax())
-        similarity = float(sims[best])
-        if similarity < FORGET_MIN_SIMILARITY:
+        order = np.argsort(-sims)[:20]
+        rows = self.store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
+        best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)
+        similarity = float(sims[best]) if best is not None else -1.0
+        if best is None or similarity < FORGET_MIN_SIMILARITY:
             raise NotFoundError(
-                f"the closest memory has similarity {similarity:.2f}, below the "
+                f"the closest memory has similarity {max(similarity, 0.0):.2f}, below the "
                 f"{FORGET_MIN_SIMILARITY} needed to forget by query; nothing was forgotten"
             )
-        memory = self.store.rows_by_seq([int(vs.seqs[best])])[int(vs.seqs[best])]
+        memory = rows[int(vs.seqs[best])]
         return ForgetResult(
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
         )
@@ -503,7 +507,17 @@ class EmbeddedBackend:
         return self.store.export_rows(spaces)
 
     def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
-        """Import exported rows exactly; rows without a usable vector are re-embedded."""
+        """Import exported rows exactly; rows without a usable vector are re-embedded.
+
+        Every record is checked first; one bad record means nothing is imported.
+
+        Raises:
+            InvalidInputError: naming the first bad record (1-based) and what is wrong.
+        """
+        for n, record in enumerate(records, 1):
+            problem = _record_problem(record)
+            if problem:
+                raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
         vectors = {
             r["id"]: self._embed_one(r["content"])
             for r in records
@@ -516,6 +530,41 @@ class EmbeddedBackend:
         """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
         canonical, _ = self.store.resolve_space(space)
         return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
+
+
+def _record_problem(rec: Any) -> str | None:
+    """Why an exported record cannot be imported, or None when it can."""
+    from bli_memory.core.spaces import validate_tag
+
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    for key in ("id", "space", "content", "createdAt", "updatedAt"):
+        if not isinstance(rec.get(key), str) or not rec[key].strip():
+            return f"{key} is missing or not a non-empty string"
+    try:
+        validate_tag(rec["space"])
+    except ValueError as exc:
+        return f"space: {exc}"
+    for key in ("createdAt", "updatedAt", "forgottenAt", "expiresAt"):
+        value = rec.get(key)
+        if value is None:
+            continue
+        try:
+            _parse_time(value)
+        except (TypeError, ValueError):
+            return f"{key} {value!r} is not a time of the form 2026-11-30T04:57:01.123456Z"
+    if not isinstance(rec.get("version", 1), int) or isinstance(rec.get("version"), bool) or rec.get(
+        "version", 1
+    ) < 1:
+        return "version must be a positive integer"
+    if rec.get("state", "active") not in ("active", "superseded", "forgotten"):
+        return "state must be active, superseded or forgotten"
+    if rec.get("metadata") is not None and not isinstance(rec["metadata"], dict):
+        return "metadata must be a JSON object"
+    for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            return f"{key} must be a string or null"
+    return None
 
 
 @hookimpl(trylast=True)

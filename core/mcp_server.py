@@ -28,7 +28,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from bli_memory.core._version import VERSION
-from bli_memory.core.errors import BliMemoryError, InvalidInputError
+from bli_memory.core.errors import BliMemoryError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -254,7 +254,7 @@ def _resolve_tag(state: ServerState, container_tag: str | None) -> str:
     try:
         return validate_tag(container_tag)
     except ValueError as exc:
-        raise InvalidInputError(str(exc)) from exc
+        raise ToolError(f"invalid_input: {exc}") from exc
 
 
 def _require_enabled(space: str) -> None:
@@ -275,11 +275,11 @@ def _parse_expiry(value: str | None) -> str | None:
 
     try:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ToolError(f"invalid_input: expiresAt {value!r} is not an ISO 8601 date or time") from exc
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (ValueError, OverflowError) as exc:
+        raise ToolError(f"invalid_input: expiresAt {value!r} is not a usable ISO 8601 date or time") from exc
 
 
 def build_server(state_factory: Any) -> MCPServer:
@@ -777,7 +777,14 @@ def _start_extract_drain(
     """
     from bli_memory.core.worker import default_worker_id, job_queue
 
-    if job_queue(backend) is None:
+    try:
+        queue = job_queue(backend)  # opens the store: it may be unreadable right now
+    except BliMemoryError as exc:
+        import sys
+
+        sys.stderr.write(f"[bli-memory] extract jobs will not run: {exc.reason}\n")
+        return None
+    if queue is None:
         return None
     worker_id = "mcp:" + default_worker_id()
 

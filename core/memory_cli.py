@@ -103,8 +103,18 @@ def main(argv: list[str]) -> int:
                 out(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         elif args.cmd == "import":
             fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+            records = []
             with fh:
-                records = [json.loads(line) for line in fh if line.strip()]
+                for n, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        records.append(json.loads(line))
+                    except ValueError as exc:
+                        from bli_memory.core.errors import InvalidInputError
+
+                        message = f"line {n} is not JSON ({exc}); nothing was imported"
+                        raise InvalidInputError(message) from exc
             res = backend.import_records(records)
             out(f"imported {res['imported']}, skipped {res['skipped']} (already present)\n")
         elif args.cmd == "audit":

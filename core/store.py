@@ -314,8 +314,8 @@ class SQLiteStore:
         with self._read() as conn:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND {sql} "
-                "ORDER BY seq DESC LIMIT 1",
-                (arg, *spaces),
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq DESC LIMIT 1",
+                (arg, *spaces, now_iso()),
             ).fetchone()
         return _row_to_memory(row) if row else None
 
@@ -338,6 +338,19 @@ class SQLiteStore:
                 for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE {where}", args):
                     out[row[0]] = _row_to_memory(row)
         return out
+
+    def rows_by_seq_ids(self, ids: Sequence[str]) -> list[Memory]:
+        """The live, unexpired rows among these ids."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks}) AND state = 'active' "
+                "AND (expires_at IS NULL OR expires_at > ?)",
+                (*ids, now_iso()),
+            ).fetchall()
+        return [_row_to_memory(r) for r in rows]
 
     def history(self, id: str) -> list[Memory]:
         """Every version in the chain of ``id``, newest first (tombstones included).
@@ -585,8 +598,8 @@ class SQLiteStore:
             else:
                 row = conn.execute(
                     f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND content_sha256 = ? "
-                    f"AND space IN ({marks}) ORDER BY seq LIMIT 1",
-                    (sha, *spaces),
+                    f"AND space IN ({marks}) AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq LIMIT 1",
+                    (sha, *spaces, at),
                 ).fetchone()
                 if row is not None:
                     return "duplicate", _row_to_memory(row), None
@@ -610,9 +623,11 @@ class SQLiteStore:
             if state is None or state[0] != "active":
                 raise NotFoundError(f"memory {previous.id} is no longer live")
             self._retire(conn, previous, "superseded", at)
+            expired = previous.expires_at is not None and previous.expires_at <= at
             memory = replace(
                 previous, id=str(uuid.uuid4()), content=content, created_at=at, updated_at=at,
                 version=previous.version + 1, supersedes=previous.id, state="active",
+                expires_at=None if expired else previous.expires_at,
             )
             self._insert(conn, memory, vector)
         return memory

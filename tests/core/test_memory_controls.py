@@ -209,3 +209,64 @@ def test_export_to_fresh_home_and_import_gives_identical_search(tmp_path: Path, 
     again = subprocess.run([bin_path(), "memory", "export"], cwd=project, env=env2, capture_output=True,
                            text=True, check=True).stdout
     assert again == exported  # the round trip is exact, history included
+
+
+def test_expired_rows_do_not_block_saves_updates_or_forget(tmp_path: Path) -> None:
+    async def body(client):
+        await call(client, "save_memory", content="Feature flag beta-search is on.", expiresAt="2001-01-01",
+                   customId="flag")
+        again = await call(client, "save_memory", content="Feature flag beta-search is on.")
+        upd = await call(client, "save_memory", content="Feature flag beta-search is off.", customId="flag")
+        gone = await call(client, "forget_memory", query="the weather in Lisbon")
+        res = await call(client, "search_memory", query="beta-search feature flag")
+        return again, upd, gone, res
+
+    again, upd, gone, res = run_session(tmp_path, body)
+    assert again.structured_content["status"] == "created"  # the expired twin does not count
+    assert upd.structured_content["status"] == "updated"
+    assert upd.structured_content["memory"]["customId"] == "flag"
+    assert gone.is_error and "not_found" in text_of(gone)  # a clear refusal, not a crash
+    found = [r["content"] for r in res.structured_content["results"]]
+    assert "Feature flag beta-search is off." in found and "Feature flag beta-search is on." in found
+
+
+def test_invalid_container_tag_and_expiry_get_clear_errors(tmp_path: Path) -> None:
+    async def body(client):
+        bad_tag = await call(client, "save_memory", content="x", containerTag="../../etc/passwd")
+        bad_exp = await call(client, "save_memory", content="y", expiresAt="9999-12-31T23:59:59-14:00")
+        return bad_tag, bad_exp
+
+    bad_tag, bad_exp = run_session(tmp_path, body)
+    assert bad_tag.is_error and "invalid_input" in text_of(bad_tag)
+    assert bad_exp.is_error and "invalid_input" in text_of(bad_exp)
+
+
+def test_server_starts_and_reports_an_unusable_store(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "memory.sqlite3").write_bytes(b"this is not a database" * 100)
+
+    async def body(client):
+        return await call(client, "search_memory", query="anything")
+
+    r = run_session(tmp_path, body, BLI_MEMORY_DATA_DIR=str(data))
+    assert r.is_error and "store" in text_of(r)
+
+
+def test_import_refuses_bad_records_and_writes_nothing(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from tests.conftest import bin_path
+
+    good = {"id": "11111111-1111-4111-8111-111111111111", "space": "s1", "content": "a fine fact",
+            "createdAt": "2026-11-30T04:57:01.123456Z", "updatedAt": "2026-11-30T04:57:01.123456Z"}
+    for bad in ({**good, "createdAt": "2026-13-45 yesterday"}, {**good, "space": "bad tag!!"},
+                {**good, "version": "abc"}, {k: v for k, v in good.items() if k != "content"}):
+        lines = json.dumps(good) + "\n" + json.dumps(bad) + "\n"
+        r = subprocess.run([bin_path(), "memory", "import", "-"], input=lines, capture_output=True, text=True,
+                           env=dict(os.environ), cwd=tmp_path)
+        assert r.returncode == 1 and "record 2" in r.stderr and "Traceback" not in r.stderr
+    listing = subprocess.run([bin_path(), "memory", "list", "--space", "s1"], capture_output=True, text=True,
+                             env=dict(os.environ), cwd=tmp_path)
+    assert "(no live memories)" in listing.stdout
