@@ -169,6 +169,12 @@ def _paths(home: Any) -> tuple[Any, Any]:
     return Path(home) / ".claude.json", Path(home) / ".claude" / "settings.json"
 
 
+def _is_our_server(entry: Any) -> bool:
+    import os
+
+    return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))) == "bli-memory-mcp"
+
+
 def _conflict(message: str) -> Exception:
     from bli_memory.core.errors import InstallConflict
 
@@ -207,9 +213,16 @@ def host_plan_config(host: str, contract: dict[str, Any], home: Any, uninstall: 
     state = read_json_object(state_path, old)
     servers_before = _dict_at(state, "mcpServers", state_path)
     servers = dict(servers_before)
-    if uninstall:
+    existing = servers.get(contract["server_id"])
+    theirs = existing is not None and not _is_our_server(existing)
+    if theirs and not uninstall:
+        raise _conflict(
+            f"{state_path}: an MCP server named {contract['server_id']!r} already exists and does not run "
+            "bli-memory-mcp; rename or remove it first. Nothing was written"
+        )
+    if uninstall and not theirs:
         servers.pop(contract["server_id"], None)
-    else:
+    elif not uninstall:
         servers[contract["server_id"]] = _server_entry(contract)
     new_state = dict(state)
     _put(new_state, "mcpServers", servers, servers_before)

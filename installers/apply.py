@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core.errors import ConfigError
+from bli_memory.core.errors import ConfigError, InstallConflict
 from bli_memory.core.models import HostConfigPlan, HostStatus
-from bli_memory.installers.files import atomic_write, unified_diff
+from bli_memory.installers.files import StagedWrite, commit_write, discard_write, stage_write, unified_diff
 
 __all__ = ["HostReport", "apply_plans", "known_hosts", "plan_hosts", "select_hosts", "status_hosts"]
 
@@ -71,19 +71,35 @@ def plan_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path, 
 
 
 def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool) -> list[HostReport]:
-    """Write (or, with ``dry_run``, only diff) every planned file."""
+    """Write (or, with ``dry_run``, only diff) every planned file, all or nothing.
+
+    Every new file and every backup is staged first; only when all were staged are
+    the targets replaced (renames). If staging fails, nothing is changed.
+
+    Raises:
+        InstallConflict: a file could not be staged (permissions, disk full, ...).
+    """
     reports = []
-    for plan in plans:
-        report = HostReport(host=plan.host, outcome="changed" if plan.files else "unchanged",
-                            notes=list(plan.notes))
-        for path, (old, new) in plan.files.items():
-            report.files.append(path)
-            report.diff += unified_diff(Path(path), old, new)
-            if not dry_run:
-                backup = atomic_write(Path(path), new)
-                if backup is not None:
-                    report.backups.append(str(backup))
-        reports.append(report)
+    staged: list[tuple[HostReport, StagedWrite]] = []
+    try:
+        for plan in plans:
+            report = HostReport(host=plan.host, outcome="changed" if plan.files else "unchanged",
+                                notes=list(plan.notes))
+            reports.append(report)
+            for path, (old, new) in plan.files.items():
+                report.files.append(path)
+                report.diff += unified_diff(Path(path), old, new)
+                if not dry_run:
+                    staged.append((report, stage_write(Path(path), new)))
+    except OSError as exc:
+        for _, write in staged:
+            discard_write(write)
+        raise InstallConflict(f"cannot prepare {exc.filename or 'a config file'}: {exc.strerror}; "
+                              "nothing was written") from exc
+    for report, write in staged:
+        commit_write(write)
+        if write.backup is not None:
+            report.backups.append(str(write.backup))
     return reports
 
 

@@ -7,7 +7,9 @@
   the original was written the usual way (``JSON.stringify(x, null, 2)``).
 - :func:`atomic_write` writes a temp file in the same folder, keeps the old file's
   mode (``~/.claude.json`` is 0600), saves a backup of the previous content next to
-  it (``<name>.bli-memory.bak``) and renames over the original.
+  it (``<name>.bli-memory-<UTC time>.bak``, never overwriting an earlier one), follows
+  a symlink to its target, and renames over the original. :func:`stage_write` and
+  :func:`commit_write` split that in two so several files change all or nothing.
 - :func:`unified_diff` is what ``--dry-run`` prints.
 """
 
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +28,14 @@ from bli_memory.core.errors import InstallConflict
 
 __all__ = [
     "BACKUP_SUFFIX",
+    "StagedWrite",
     "atomic_write",
+    "commit_write",
+    "discard_write",
     "dump_json_like",
     "read_json_object",
     "read_text",
+    "stage_write",
     "unified_diff",
 ]
 
@@ -87,32 +94,41 @@ def dump_json_like(data: dict[str, Any], original: str | None) -> str:
     return json.dumps(data, indent=indent, ensure_ascii=False) + trailing
 
 
-def atomic_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> Path | None:
-    """Replace ``path`` with ``text`` atomically (``None`` deletes it), keeping a backup.
+def _backup_name(path: Path) -> Path:
+    """A backup path that never overwrites an earlier backup (UTC timestamp in the name)."""
+    import time
 
-    Args:
-        path: The config file.
-        text: New content, or None to remove the file.
-        default_mode: Mode of a file that did not exist before.
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
+    return path.with_name(f"{path.name}{BACKUP_SUFFIX.removesuffix('.bak')}-{stamp}.bak")
 
-    Returns:
-        The backup path, when there was a previous file.
+
+@dataclass
+class StagedWrite:
+    """A file change prepared on disk: the new text in a temp file beside the target."""
+
+    path: Path
+    tmp: str | None
+    backup: Path | None
+
+
+def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> StagedWrite:
+    """Prepare replacing ``path`` (the symlink's target, if it is one) with ``text``.
+
+    Writes a backup of the current content and the new content to temp files; the
+    target is untouched until :func:`commit_write`. ``text=None`` stages a removal.
     """
+    path = Path(os.path.realpath(path))  # write through a dotfiles symlink, keep the link
     path.parent.mkdir(parents=True, exist_ok=True)
     backup: Path | None = None
     mode = default_mode
     if path.exists():
         mode = path.stat().st_mode & 0o777
-        backup = path.with_name(path.name + BACKUP_SUFFIX)
-        data = path.read_bytes()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".bak-tmp")
+        backup = _backup_name(path)
+        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, backup)
+            fh.write(path.read_bytes())
     if text is None:
-        path.unlink(missing_ok=True)
-        return backup
+        return StagedWrite(path, None, backup)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -120,11 +136,42 @@ def atomic_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> 
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return backup
+    return StagedWrite(path, tmp, backup)
+
+
+def commit_write(staged: StagedWrite) -> None:
+    """Put a staged change in place (an atomic rename, or the removal)."""
+    if staged.tmp is None:
+        staged.path.unlink(missing_ok=True)
+    else:
+        os.replace(staged.tmp, staged.path)
+
+
+def discard_write(staged: StagedWrite) -> None:
+    """Throw a staged change away (its temp file and its now useless backup)."""
+    if staged.tmp is not None:
+        Path(staged.tmp).unlink(missing_ok=True)
+    if staged.backup is not None:
+        staged.backup.unlink(missing_ok=True)
+
+
+def atomic_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> Path | None:
+    """Replace ``path`` with ``text`` atomically (``None`` deletes it), keeping a backup.
+
+    Args:
+        path: The config file (a symlink is followed: its target is replaced).
+        text: New content, or None to remove the file.
+        default_mode: Mode of a file that did not exist before.
+
+    Returns:
+        The backup path, when there was a previous file.
+    """
+    staged = stage_write(path, text, default_mode=default_mode)
+    commit_write(staged)
+    return staged.backup
 
 
 def unified_diff(path: Path, old: str | None, new: str | None) -> str:

@@ -85,7 +85,8 @@ def test_install_over_rich_config_keeps_everything_and_uninstall_restores(temp_h
         assert settings["hooks"][event][: len(groups)] == groups  # the person's hooks stay first
     assert settings["permissions"]["allow"] == ["Bash(npm test:*)", "mcp__bli-memory__search_memory"]
     assert settings["permissions"]["deny"] == ["Read(./.env)"] and settings["env"] == {"FOO": "bar"}
-    assert (temp_home / ".claude.json.bli-memory.bak").read_text() == state_text
+    (backup,) = temp_home.glob(".claude.json.bli-memory-*.bak")
+    assert backup.read_text() == state_text
     assert stat.S_IMODE((temp_home / ".claude.json").stat().st_mode) == 0o600
 
     second = cli("install", home=temp_home)
@@ -178,3 +179,27 @@ def test_claude_mcp_list_reports_the_server_connected(temp_home: Path, tmp_path:
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("bli-memory:")), "")
     assert "✔ Connected" in line, r.stdout + r.stderr
     assert bin_path() in line
+
+
+def test_an_unrelated_server_named_bli_memory_is_never_clobbered(temp_home: Path) -> None:
+    theirs = {"mcpServers": {"bli-memory": {"command": "/opt/other/server", "args": ["--mine"]}}}
+    (temp_home / ".claude.json").write_text(json.dumps(theirs, indent=2) + "\n")
+    r = cli("install", home=temp_home)
+    assert r.returncode == 1 and "already exists" in r.stderr
+    assert json.loads((temp_home / ".claude.json").read_text()) == theirs
+    assert cli("uninstall", home=temp_home).returncode == 0
+    assert json.loads((temp_home / ".claude.json").read_text()) == theirs
+
+
+def test_symlinked_config_is_edited_through_the_link_and_backups_accumulate(temp_home: Path) -> None:
+    dotfiles = temp_home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "settings.json").write_text('{"model": "opus"}\n')
+    (temp_home / ".claude").mkdir()
+    (temp_home / ".claude" / "settings.json").symlink_to(dotfiles / "settings.json")
+    assert cli("install", home=temp_home).returncode == 0
+    assert cli("uninstall", home=temp_home).returncode == 0
+    assert (temp_home / ".claude" / "settings.json").is_symlink()
+    assert json.loads((dotfiles / "settings.json").read_text()) == {"model": "opus"}
+    backups = sorted(dotfiles.glob("settings.json.bli-memory-*.bak"))
+    assert len(backups) == 2 and backups[0].read_text() == '{"model": "opus"}\n'
