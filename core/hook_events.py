@@ -110,7 +110,9 @@ def space_for(
     """
     from bli_memory.core.spaces import derive_space
 
-    folder = hook_input.cwd or cwd or os.getcwd()
+    base = cwd or os.getcwd()
+    # A relative payload cwd is relative to the hook process, on every route.
+    folder = os.path.join(base, hook_input.cwd) if hook_input.cwd else base
     return derive_space(folder, environ=os.environ if environ is None else environ).tag
 
 
