@@ -20,6 +20,7 @@ score orders results and is never shown as a similarity.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -104,6 +105,7 @@ class EmbeddedBackend:
         self._model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
         self._dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
         self._store: SQLiteStore | None = None
+        self._store_file_id: tuple[int, int] | None = None
         self._store_lock = threading.Lock()
 
     # --- resources -----------------------------------------------------------------
@@ -113,9 +115,25 @@ class EmbeddedBackend:
         """Name of the embedding model recorded next to every vector."""
         return self._model_name
 
+    def _file_id(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.store_path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
     @property
     def store(self) -> SQLiteStore:
-        """The open store (opened and migrated on first use)."""
+        """The open store (opened and migrated on first use).
+
+        If the file was deleted or replaced since it was opened (a restore, a person
+        removing it), the store is reopened, so writes never go to an unlinked file.
+        """
+        if self._store is not None and self._file_id() != self._store_file_id:
+            with self._store_lock:
+                if self._store is not None and self._file_id() != self._store_file_id:
+                    self._store.close()
+                    self._store = None
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
@@ -124,6 +142,7 @@ class EmbeddedBackend:
                     self._store = SQLiteStore(
                         self.store_path, model_name=self._model_name, dimensions=self._dimensions
                     )
+                    self._store_file_id = self._file_id()
                     if self._store.migrations_applied:
                         # stdlib logging: silent unless a process configured it (the MCP
                         # server sends it to stderr); a hook's stdout must stay clean.
