@@ -20,6 +20,9 @@ from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HookPayloadError, HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
 from bli_memory.core.transcripts import tail_json_lines
+from bli_memory.installers.files import conflict as _conflict
+from bli_memory.installers.files import dict_at as _dict_at
+from bli_memory.installers.files import put_or_drop as _put
 
 __all__: list[str] = []
 
@@ -173,29 +176,6 @@ def _is_our_server(entry: Any) -> bool:
     import os
 
     return isinstance(entry, dict) and os.path.basename(str(entry.get("command", ""))) == "bli-memory-mcp"
-
-
-def _conflict(message: str) -> Exception:
-    from bli_memory.core.errors import InstallConflict
-
-    return InstallConflict(message)
-
-
-def _dict_at(data: dict[str, Any], key: str, where: Any) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise _conflict(f"{where}: {key} is not an object; nothing was written")
-    return value
-
-
-def _put(container: dict[str, Any], key: str, value: Any, before: Any) -> None:
-    """Set ``container[key]``; an empty value that we emptied removes the key instead."""
-    if value:
-        container[key] = value
-    elif before:
-        container.pop(key, None)
-    elif key in container:
-        container[key] = value
 
 
 @hookimpl

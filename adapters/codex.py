@@ -36,6 +36,7 @@ from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HookPayloadError, HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
 from bli_memory.core.transcripts import tail_json_lines
+from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["CONTEXT_MAX_BYTES", "bound_block", "hook_commands", "hook_identity", "trust_key", "trusted_hash"]
 
@@ -273,12 +274,6 @@ def _server_entry(contract: dict[str, Any]) -> dict[str, Any]:
     if server["env"]:
         entry["env"] = dict(server["env"])
     return entry
-
-
-def _conflict(message: str) -> Exception:
-    from bli_memory.core.errors import InstallConflict
-
-    return InstallConflict(message)
 
 
 def _load_toml(path: Any, text: str | None) -> Any:

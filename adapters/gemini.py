@@ -41,6 +41,8 @@ from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HookPayloadError, HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
 from bli_memory.core.transcripts import tail_json_lines
+from bli_memory.installers.files import dict_at as _dict_at
+from bli_memory.installers.files import put_or_drop as _put
 
 __all__ = ["folder_trust_note", "folder_trusted", "hook_commands"]
 
@@ -237,28 +239,6 @@ def _wanted_hooks(contract: dict[str, Any]) -> list[tuple[str, str | None, dict[
 def _server_entry(contract: dict[str, Any]) -> dict[str, Any]:
     server = contract["mcp_server"]
     return {"command": server["command"], "args": list(server["args"]), "env": dict(server["env"])}
-
-
-def _conflict(message: str) -> Exception:
-    from bli_memory.core.errors import InstallConflict
-
-    return InstallConflict(message)
-
-
-def _dict_at(data: dict[str, Any], key: str, where: Any) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise _conflict(f"{where}: {key} is not an object; nothing was written")
-    return value
-
-
-def _put(container: dict[str, Any], key: str, value: Any, before: Any) -> None:
-    if value:
-        container[key] = value
-    elif before:
-        container.pop(key, None)
-    elif key in container:
-        container[key] = value
 
 
 @hookimpl

@@ -37,6 +37,7 @@ from bli_memory.core.blocks import strip_injected
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HookPayloadError, HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["MCP_EXTRA_NOTE", "hermes_bin", "hermes_has_mcp", "hook_commands"]
 
@@ -211,12 +212,6 @@ def _server_entry(contract: dict[str, Any]) -> dict[str, Any]:
         entry["env"] = dict(server["env"])
     entry["enabled"] = True
     return entry
-
-
-def _conflict(message: str) -> Exception:
-    from bli_memory.core.errors import InstallConflict
-
-    return InstallConflict(message)
 
 
 _INDENTS = ((2, 2, 0), (2, 4, 2), (4, 4, 0), (4, 4, 2), (4, 6, 4), (3, 3, 0))

@@ -11,15 +11,16 @@
   a symlink to its target, and renames over the original. :func:`stage_write` and
   :func:`commit_write` split that in two so several files change all or nothing.
 - :func:`unified_diff` is what ``--dry-run`` prints.
+
+Adapters import this module on the hook path, so it imports only what every hook
+already has loaded; ``difflib`` and ``tempfile`` load when a file is written or diffed.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,11 @@ __all__ = [
     "StagedWrite",
     "atomic_write",
     "commit_write",
+    "conflict",
+    "dict_at",
     "discard_write",
     "dump_json_like",
+    "put_or_drop",
     "read_json_object",
     "read_text",
     "stage_write",
@@ -94,6 +98,37 @@ def dump_json_like(data: dict[str, Any], original: str | None) -> str:
     return json.dumps(data, indent=indent, ensure_ascii=False) + trailing
 
 
+def conflict(message: str) -> InstallConflict:
+    """The error for a config file we must not touch (the message names file and problem)."""
+    return InstallConflict(message)
+
+
+def dict_at(data: dict[str, Any], key: str, where: Any) -> dict[str, Any]:
+    """``data[key]`` as an object (``{}`` when absent).
+
+    Raises:
+        InstallConflict: it exists but is not an object.
+    """
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise conflict(f"{where}: {key} is not an object; nothing was written")
+    return value
+
+
+def put_or_drop(container: dict[str, Any], key: str, value: Any, before: Any) -> None:
+    """Set ``container[key] = value``; when we emptied a value that had content, drop the key.
+
+    So uninstall removes the containers install created, and leaves a container the
+    person already had (even an empty one) in place.
+    """
+    if value:
+        container[key] = value
+    elif before:
+        container.pop(key, None)
+    elif key in container:
+        container[key] = value
+
+
 def _backup_name(path: Path) -> Path:
     """A backup path that never overwrites an earlier backup (UTC timestamp in the name)."""
     import time
@@ -129,6 +164,8 @@ def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> S
             fh.write(path.read_bytes())
     if text is None:
         return StagedWrite(path, None, backup)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -176,6 +213,8 @@ def atomic_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> 
 
 def unified_diff(path: Path, old: str | None, new: str | None) -> str:
     """A unified diff of one file's change (``/dev/null`` for creation or removal)."""
+    import difflib
+
     a = (old or "").splitlines(keepends=True)
     b = (new or "").splitlines(keepends=True)
     diff = difflib.unified_diff(
