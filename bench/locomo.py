@@ -10,6 +10,7 @@ Metrics per question: recall_any@k (some evidence turn in the top k), recall_all
 (every evidence turn in the top k), k = 5 and 10, and reciprocal rank of the first
 evidence turn within the ten hits (MRR@10). Averaged per category and overall.
 
+Each turn's ``session_id`` names its LoCoMo session, as a host session id would.
 Import uses the store directly (vectors computed once by the product's embedder, one
 text at a time as ``save`` does, cached under ``bench/results/cache``); search always
 goes through the engine. The conversation is replayed in time: each turn's
@@ -142,6 +143,7 @@ def build_store(store_path: Path, conversations: Sequence[Conversation], embedde
             _, memory, _ = store.save(
                 turn.memory, vectors[i], space=c.sample_id, spaces=(c.sample_id,),
                 metadata={"dia_id": turn.dia_id}, source="import",
+                session_id=f"{c.sample_id}/{turn.dia_id.split(':')[0]}",
             )
             at = now - (last - turn.session_date) - timedelta(seconds=len(c.turns) - n)
             timeline.append((at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), memory.id))
@@ -277,8 +279,11 @@ def run(
         ``{"systems": {name: metrics}, "questions": n, "turns": n, "conversations": [...],
         "search_ms": {name: mean ms}}``.
     """
+    from indexed_engine import _search_source
+
     from bli_memory.core.embeddings import get_embedder
 
+    _search_source()  # read the engine's search source now, while it matches the code in memory
     conversations = load(data_path, limit=2 if quick else None)
     embedder = get_embedder()
     store_path = CACHE_DIR / ("locomo-quick" if quick else "locomo") / "store.sqlite"
@@ -292,10 +297,27 @@ def run(
     timings: dict[str, float] = {}
     for name, cfg in (configs or search_configs()).items():
         t0 = time.perf_counter()
-        ranked = [_ranked_dia_ids(backend, c.sample_id, q.text, cfg) for c in conversations for q in c.questions]
+        ranked = [
+            _ranked_dia_ids(backend, c.sample_id, q.text, cfg) for c in conversations for q in c.questions
+        ]
         timings[name] = (time.perf_counter() - t0) * 1000 / max(len(questions), 1)
         systems[name] = score(ranked, questions)
         progress(f"locomo: {name}: recall_any@5 {systems[name]['overall']['recall_any@5']:.3f}")
+    # The same search with the context channel proposed for the engine (bench/indexed_engine.py).
+    from indexed_engine import patched_backend_class
+
+    from bli_memory.core.ranking import RankingConfig
+
+    patched = patched_backend_class(["context"])(store_path, embedder=backend.embedder)
+    name = "hybrid + context channel (proposed engine change)"
+    t0 = time.perf_counter()
+    default = RankingConfig()
+    ranked = [_ranked_dia_ids(patched, c.sample_id, q.text, default)
+              for c in conversations for q in c.questions]
+    timings[name] = (time.perf_counter() - t0) * 1000 / max(len(questions), 1)
+    systems[name] = score(ranked, questions)
+    progress(f"locomo: {name}: recall_any@5 {systems[name]['overall']['recall_any@5']:.3f}")
+    patched.close()
     systems["reference BM25 (README recipe, not the product)"] = reference_bm25(conversations)
     backend.close()
     return {

@@ -1,0 +1,120 @@
+"""Markdown tables of a ``bench/run`` result (the generated block of docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common import markdown_table
+
+__all__ = ["render"]
+
+_METRICS = ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all@10", "mrr@10")
+
+
+def _machine(m: dict[str, Any]) -> str:
+    v = m["versions"]
+    return (
+        f"Run {m['date']} on {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB RAM, {m['os']}, "
+        f"Python {m['python']}, SQLite {v['sqlite']}, numpy {v['numpy']}, onnxruntime {v['onnxruntime']}, "
+        f"usearch {v['usearch']}; checkout {m['commit']}. The machine is shared (other jobs ran at the "
+        "same time), so absolute timings are noisy; ratios within one run are fair."
+    )
+
+
+def _locomo(res: dict[str, Any], peers: dict[str, Any] | None) -> list[str]:
+    out = [f"### Retrieval quality on LoCoMo ({len(res['conversations'])} conversations, "
+           f"{res['turns']} turns, {res['questions']} questions of categories 1-4)", ""]
+    rows = []
+    for name, m in res["systems"].items():
+        o = m["overall"]
+        ms = res["search_ms"].get(name)
+        rows.append([name, *(o[k] for k in _METRICS), f"{ms:.1f}" if ms is not None else "-"])
+    for name, p in (peers or {}).get("peers", {}).items():
+        if "metrics" in p:
+            o = p["metrics"]["overall"]
+            rows.append([f"peer: {name} {p['version']}", *(o[k] for k in _METRICS), f"{p['search_ms']:.1f}"])
+    out.append(markdown_table(["system", *_METRICS, "ms / search"], rows))
+    out += ["", "recall_any@5 by category:", ""]
+    cats = list(next(iter(res["systems"].values()))["by_category"])
+    rows = []
+    for name, m in res["systems"].items():
+        rows.append([name, *(m["by_category"][c]["recall_any@5"] for c in cats)])
+    for name, p in (peers or {}).get("peers", {}).items():
+        if "metrics" in p:
+            rows.append([f"peer: {name}", *(p["metrics"]["by_category"][c]["recall_any@5"] for c in cats)])
+    n = {c: next(iter(res["systems"].values()))["by_category"][c]["n"] for c in cats}
+    out.append(markdown_table(["system", *(f"{c} (n={n[c]})" for c in cats)], rows))
+    return out
+
+
+def _peers(peers: dict[str, Any]) -> list[str]:
+    out = ["", "### Peers", ""]
+    for name, p in peers.get("peers", {}).items():
+        if "metrics" in p:
+            out.append(f"- {name} {p['version']}: imported in {p['import_s']:.0f} s, "
+                       f"{p['search_ms']:.1f} ms per search (whole subprocess {p['wall_s']:.0f} s).")
+        else:
+            out.append(f"- {name}: failed: `{p['error'][-300:].strip()}`")
+    for name, why in peers.get("unavailable", {}).items():
+        out.append(f"- {name}: not run. {why}")
+    return out
+
+
+def _scale(res: dict[str, Any]) -> list[str]:
+    out = ["", f"### Latency and scale (one space; {res['queries']} questions; "
+           f"pool of {res['pool']} embedded texts)", ""]
+    rows = []
+    for r in res["sizes"]:
+        rows.append([
+            f"{r['size']:,}", f"{r['search']['p50_ms']:.1f}", f"{r['search']['p95_ms']:.1f}",
+            f"{r['exact_vector_scan']['p50_ms']:.2f}", f"{r['keyword_any_fts']['p50_ms']:.1f}",
+            f"{r['keyword_any_fts']['p95_ms']:.1f}", f"{r['first_search_ms']:.0f}",
+            f"{r['vectors_rss_mb']:.0f}", f"{r['store_mb']:.0f}",
+        ])
+    out.append(markdown_table(
+        ["memories", "search p50 ms", "search p95 ms", "exact vector scan p50 ms", "FTS any-term p50 ms",
+         "FTS any-term p95 ms", "first search ms (loads vectors)", "RSS for vectors MiB", "store MiB"], rows))
+    h = [r for r in res["sizes"] if "hnsw" in r]
+    if h:
+        out += ["", "HNSW side index (usearch, i8, M 16, ef_add 64, ef 128) beside exact scoring:", ""]
+        rows = []
+        for r in h:
+            x = r["hnsw"]
+            rows.append([
+                f"{r['size']:,}", f"{x['build_s']:.0f}", f"{x['memory_mb']:.0f}", f"{x['recall_at_10']:.3f}",
+                f"{x['query']['p50_ms']:.2f}", f"{r['exact_vector_scan']['p50_ms']:.2f}",
+                f"{x['search']['p50_ms']:.1f}", f"{x['search']['p95_ms']:.1f}",
+                f"{r['search']['p50_ms']:.1f}",
+                f"{x['same_top5_as_exact']:.2f}",
+            ])
+        out.append(markdown_table(
+            ["memories", "build s", "index MiB", "recall@10 vs exact", "index query p50 ms",
+             "exact scan p50 ms", "search p50 ms (HNSW)", "search p95 ms (HNSW)", "search p50 ms (exact)",
+             "same top 5 as exact"], rows))
+    out += ["", "Writes:", ""]
+    rows = [[f"{r['size']:,}", f"{r['import_rows_per_s']:.0f}", f"{r['save_one']['per_s']:.0f}",
+             f"{r['save_one']['p50_ms']:.1f}"] for r in res["sizes"]]
+    out.append(markdown_table(["memories in the space", "batched import rows/s (vectors given)",
+                               "save_memory one at a time /s (embeds)", "save p50 ms"], rows))
+    out += ["", f"The model embeds {res['embed_per_s']:.0f} texts/s in batches and one text in "
+            f"{res['embed_one_ms']:.1f} ms, so an import that must embed runs at about the lower of that "
+            "and the insert rate."]
+    return out
+
+
+def render(results: dict[str, Any]) -> str:
+    """All tables of one run as markdown."""
+    out = [_machine(results["machine"]), "", f"Command: `{results['command'].strip()}`", ""]
+    runs = results.get("runs", {})
+    if len({r["date"] for r in runs.values()}) > 1:
+        out += ["Sections of this page came from these runs (LoCoMo and peers always run together):", ""]
+        out += [f"- {name}: {r['date']}, `{r['command'].strip()}`" for name, r in sorted(runs.items())]
+        out.append("")
+    if "locomo" in results:
+        out += _locomo(results["locomo"], results.get("peers"))
+    if "peers" in results:
+        out += _peers(results["peers"])
+    if "scale" in results:
+        out += _scale(results["scale"])
+        out += ["", "![search cost against space size](../bench/results/scale.png)"]
+    return "\n".join(out) + "\n"
