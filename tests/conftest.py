@@ -48,6 +48,14 @@ def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project folder (a plain folder, so its space is ``dir_project__...``)."""
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
 def git(*args: str, cwd: Path) -> str:
     """Run git with a neutral identity; returns stdout."""
     return subprocess.run(

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bli_memory.core.paths import store_path
 from bli_memory.core.receipts import REASONS
 from tests.conftest import bin_path
 
@@ -72,3 +74,25 @@ def run_hook(event: str, stdin: bytes | str | dict | None, *, cwd: Path | None =
     proc = subprocess.run([bin_path(), "hook", event, *args], cwd=cwd, env=full_env,
                           capture_output=True, timeout=timeout, **kwargs)
     return HookRun(proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", "replace"))
+
+
+def save(project: Path, *contents: str) -> None:
+    """Save memories into the project's space through the engine (the tools' code path)."""
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.spaces import derive_space
+
+    backend = EmbeddedBackend(store_path())
+    try:
+        for c in contents:
+            backend.save(c, space=derive_space(project).tag)
+    finally:
+        backend.close()
+
+
+def extract_jobs() -> list[dict]:
+    """Every row of the extract-job queue, oldest first ([] before the store exists)."""
+    if not store_path().exists():
+        return []
+    with sqlite3.connect(store_path()) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]

@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES, REPO_ROOT, bin_path
-from tests.hooks_util import run_hook
+from tests.hooks_util import extract_jobs as jobs
+from tests.hooks_util import run_hook, save
 
 GEMINI = FIXTURES / "gemini"
 SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "gemini-cli-settings.schema.json"
@@ -42,31 +39,7 @@ def cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.Completed
                           cwd=cwd)
 
 
-def save(project: Path, *contents: str) -> None:
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.spaces import derive_space
 
-    backend = EmbeddedBackend(store_path())
-    try:
-        for c in contents:
-            backend.save(c, space=derive_space(project).tag)
-    finally:
-        backend.close()
-
-
-def jobs() -> list[dict]:
-    if not store_path().exists():
-        return []
-    with sqlite3.connect(store_path()) as conn:
-        conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    return p
 
 
 def context_of(stdout: str, event: str) -> str:

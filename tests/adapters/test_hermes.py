@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES, bin_path
-from tests.hooks_util import run_hook
+from tests.hooks_util import extract_jobs as jobs
+from tests.hooks_util import run_hook, save
 
 HERMES = FIXTURES / "hermes"
 HOST = ("--host", "hermes")
@@ -31,31 +30,7 @@ def cli(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess
     return subprocess.run([bin_path(), *args], capture_output=True, text=True, env=full, timeout=120)
 
 
-def save(project: Path, *contents: str) -> None:
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.spaces import derive_space
 
-    backend = EmbeddedBackend(store_path())
-    try:
-        for c in contents:
-            backend.save(c, space=derive_space(project).tag)
-    finally:
-        backend.close()
-
-
-def jobs() -> list[dict]:
-    if not store_path().exists():
-        return []
-    with sqlite3.connect(store_path()) as conn:
-        conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    return p
 
 
 # --- the hook process on Hermes' payloads -------------------------------------------------

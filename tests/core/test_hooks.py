@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -15,7 +14,8 @@ from hypothesis import strategies as st
 
 from bli_memory.core.paths import hook_stats_path, store_path
 from tests.conftest import FIXTURES, bin_path
-from tests.hooks_util import RECEIPT, reason_is_closed, run_hook
+from tests.hooks_util import RECEIPT, reason_is_closed, run_hook, save
+from tests.hooks_util import extract_jobs as queued_jobs
 
 CLAUDE = FIXTURES / "claude"
 
@@ -26,32 +26,7 @@ def fixture(name: str, **overrides) -> dict:
     return data
 
 
-def save(project: Path, *contents: str) -> None:
-    """Save memories into the project's space through the engine (same code as the tools)."""
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.spaces import derive_space
 
-    backend = EmbeddedBackend(store_path())
-    try:
-        for c in contents:
-            backend.save(c, space=derive_space(project).tag)
-    finally:
-        backend.close()
-
-
-def queued_jobs() -> list[dict]:
-    if not store_path().exists():
-        return []
-    with sqlite3.connect(store_path()) as conn:
-        conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    return p
 
 
 # --- the fixture payloads -----------------------------------------------------------
