@@ -299,12 +299,19 @@ def build_server(state_factory: Any) -> MCPServer:
     async def lifespan(_: MCPServer) -> AsyncIterator[ServerState]:
         state = state_factory()
         holder["state"] = state
+        # numpy first, in this thread, before any worker thread starts: two threads
+        # importing it at once can be handed a half-initialised module by importlib.
+        import numpy  # noqa: F401
+
+        warmed = threading.Event()
         warm = getattr(state.backend, "warm_up", None)
         if warm is not None:
             # Load the model off the request path so `initialize` answers at once.
-            threading.Thread(target=_safe_warm, args=(warm,), daemon=True, name="warm-up").start()
+            threading.Thread(target=_safe_warm, args=(warm, warmed), daemon=True, name="warm-up").start()
+        else:
+            warmed.set()
         stop = threading.Event()
-        drainer = _start_extract_drain(state.backend, stop, wake)
+        drainer = _start_extract_drain(state.backend, stop, wake, ready=warmed)
         try:
             yield state
         finally:
@@ -768,7 +775,7 @@ EXTRACT_POLL_SECONDS = 10.0
 
 
 def _start_extract_drain(
-    backend: Any, stop: threading.Event, wake: threading.Event
+    backend: Any, stop: threading.Event, wake: threading.Event, *, ready: threading.Event | None = None
 ) -> threading.Thread | None:
     """Run queued extract jobs in a background thread, off the request path.
 
@@ -793,6 +800,10 @@ def _start_extract_drain(
 
         from bli_memory.core.worker import drain
 
+        # Let the warm-up finish loading the model first: one thread imports it.
+        while ready is not None and not ready.wait(0.2):
+            if stop.is_set():
+                return
         while not stop.is_set():
             wake.clear()  # a save queued while this drain runs sets it again
             try:
@@ -808,13 +819,15 @@ def _start_extract_drain(
     return thread
 
 
-def _safe_warm(warm: Any) -> None:
+def _safe_warm(warm: Any, done: threading.Event) -> None:
     try:
         warm()
     except Exception as exc:  # the first tool call will report it with a reason
         import sys
 
         sys.stderr.write(f"[bli-memory] warm-up failed: {type(exc).__name__}\n")
+    finally:
+        done.set()
 
 
 def default_state(settings: Settings) -> ServerState:
