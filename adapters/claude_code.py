@@ -17,8 +17,10 @@ import json
 from typing import Any
 
 from bli_memory.core.contracts import hookimpl
-from bli_memory.core.errors import HookPayloadError, HostError
+from bli_memory.core.errors import HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.payloads import additional_context
+from bli_memory.core.payloads import payload_str as _str
 from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import conflict as _conflict
 from bli_memory.installers.files import dict_at as _dict_at
@@ -29,14 +31,6 @@ __all__: list[str] = []
 HOST = "claude"
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
 
-
-def _str(payload: dict[str, Any], key: str) -> str | None:
-    value = payload.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise HookPayloadError(f"payload field {key} is not a string", reason="stdin_malformed")
-    return value
 
 
 @hookimpl
@@ -75,8 +69,7 @@ def host_render(host: str, result: HookResult) -> RenderedOutput | None:
         return RenderedOutput(stdout=json.dumps({"systemMessage": message}))
     if result.outcome != "ok" or not result.block or result.event == "stop":
         return RenderedOutput()
-    out = {"hookSpecificOutput": {"hookEventName": EVENTS[result.event], "additionalContext": result.block}}
-    return RenderedOutput(stdout=json.dumps(out, ensure_ascii=False))
+    return RenderedOutput(stdout=additional_context(EVENTS[result.event], result.block))
 
 
 def _content(line: dict[str, Any]) -> Any:

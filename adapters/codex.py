@@ -33,8 +33,10 @@ import shutil
 from typing import Any
 
 from bli_memory.core.contracts import hookimpl
-from bli_memory.core.errors import HookPayloadError, HostError
+from bli_memory.core.errors import HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.payloads import additional_context
+from bli_memory.core.payloads import payload_str as _str
 from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import conflict as _conflict
 
@@ -53,14 +55,6 @@ DEFAULT_TIMEOUT_SEC = 600
 #: token, 8,000 bytes stay near 2,000 tokens, under the cap with room to spare.
 CONTEXT_MAX_BYTES = 8000
 
-
-def _str(payload: dict[str, Any], key: str) -> str | None:
-    value = payload.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise HookPayloadError(f"payload field {key} is not a string", reason="stdin_malformed")
-    return value
 
 
 @hookimpl
@@ -127,8 +121,7 @@ def host_render(host: str, result: HookResult) -> RenderedOutput | None:
     block = bound_block(result.block)
     if block is None:
         return RenderedOutput()
-    out = {"hookSpecificOutput": {"hookEventName": EVENTS[result.event], "additionalContext": block}}
-    return RenderedOutput(stdout=json.dumps(out, ensure_ascii=False))
+    return RenderedOutput(stdout=additional_context(EVENTS[result.event], block))
 
 
 def _texts(payload: dict[str, Any], kind: str) -> str:

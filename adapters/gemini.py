@@ -38,8 +38,10 @@ from typing import Any
 
 from bli_memory.core.blocks import strip_injected
 from bli_memory.core.contracts import hookimpl
-from bli_memory.core.errors import HookPayloadError, HostError
+from bli_memory.core.errors import HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.payloads import additional_context
+from bli_memory.core.payloads import payload_str as _str
 from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import dict_at as _dict_at
 from bli_memory.installers.files import put_or_drop as _put
@@ -54,14 +56,6 @@ CONTRACT_EVENTS = {"SessionStart": "SessionStart", "UserPromptSubmit": "BeforeAg
 HANDLER_NAMES = {"SessionStart": "bli-memory-session-start", "BeforeAgent": "bli-memory-prompt",
                  "AfterAgent": "bli-memory-stop"}
 
-
-def _str(payload: dict[str, Any], key: str) -> str | None:
-    value = payload.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise HookPayloadError(f"payload field {key} is not a string", reason="stdin_malformed")
-    return value
 
 
 def _clean(text: str | None) -> str | None:
@@ -98,8 +92,7 @@ def host_render(host: str, result: HookResult) -> RenderedOutput | None:
         return None
     if result.event == "stop" or result.outcome != "ok" or not result.block:
         return RenderedOutput()
-    out = {"hookSpecificOutput": {"hookEventName": EVENTS[result.event], "additionalContext": result.block}}
-    return RenderedOutput(stdout=json.dumps(out, ensure_ascii=False))
+    return RenderedOutput(stdout=additional_context(EVENTS[result.event], result.block))
 
 
 def _user_text(record: dict[str, Any]) -> str:

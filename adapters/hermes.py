@@ -37,6 +37,7 @@ from bli_memory.core.blocks import strip_injected
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HookPayloadError, HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.payloads import payload_str as _str
 from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["MCP_EXTRA_NOTE", "hermes_bin", "hermes_has_mcp", "hook_commands"]
@@ -49,14 +50,6 @@ PROVIDER = "bli-memory"
 PLUGIN_FILES = ("__init__.py", "plugin.yaml", "bli-memory.json")
 ALLOWLIST = "shell-hooks-allowlist.json"
 
-
-def _str(data: dict[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise HookPayloadError(f"payload field {key} is not a string", reason="stdin_malformed")
-    return value
 
 
 def _extra(payload: dict[str, Any]) -> dict[str, Any]:
