@@ -51,6 +51,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "EmbeddedBackend",
     "available_embedders",
+    "checked_content",
     "load_embedder",
     "memory_backend",
     "register_embedders",
@@ -70,6 +71,25 @@ MAX_QUERY_TERMS = 64
 
 #: Metadata ``kind`` values that make a memory part of the User Profile.
 PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
+
+
+def checked_content(content: str) -> str:
+    """The normalised form of memory content a caller gave, shared by every store.
+
+    Raises:
+        InvalidInputError: empty content, or longer than the store's limit.
+    """
+    from bli_memory.core.store import MAX_CONTENT_CHARS, normalise_content
+
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("content is empty: there is nothing to remember")
+    text = normalise_content(content)
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidInputError(
+            f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
+            "Save the durable facts, or use extract: true to distil them"
+        )
+    return text
 
 
 def _parse_time(value: str) -> datetime:
@@ -176,20 +196,6 @@ class EmbeddedBackend:
         return self.embedder.embed([text])[0]
 
     # --- helpers -------------------------------------------------------------------
-
-    @staticmethod
-    def _content(content: str) -> str:
-        from bli_memory.core.store import MAX_CONTENT_CHARS, normalise_content
-
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInputError("content is empty: there is nothing to remember")
-        text = normalise_content(content)
-        if len(text) > MAX_CONTENT_CHARS:
-            raise InvalidInputError(
-                f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
-                "Save the durable facts, or use extract: true to distil them"
-            )
-        return text
 
     def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> Memory:
         memory = self.store.get(id)
@@ -311,7 +317,7 @@ class EmbeddedBackend:
         Raises:
             InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
         """
-        text = self._content(content)
+        text = checked_content(content)
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInputError("metadata must be a JSON object")
         if custom_id is not None and not str(custom_id).strip():
@@ -337,7 +343,7 @@ class EmbeddedBackend:
         """
         if (id is None) == (custom_id is None):
             raise InvalidInputError("give exactly one of id or customId")
-        text = self._content(content)
+        text = checked_content(content)
         _, spaces = self.store.resolve_space(space)
         if id is not None:
             previous = self._live_in_space(id, spaces)

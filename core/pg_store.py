@@ -45,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.engine import FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
 from bli_memory.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -63,6 +64,7 @@ from bli_memory.core.models import (
     UpdateResult,
 )
 from bli_memory.core.ranking import RankingConfig, recency_prior, reciprocal_rank_fusion
+from bli_memory.core.store import content_hash
 from bli_memory.core.terms import encode_term, query_terms, terms
 
 if TYPE_CHECKING:
@@ -83,10 +85,6 @@ __all__ = [
     "sqlalchemy_url",
 ]
 
-#: The same floor as the embedded engine (BLI Memory spec: "the closest match >= 0.85").
-FORGET_MIN_SIMILARITY = 0.85
-#: Metadata ``kind`` values that make a memory part of the User Profile (as the engine).
-PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
 #: Alembic's version table for this schema.
 VERSION_TABLE = "bli_alembic_version"
 #: Device tokens start with this, so a leaked one is recognisable by secret scanners.
@@ -132,12 +130,6 @@ def _parse_expiry(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _normalise(content: str) -> str:
-    return unicodedata.normalize("NFC", content.strip())
-
-
-def _content_hash(content: str) -> str:
-    return hashlib.sha256(_normalise(content).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def hash_token(token: str) -> str:
@@ -719,20 +711,6 @@ class PostgresBackend:
 
     # --- the contract --------------------------------------------------------------
 
-    @staticmethod
-    def _content(content: str) -> str:
-        from bli_memory.core.store import MAX_CONTENT_CHARS
-
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInputError("content is empty: there is nothing to remember")
-        text = _normalise(content)
-        if len(text) > MAX_CONTENT_CHARS:
-            raise InvalidInputError(
-                f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
-                "Save the durable facts, or use extract: true to distil them"
-            )
-        return text
-
     def search(
         self,
         query: str,
@@ -863,7 +841,7 @@ class PostgresBackend:
                 memory.id, memory.space, owner_id, self._me(), self.device_id, memory.content,
                 memory.custom_id, Jsonb(memory.metadata), memory.source, memory.session_id,
                 memory.created_at, memory.updated_at, memory.version, memory.supersedes, expires,
-                _content_hash(memory.content), _tsvector(memory.content), _vector_literal(vector),
+                content_hash(memory.content), _tsvector(memory.content), _vector_literal(vector),
                 self.model_name,
             ),
         )
@@ -907,7 +885,7 @@ class PostgresBackend:
             InvalidInputError: empty or oversized content, metadata that is not a JSON
                 object, an unreadable ``expires_at``.
         """
-        text = self._content(content)
+        text = checked_content(content)
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInputError("metadata must be a JSON object")
         if custom_id is not None and not str(custom_id).strip():
@@ -915,7 +893,7 @@ class PostgresBackend:
         expires = _parse_expiry(expires_at)
         me = self._me()
         vector = self._embed_one(text)
-        sha = _content_hash(text)
+        sha = content_hash(text)
         at = _now()
         with self._tx("save") as conn:
             view = self._view(conn, space)
@@ -933,7 +911,7 @@ class PostgresBackend:
                     owner_id = int(row[15])
                     if owner_id != me:
                         self._lock_space(conn, owner_id, previous.space)
-                    if _content_hash(previous.content) == sha and (
+                    if content_hash(previous.content) == sha and (
                         metadata is None or metadata == previous.metadata
                     ):
                         return SaveResult(memory=previous, space=previous.space, status="duplicate")
@@ -1007,7 +985,7 @@ class PostgresBackend:
         """
         if (id is None) == (custom_id is None):
             raise InvalidInputError("give exactly one of id or customId")
-        text = self._content(content)
+        text = checked_content(content)
         vector = None
         at = _now()
         with self._tx("update") as conn:
@@ -1017,7 +995,7 @@ class PostgresBackend:
                 which = f"id {id}" if id is not None else f"customId {custom_id!r}"
                 raise NotFoundError(f"no live memory with {which} in space {view.canonical}")
             previous = self._writable(view, found)
-            if _content_hash(previous.content) == _content_hash(text):
+            if content_hash(previous.content) == content_hash(text):
                 return UpdateResult(memory=previous, previous=previous, status="unchanged")
             self._lock_space(conn, found[1], previous.space)
             if vector is None:
@@ -1061,7 +1039,7 @@ class PostgresBackend:
                     raise NotFoundError(f"no live memory with id {id.strip()} in space {view.canonical}")
                 matched_by = "id"
             elif content is not None and content.strip():
-                found = self._find_live(conn, view, sha=_content_hash(content))
+                found = self._find_live(conn, view, sha=content_hash(content))
                 if found is None:
                     raise NotFoundError(f"no live memory with exactly that text in space {view.canonical}")
                 matched_by = "content"
