@@ -113,7 +113,7 @@ def machine_description() -> dict[str, Any]:
     import numpy as np
 
     versions = {"numpy": np.__version__, "sqlite": sqlite3.sqlite_version}
-    for name in ("onnxruntime", "usearch", "matplotlib"):
+    for name in ("onnxruntime", "usearch", "tantivy", "matplotlib"):
         try:
             from importlib.metadata import version
 

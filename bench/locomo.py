@@ -173,9 +173,11 @@ def search_configs() -> dict[str, Any]:
     keyword_weights = {c: w for c, w in base.weights.items() if c != "vector"}
     return {
         "hybrid (default)": base,
-        "keyword (FTS5) only": replace(base, weights=keyword_weights, recency_weight=0.0),
-        "vector only": replace(base, weights={"vector": 1.0}, recency_weight=0.0, min_similarity=-1.0),
+        "keyword (FTS5) only": replace(base, weights=keyword_weights, recency_weight=0.0, context_weight=0.0),
+        "vector only": replace(base, weights={"vector": 1.0}, recency_weight=0.0, min_similarity=-1.0,
+                               context_weight=0.0),
         "hybrid without recency": replace(base, recency_weight=0.0),
+        "hybrid without context channel": replace(base, context_weight=0.0),
     }
 
 
@@ -279,11 +281,8 @@ def run(
         ``{"systems": {name: metrics}, "questions": n, "turns": n, "conversations": [...],
         "search_ms": {name: mean ms}}``.
     """
-    from indexed_engine import _search_source
-
     from bli_memory.core.embeddings import get_embedder
 
-    _search_source()  # read the engine's search source now, while it matches the code in memory
     conversations = load(data_path, limit=2 if quick else None)
     embedder = get_embedder()
     store_path = CACHE_DIR / ("locomo-quick" if quick else "locomo") / "store.sqlite"
@@ -303,21 +302,6 @@ def run(
         timings[name] = (time.perf_counter() - t0) * 1000 / max(len(questions), 1)
         systems[name] = score(ranked, questions)
         progress(f"locomo: {name}: recall_any@5 {systems[name]['overall']['recall_any@5']:.3f}")
-    # The same search with the context channel proposed for the engine (bench/indexed_engine.py).
-    from indexed_engine import patched_backend_class
-
-    from bli_memory.core.ranking import RankingConfig
-
-    patched = patched_backend_class(["context"])(store_path, embedder=backend.embedder)
-    name = "hybrid + context channel (proposed engine change)"
-    t0 = time.perf_counter()
-    default = RankingConfig()
-    ranked = [_ranked_dia_ids(patched, c.sample_id, q.text, default)
-              for c in conversations for q in c.questions]
-    timings[name] = (time.perf_counter() - t0) * 1000 / max(len(questions), 1)
-    systems[name] = score(ranked, questions)
-    progress(f"locomo: {name}: recall_any@5 {systems[name]['overall']['recall_any@5']:.3f}")
-    patched.close()
     systems["reference BM25 (README recipe, not the product)"] = reference_bm25(conversations)
     backend.close()
     return {

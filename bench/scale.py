@@ -13,10 +13,14 @@ texts with the int8 model on 2 shared cores would take hours (see ``embed_per_s`
 Rows are written by the store's own insert (row, keyword index and vector per row),
 batched 5,000 to a transaction. Search is ``EmbeddedBackend.search`` (the MCP tool's
 path), warm, on realistic questions; the first search after opening the store, which
-loads the vector matrix, is reported apart. Where exact scoring is slow, the HNSW
-side index (``bli_memory.core.vector_index``) is measured beside it: its recall@10
-against the exact top 10, its own latency, and the engine's search with the change
-``hnsw`` of ``bench/indexed_engine.py``.
+loads the vector matrix, is reported apart. Two engines are measured on the same file
+at every size: the exact paths (what a one-shot hook process runs: numpy scan + FTS5)
+and the engine as the daemon and MCP server run it, with side indexes
+(``bli_memory.core.side_indexes``: tantivy BM25 from ``keyword_min`` rows, usearch
+HNSW from ``vector_min`` rows; the product defaults, lowered in quick mode so CI
+exercises them). For the side indexes: build time, query latency, the HNSW recall@10
+against the exact top 10, the keyword index's agreement with FTS5, and how often the
+engine's top 5 equals the exact engine's.
 """
 
 from __future__ import annotations
@@ -156,26 +160,25 @@ def _summary(ms: list[float]) -> dict[str, float]:
     return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "mean_ms": sum(ms) / len(ms)}
 
 
-def run(*, quick: bool = False, sizes: Sequence[int] | None = None, hnsw_sizes: Sequence[int] | None = None,
-        queries: int | None = None, on_size: Any = None) -> dict[str, Any]:
+def run(*, quick: bool = False, sizes: Sequence[int] | None = None, queries: int | None = None,
+        on_size: Any = None) -> dict[str, Any]:
     """Grow one space through ``sizes`` and measure search, save and store size at each.
 
     Returns:
         ``{"sizes": [per-size dict], "pool": n, "embed_per_s": x, "save_one": ..., ...}``.
     """
     import numpy as np
-    from indexed_engine import _search_source, patched_backend_class
 
-    from bli_memory.core import engine as engine_module
+    from bli_memory.core import keyword_index, side_indexes, vector_index
     from bli_memory.core.embeddings import get_embedder
     from bli_memory.core.engine import EmbeddedBackend
     from bli_memory.core.ranking import RankingConfig
-    from bli_memory.core.terms import fts_any_query, query_terms
-    from bli_memory.core.vector_index import VectorIndex, available
+    from bli_memory.core.terms import fts_any_query, query_forms, query_terms
 
-    _search_source()  # read the engine's search source now, while it matches the code in memory
     sizes = list(sizes or ([1_000, 10_000] if quick else [1_000, 10_000, 100_000, 1_000_000]))
-    hnsw_sizes = set(hnsw_sizes if hnsw_sizes is not None else ([10_000] if quick else [100_000, 1_000_000]))
+    keyword_min = 5_000 if quick else side_indexes.KEYWORD_MIN_ROWS
+    vector_min = 10_000 if quick else side_indexes.VECTOR_MIN_ROWS
+    have_side = keyword_index.available() and vector_index.available()
     pool = min(2_000 if quick else 20_000, max(sizes))
     nq = queries or (50 if quick else 100)
     embedder = get_embedder()
@@ -218,7 +221,7 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, hnsw_sizes: 
     writer = EmbeddedBackend(store_path, embedder=QueryEmbedder())
     results: list[dict[str, Any]] = []
     summary = {"sizes": results, "pool": pool, "queries": nq, "embed_per_s": embed_per_s,
-               "embed_one_ms": embed_one_ms}
+               "embed_one_ms": embed_one_ms, "keyword_min_rows": keyword_min, "vector_min_rows": vector_min}
     have = 0
     default = RankingConfig()
     for size in sizes:
@@ -232,13 +235,7 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, hnsw_sizes: 
 
         # A fresh engine over the file: the first search loads the vectors.
         rss0 = rss_mb()
-        if hasattr(engine_module, "VECTOR_INDEX_MIN_ROWS"):
-            # The engine has the side index: keep this baseline on the exact scan.
-            backend = patched_backend_class(["hnsw"], lambda spaces, vs_: None)(
-                store_path, embedder=QueryEmbedder()
-            )
-        else:
-            backend = EmbeddedBackend(store_path, embedder=QueryEmbedder())
+        backend = EmbeddedBackend(store_path, embedder=QueryEmbedder())  # exact paths, no side indexes
         t0 = time.perf_counter()
         backend.search(qtexts[0], space=space)
         first_ms = (time.perf_counter() - t0) * 1000
@@ -265,34 +262,12 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, hnsw_sizes: 
             "search": _summary(hybrid), "exact_vector_scan": _summary(exact_ms),
             "keyword_any_fts": _summary(keyword_ms),
         }
-        if size in hnsw_sizes and available():  # usearch is in the `bench` extra
-            index = VectorIndex(backend.store.dimensions)
-            t0 = time.perf_counter()
-            index.sync(vs.seqs, vs.matrix, vs.generation)
-            build_s = time.perf_counter() - t0
-            q_ms = _timed(lambda qv, ix=index: ix.query(qv, 10), list(qmat))
-            recall = float(np.mean([
-                len(set(index.query(qv, 10)) & set(int(s) for s in exact_topk(qv))) / 10 for qv in qmat
-            ]))
-            def index_for(spaces: Any, vs_: Any, ix: Any = index) -> Any:
-                ix.sync(vs_.seqs, vs_.matrix, vs_.generation)
-                return ix
-
-            Indexed = patched_backend_class(["hnsw"], index_for)
-            ib = Indexed(store_path, embedder=QueryEmbedder())
-            ib.search(qtexts[0], space=space)
-            indexed_ms = _timed(lambda q, b=ib: b.search(q, space=space, limit=10), qtexts)
-            same_top5 = float(np.mean([
-                [h.memory.id for h in ib.search(q, space=space).hits[:5]]
-                == [h.memory.id for h in backend.search(q, space=space).hits[:5]] for q in qtexts[:50]
-            ]))
-            row["hnsw"] = {
-                "build_s": build_s, "memory_mb": index.memory_bytes / 1024 / 1024, "recall_at_10": recall,
-                "query": _summary(q_ms), "search": _summary(indexed_ms), "same_top5_as_exact": same_top5,
-            }
-            ib.close()
-            del index
-            log(f"scale: {size} HNSW built in {build_s:.0f}s, recall@10 {recall:.3f}")
+        if have_side:
+            row["side"] = _side_indexes(
+                store_path, space, size, QueryEmbedder, backend, qtexts, qmat, exact_topk,
+                keyword_min=keyword_min, vector_min=vector_min, candidates=default.candidates,
+                forms=lambda q: query_forms(query_terms(q)),
+            )
         # save, one at a time, through the engine (embeds each text: the real cost)
         fresh = [f"{t} (noted {size}-{i})" for i, t in enumerate(make_texts(60, seed=size))]
         save_ms = _timed(lambda t, b=backend: b.save(t, space=space), fresh)
@@ -309,6 +284,62 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, hnsw_sizes: 
     return summary
 
 
+def _side_indexes(store_path: Path, space: str, size: int, embedder_cls: Any, exact: Any,
+                  qtexts: list[str], qmat: Any, exact_topk: Any, *, keyword_min: int, vector_min: int,
+                  candidates: int, forms: Any) -> dict[str, Any]:
+    """The engine as long-lived processes run it (side indexes on), beside the exact one."""
+    import numpy as np
+
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.terms import fts_any_query, query_terms
+
+    ib = EmbeddedBackend(store_path, embedder=embedder_cls(), keyword_index_min_rows=keyword_min,
+                         vector_index_min_rows=vector_min)
+    side = ib.enable_side_indexes(background=False, threads=0)
+    ib.search(qtexts[0], space=space)  # builds what applies at this size, in this call
+    searched = _timed(lambda q, b=ib: b.search(q, space=space, limit=10), qtexts)
+    out: dict[str, Any] = {"search": _summary(searched), "top5_overlap_with_exact": float(np.mean([
+        len({h.memory.id for h in ib.search(q, space=space).hits[:5]}
+            & {h.memory.id for h in exact.search(q, space=space).hits[:5]}) / 5 for q in qtexts[:50]
+    ]))}
+    built = side.built("keyword", (space,))
+    if built is not None:
+        index, build_s = built
+        groups = [forms(q) for q in qtexts]
+        q_ms = _timed(lambda g, ix=index: ix.query(g, candidates), [g for g in groups if g])
+        fts = exact.store.keyword_search
+        overlap = []
+        for q in qtexts:
+            expr = fts_any_query(query_terms(q))
+            if not expr:
+                continue
+            # Agreement up to ties: a row the index returns counts when FTS5 scores it at
+            # least as well as FTS5's own 10th row (equal scores are cut arbitrarily).
+            ranked = fts((space,), expr, limit=candidates)
+            scores = dict(ranked)
+            cut = ranked[min(9, len(ranked) - 1)][1] if ranked else 0.0
+            got = index.query(forms(q), 10)
+            if not got and not ranked:
+                overlap.append(1.0)  # both silent: a ticket id nobody saved
+                continue
+            overlap.append(sum(1 for s in got if s in scores and scores[s] <= cut + 1e-9) / max(len(got), 1))
+        out["keyword"] = {"build_s": build_s, "query": _summary(q_ms),
+                          "agreement_at_10_with_fts5": float(np.mean(overlap))}
+    built = side.built("vector", (space,))
+    if built is not None:
+        index, build_s = built
+        q_ms = _timed(lambda qv, ix=index: ix.query(qv, 10), list(qmat))
+        recall = float(np.mean([
+            len(set(index.query(qv, 10)) & set(int(s) for s in exact_topk(qv))) / 10 for qv in qmat
+        ]))
+        out["vector"] = {"build_s": build_s, "memory_mb": index.memory_bytes / 1024 / 1024,
+                         "recall_at_10": recall, "query": _summary(q_ms)}
+    ib.close()
+    log(f"scale: {size} with side indexes: search p50 {out['search']['p50_ms']:.1f} ms "
+        f"(keyword index: {'keyword' in out}, HNSW: {'vector' in out})")
+    return out
+
+
 def plot(result: dict[str, Any], path: Path) -> bool:
     """Log-log plot of search cost against space size; False when matplotlib is missing."""
     try:
@@ -321,14 +352,22 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     rows = result["sizes"]
     xs = [r["size"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    ax.plot(xs, [r["search"]["p50_ms"] for r in rows], "o-", label="search_memory p50 (exact vectors)")
-    ax.plot(xs, [r["search"]["p95_ms"] for r in rows], "o--", label="search_memory p95 (exact vectors)")
+    ax.plot(xs, [r["search"]["p50_ms"] for r in rows], "o-", label="search_memory p50 (exact paths)")
+    ax.plot(xs, [r["search"]["p95_ms"] for r in rows], "o--", label="search_memory p95 (exact paths)")
     ax.plot(xs, [r["exact_vector_scan"]["p50_ms"] for r in rows], "s:", label="exact vector scan p50")
     ax.plot(xs, [r["keyword_any_fts"]["p50_ms"] for r in rows], "^:", label="FTS5 any-term query p50")
-    h = [r for r in rows if "hnsw" in r]
+    h = [r for r in rows if "side" in r]
     if h:
-        ax.plot([r["size"] for r in h], [r["hnsw"]["search"]["p50_ms"] for r in h], "D-",
-                label="search_memory p50 (HNSW side index)")
+        ax.plot([r["size"] for r in h], [r["side"]["search"]["p50_ms"] for r in h], "D-",
+                label="search_memory p50 (daemon / MCP server: side indexes)")
+    k = [r for r in rows if "keyword" in r.get("side", {})]
+    if k:
+        ax.plot([r["size"] for r in k], [r["side"]["keyword"]["query"]["p50_ms"] for r in k], "v:",
+                label="BM25 side index query p50")
+    v = [r for r in rows if "vector" in r.get("side", {})]
+    if v:
+        ax.plot([r["size"] for r in v], [r["side"]["vector"]["query"]["p50_ms"] for r in v], "x:",
+                label="HNSW side index query p50")
     ax.axhline(10, color="grey", lw=0.6)
     ax.axhline(50, color="grey", lw=0.6)
     ax.set_xscale("log")

@@ -11,7 +11,14 @@ Retrieval ("by meaning, by keyword and by recency at once"):
 2. ``keyword_all``: FTS5 rows containing every content term of the query (code
    identifiers, ticket ids, exact words), ordered by bm25;
 3. ``keyword_any``: FTS5 bm25 over any content term;
-4. weighted reciprocal-rank fusion plus a recency prior (:mod:`bli_memory.core.ranking`).
+4. weighted reciprocal-rank fusion plus a recency prior (:mod:`bli_memory.core.ranking`);
+5. ``context``: the best keyword-anchored hits pass part of their fused score to the
+   rows just before and after them in the same session (in a conversation the answer
+   is often the reply to the turn that matches the question).
+
+In large spaces, long-lived processes (the daemon, the MCP server) answer channels 1-3
+from side indexes with top-k pruning instead of the table scans
+(:mod:`bli_memory.core.side_indexes`); the table stays the source of truth.
 
 Every hit carries its true cosine similarity (every row has a vector); the fused
 score orders results and is never shown as a similarity.
@@ -36,16 +43,18 @@ from bli_memory.core.models import (
     SearchResult,
     UpdateResult,
 )
-from bli_memory.core.ranking import RankingConfig, recency_prior, reciprocal_rank_fusion
-from bli_memory.core.terms import fts_all_query, fts_any_query, query_terms
+from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
+from bli_memory.core.terms import fts_all_query, fts_any_query, query_forms, query_terms
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from bli_memory.core.settings import Settings
+    from bli_memory.core.side_indexes import SideIndexes
     from bli_memory.core.store import SQLiteStore
 
 __all__ = [
+    "CHANNELS",
     "FORGET_MIN_SIMILARITY",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
@@ -54,6 +63,7 @@ __all__ = [
     "checked_content",
     "load_embedder",
     "memory_backend",
+    "record_problem",
     "register_embedders",
 ]
 
@@ -68,6 +78,9 @@ MAX_EXTRACT_CHARS = 100_000
 #: Longest query text searched, in characters, and most keyword terms taken from it.
 MAX_QUERY_CHARS = 8000
 MAX_QUERY_TERMS = 64
+
+#: Retrieval channels in the order a hit lists the ones that found it.
+CHANNELS = ("vector", "keyword_all", "keyword_any", "context")
 
 #: Metadata ``kind`` values that make a memory part of the User Profile.
 PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
@@ -105,6 +118,9 @@ class EmbeddedBackend:
             the shipped all-MiniLM-L6-v2 int8 model, loaded on first use (or in the
             background with :meth:`warm_up`).
         ranking: Fusion weights (default :class:`RankingConfig`).
+        keyword_index_min_rows: Live rows of a space from which the keyword side index
+            answers once side indexes are on (:meth:`enable_side_indexes`).
+        vector_index_min_rows: Likewise for the HNSW vector side index.
 
     Thread-safe: the MCP server calls it from worker threads.
     """
@@ -115,11 +131,16 @@ class EmbeddedBackend:
         *,
         embedder: Any | None = None,
         ranking: RankingConfig | None = None,
+        keyword_index_min_rows: int | None = None,
+        vector_index_min_rows: int | None = None,
     ) -> None:
         from bli_memory.core import embeddings
 
         self.store_path = store_path
         self.ranking = ranking or RankingConfig()
+        self._index_min_rows = (keyword_index_min_rows, vector_index_min_rows)
+        #: The side indexes, once :meth:`enable_side_indexes` ran (long-lived processes).
+        self.side_indexes: SideIndexes | None = None
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
@@ -183,9 +204,37 @@ class EmbeddedBackend:
         return self._embedder
 
     def warm_up(self) -> None:
-        """Open the store and load the model now (the daemon and MCP server call this)."""
+        """Open the store, load the model and turn side indexes on (daemon, MCP server)."""
         _ = self.store
         self.embedder.embed(["warm up"])
+        self.enable_side_indexes()
+
+    def enable_side_indexes(self, *, background: bool = True, threads: int = 1) -> SideIndexes:
+        """Answer large spaces from side indexes from now on (idempotent).
+
+        A one-shot process (a hook's direct path) never calls this: it would pay for a
+        build it cannot reuse. See :mod:`bli_memory.core.side_indexes`.
+
+        Args:
+            background: Build in a background thread (default) or in the first search.
+            threads: Threads a build may use.
+
+        Returns:
+            The engine's :class:`~bli_memory.core.side_indexes.SideIndexes`.
+        """
+        if self.side_indexes is None:
+            from bli_memory.core.side_indexes import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS, SideIndexes
+
+            keyword_min, vector_min = self._index_min_rows
+            self.side_indexes = SideIndexes(
+                lambda seqs: self.store.keyword_terms(seqs),
+                dimensions=self._dimensions,
+                keyword_min_rows=KEYWORD_MIN_ROWS if keyword_min is None else keyword_min,
+                vector_min_rows=VECTOR_MIN_ROWS if vector_min is None else vector_min,
+                background=background,
+                threads=threads,
+            )
+        return self.side_indexes
 
     def close(self) -> None:
         """Close the store."""
@@ -241,31 +290,37 @@ class EmbeddedBackend:
             return SearchResult(query=query or "", space=canonical, spaces=spaces, profile=profile)
 
         n = max(cfg.candidates, limit * 3)
+        side = self.side_indexes
         rankings: dict[str, list[int]] = {}
         vs = self.store.vectors(spaces)
         qv = None
         sims = None
         if len(vs.seqs):  # similarities are reported even when the vector channel is off
             qv = self._embed_one(q)
-            sims = vs.matrix @ qv
-            if cfg.weight("vector") > 0:
-                k = min(n, len(sims))
-                top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-                top = top[np.argsort(-sims[top], kind="stable")]
-                rankings["vector"] = [int(vs.seqs[i]) for i in top]
+            approx = side.vector_query(spaces, vs, qv, n) if side and cfg.weight("vector") > 0 else None
+            if approx is not None:
+                rankings["vector"] = approx
+            else:
+                sims = vs.matrix @ qv
+                if cfg.weight("vector") > 0:
+                    k = min(n, len(sims))
+                    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+                    top = top[np.argsort(-sims[top], kind="stable")]
+                    rankings["vector"] = [int(vs.seqs[i]) for i in top]
         terms = query_terms(q)[:MAX_QUERY_TERMS]
-        if cfg.weight("keyword_all") > 0:
-            expr = fts_all_query(terms)
-            if expr:
-                rankings["keyword_all"] = [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)]
+        if cfg.weight("keyword_all") > 0 and terms:
+            rankings["keyword_all"] = self._keyword(spaces, vs, terms, n, every=True)
         if cfg.weight("keyword_any") > 0 and len(terms) > 1:
-            expr = fts_any_query(terms)
-            if expr:
-                rankings["keyword_any"] = [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)]
+            rankings["keyword_any"] = self._keyword(spaces, vs, terms, n, every=False)
         elif cfg.weight("keyword_any") > 0 and "keyword_all" in rankings:
             rankings["keyword_any"] = list(rankings["keyword_all"])
 
         fused = reciprocal_rank_fusion(rankings, cfg)
+        bonus = context_bonus(fused, rankings, lambda parents: self.store.neighbours(parents, spaces), cfg)
+        for seq, extra in bonus.items():
+            fused[seq] = fused.get(seq, 0.0) + extra
+        if bonus:
+            rankings["context"] = list(bonus)
         if not fused:
             return SearchResult(query=query, space=canonical, spaces=spaces, profile=profile)
         rows = self.store.rows_by_seq(fused)
@@ -284,17 +339,28 @@ class EmbeddedBackend:
             if len(hits) == limit:
                 break
             similarity = None
-            if sims is not None:
+            if qv is not None:
                 pos = int(np.searchsorted(vs.seqs, seq))
                 if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
-                    similarity = round(float(sims[pos]), 4)
-            channels = tuple(
-                c for c in ("vector", "keyword_all", "keyword_any") if seq in channel_sets.get(c, ())
-            )
+                    exact = sims[pos] if sims is not None else vs.matrix[pos] @ qv
+                    similarity = round(float(exact), 4)
+            channels = tuple(c for c in CHANNELS if seq in channel_sets.get(c, ()))
             if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
                 continue
             hits.append(SearchHit(memory=rows[seq], similarity=similarity, score=score, channels=channels))
         return SearchResult(query=query, space=canonical, spaces=spaces, hits=tuple(hits), profile=profile)
+
+    def _keyword(
+        self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
+    ) -> list[int]:
+        """The ``n`` best rows by bm25 for all (``every``) or any of ``terms``: side index or FTS5."""
+        side = self.side_indexes
+        if side is not None:
+            found = side.keyword_query(spaces, vs, query_forms(terms), n, every=every)
+            if found is not None:
+                return found
+        expr = fts_all_query(terms) if every else fts_any_query(terms)
+        return [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)] if expr else []
 
     def save(
         self,
@@ -540,7 +606,7 @@ class EmbeddedBackend:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
         """
         for n, record in enumerate(records, 1):
-            problem = _record_problem(record)
+            problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
         vectors = {
@@ -557,8 +623,19 @@ class EmbeddedBackend:
         return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
 
 
-def _record_problem(rec: Any) -> str | None:
-    """Why an exported record cannot be imported, or None when it can."""
+def record_problem(rec: Any) -> str | None:
+    """Why an exported record cannot be imported, or None when it can.
+
+    The one check of the JSON Lines export format (``bli-memory-mcp memory export``),
+    shared by the embedded engine, the Postgres store and the service client.
+
+    Args:
+        rec: One decoded JSON Lines record.
+
+    Returns:
+        A short reason naming the field (``"createdAt is missing or not a non-empty
+        string"``), or None.
+    """
     from bli_memory.core.spaces import validate_tag
 
     if not isinstance(rec, dict):
@@ -597,9 +674,13 @@ def memory_backend(settings: Settings) -> EmbeddedBackend | None:
     """Offer the embedded engine; the remote client plugin answers first when configured."""
     from bli_memory.core import embeddings
 
+    sizes = {
+        "keyword_index_min_rows": settings.keyword_index_min_rows,
+        "vector_index_min_rows": settings.vector_index_min_rows,
+    }
     if settings.embedder == embeddings.MODEL_NAME:
-        return EmbeddedBackend(settings.store_path)
-    return EmbeddedBackend(settings.store_path, embedder=load_embedder(settings.embedder))
+        return EmbeddedBackend(settings.store_path, **sizes)
+    return EmbeddedBackend(settings.store_path, embedder=load_embedder(settings.embedder), **sizes)
 
 
 @hookimpl

@@ -4,7 +4,11 @@ The same operations the MCP tools run, for a person at a terminal: inspect what 
 kept, read one memory with its history, forget or purge one, back up and restore
 (JSON Lines that round-trip exactly, history included), and check the store.
 
-Export/import work on the embedded store; a space defaults to the current folder's.
+Every command works through the configured backend: the embedded store, or the team
+memory service when one is configured (``BLI_MEMORY_DASHBOARD_URL`` or a paired
+machine). To move to the service, export with no service configured, then import with
+it configured; on the service, export, import and audit cover the rows you own. A
+space defaults to the current folder's.
 """
 
 from __future__ import annotations
@@ -58,11 +62,11 @@ def main(argv: list[str]) -> int:
     p = sub.add_parser("forget", help="tombstone one memory by id")
     p.add_argument("id")
     p.add_argument("--space")
-    p = sub.add_parser("purge", help="erase a memory and all its versions from the file (secrets)")
+    p = sub.add_parser("purge", help="erase a memory and all its versions from the store (secrets)")
     p.add_argument("id")
     p.add_argument("--yes", action="store_true", help="do not ask")
     p = sub.add_parser("export", help="write every row (history included) as JSON Lines to stdout")
-    p.add_argument("--space", help="only this space (default: every space)")
+    p.add_argument("--space", help="only this space (default: every space; on a service, every one you own)")
     p = sub.add_parser("import", help="read JSON Lines from a file (or - for stdin) into the store")
     p.add_argument("file")
     p = sub.add_parser("audit", help="check the store's indexes; --repair rebuilds them")

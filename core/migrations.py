@@ -156,6 +156,15 @@ def m005_session_recordings(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX session_recordings_space ON session_recordings (space, created_at)")
 
 
+@_migration
+def m006_session_neighbours(conn: sqlite3.Connection) -> None:
+    """Index live rows by session, for the ``context`` channel's neighbour lookups."""
+    conn.execute(
+        "CREATE INDEX memories_session ON memories (space, session_id, seq) "
+        "WHERE state = 'active' AND session_id IS NOT NULL"
+    )
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction.
 

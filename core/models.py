@@ -100,7 +100,8 @@ class SearchHit:
         score: The fused ranking score (reciprocal-rank fusion plus recency prior); only
             meaningful for ordering within one result.
         channels: Which retrievers found it: ``vector``, ``keyword_all`` (every query
-            term matched), ``keyword_any``.
+            term matched), ``keyword_any``, ``context`` (next to a strong keyword hit in
+            the same session).
     """
 
     memory: Memory

@@ -25,6 +25,12 @@ lock, so the dedup and ``customId`` checks cannot race. Extract jobs are claimed
 ``FOR UPDATE SKIP LOCKED`` and a lease, so any number of service processes can work
 one queue and a job whose worker died is claimed again.
 
+The memory controls (:meth:`PostgresBackend.info`, ``list_memories``, ``get_memory``,
+``audit``, ``export``, ``import_records``) answer in the shapes of the embedded
+engine's. Reading follows the person's view (own and shared spaces; anything else is
+"not found"); audit, export and import act on the rows the person owns, so one
+person never repairs, copies or claims another's memories.
+
 The schema is migrated with Alembic (revisions in ``pg_migrations/versions``). psycopg
 and psycopg-pool errors are converted to :class:`~bli_memory.core.errors.StoreError`
 here, the one module that calls them.
@@ -45,7 +51,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.engine import FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
+from bli_memory.core.engine import CHANNELS, FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
 from bli_memory.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -63,7 +69,7 @@ from bli_memory.core.models import (
     SearchResult,
     UpdateResult,
 )
-from bli_memory.core.ranking import RankingConfig, recency_prior, reciprocal_rank_fusion
+from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.store import content_hash
 from bli_memory.core.terms import encode_term, query_terms, terms
 
@@ -72,6 +78,8 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 __all__ = [
+    "EXPORT_PAGE",
+    "EXPORT_PAGE_MAX",
     "FORGET_MIN_SIMILARITY",
     "TOKEN_PREFIX",
     "VERSION_TABLE",
@@ -93,6 +101,9 @@ TOKEN_PREFIX = "blim_"
 JOB_LEASE = timedelta(minutes=5)
 #: Attempts before an extract job is marked ``failed``.
 JOB_MAX_ATTEMPTS = 5
+#: Rows in one page of an export (:meth:`PostgresBackend.export_page`), by default and at most.
+EXPORT_PAGE = 500
+EXPORT_PAGE_MAX = 1000
 
 _MIGRATION_LOCK = 0x626C696D  # "blim": one migrator at a time across service replicas
 _MAX_LEXEME_BYTES = 1000  # Postgres refuses lexemes of 2 KB and more
@@ -787,6 +798,11 @@ class PostgresBackend:
                 rankings["keyword_any"] = list(rankings["keyword_all"])
 
             fused = reciprocal_rank_fusion(rankings, cfg)
+            bonus = context_bonus(fused, rankings, lambda parents: self._neighbours(conn, parents), cfg)
+            for seq, extra in bonus.items():
+                fused[seq] = fused.get(seq, 0.0) + extra
+            if bonus:
+                rankings["context"] = list(bonus)
             if not fused:
                 return SearchResult(query=query, space=view.canonical, spaces=view.spaces, profile=profile)
             rows = {
@@ -813,15 +829,37 @@ class PostgresBackend:
                 break
             row, sim = rows[seq]
             similarity = round(float(sim), 4) if sim is not None else None
-            channels = tuple(
-                c for c in ("vector", "keyword_all", "keyword_any") if seq in channel_sets.get(c, ())
-            )
+            channels = tuple(c for c in CHANNELS if seq in channel_sets.get(c, ()))
             if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
                 continue
             hits.append(SearchHit(memory=_row_to_memory(row), similarity=similarity, score=score,
                                   channels=channels))
         return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=tuple(hits),
                             profile=profile)
+
+    @staticmethod
+    def _neighbours(conn: psycopg.Connection[Any], parents: Sequence[int]) -> dict[int, list[int]]:
+        """The live rows just before and after each parent in its session (same space and owner).
+
+        Parents come from the caller's view, so their neighbours are in it too. Uses the
+        ``memories_session`` index (revision 0002).
+        """
+        if not parents:
+            return {}
+        side = (
+            "(SELECT m.seq FROM memories AS m WHERE m.space = p.space AND m.owner_id = p.owner_id "
+            "AND m.session_id = p.session_id AND m.state = 'active' AND m.seq {op} p.seq "
+            "ORDER BY m.seq {order} LIMIT 1)"
+        )
+        out: dict[int, list[int]] = {}
+        for parent, kid in conn.execute(
+            "SELECT p.seq, n.seq FROM memories AS p CROSS JOIN LATERAL ("
+            f"{side.format(op='<', order='DESC')} UNION ALL {side.format(op='>', order='ASC')}"
+            ") AS n WHERE p.seq = ANY(%s) AND p.session_id IS NOT NULL",
+            (list(parents),),
+        ):
+            out.setdefault(int(parent), []).append(int(kid))
+        return out
 
     def _lock_space(self, conn: psycopg.Connection[Any], owner_id: int, space: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{owner_id}\x1f{space}",))
@@ -1152,6 +1190,380 @@ class PostgresBackend:
                 (chain[0].space, [m.id for m in chain]),
             )
             return cur.rowcount
+
+    # --- memory controls (inspection, audit, export, import) ---------------------------
+
+    def _own_spaces(self, conn: psycopg.Connection[Any]) -> list[str]:
+        # Which spaces hold rows of this person: with ``_chain``'s point lookup, the one
+        # kind of query that does not start from a space. Audit and a whole export run it
+        # once, then filter every other query by these spaces.
+        return [r[0] for r in conn.execute(
+            "SELECT DISTINCT space FROM memories WHERE owner_id = %s ORDER BY space", (self._me(),))]
+
+    def _database_name(self) -> str:
+        from urllib.parse import urlsplit
+
+        return urlsplit(self._shared.database_url).path.lstrip("/") or "postgres"
+
+    def info(self, *, space: str) -> dict[str, Any]:
+        """The space in use, its aliases, counts by state, the store and the model.
+
+        The same shape as :meth:`EmbeddedBackend.info`, as this person sees the space:
+        counts cover their own rows and rows of people who shared the space with them;
+        ``extractJobs`` counts their own jobs of the space; ``recordings`` is 0 (session
+        recordings stay on the machine). ``store`` is ``{"kind": "postgres",
+        "database": name}`` (never the URL: it may hold a password).
+        """
+        me = self._me()
+        with self._conn("describe a space") as conn:
+            view = self._view(conn, space)
+            counts = {"active": 0, "superseded": 0, "forgotten": 0}
+            counts.update({r[0]: int(r[1]) for r in conn.execute(
+                "SELECT state, count(*) FROM memories WHERE space = ANY(%s) AND owner_id = ANY(%s) "
+                "GROUP BY state", (list(view.spaces), list(view.readers)))})
+            jobs = {r[0]: int(r[1]) for r in conn.execute(
+                "SELECT state, count(*) FROM memory_extract_jobs WHERE space = ANY(%s) AND owner_id = %s "
+                "GROUP BY state", (list(view.spaces), me))}
+        return {
+            "space": view.canonical,
+            "aliases": [t for t in view.spaces if t != view.canonical],
+            "counts": counts,
+            "recordings": 0,
+            "store": {"kind": "postgres", "database": self._database_name()},
+            "embeddingModel": self.model_name,
+            "extractJobs": jobs,
+        }
+
+    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
+        """Newest live (unexpired) memories of a space this person reads; ``limit`` 1..100."""
+        limit = max(1, min(int(limit), 100))
+        with self._conn("list memories") as conn:
+            view = self._view(conn, space)
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE space = ANY(%s) AND owner_id = ANY(%s) "
+                "AND state = 'active' AND (expires_at IS NULL OR expires_at > now()) "
+                "ORDER BY seq DESC LIMIT %s",
+                (list(view.spaces), list(view.readers), limit),
+            ).fetchall()
+        return [_row_to_memory(r) for r in rows]
+
+    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
+        """One memory and its version history, newest first (as :meth:`EmbeddedBackend.get_memory`).
+
+        Args:
+            id: Any version's id.
+            include_inactive: Allow a superseded or forgotten version, and include the
+                superseded versions and the tombstone in the history.
+
+        Raises:
+            NotFoundError: unknown id, one in a space this person cannot read (the same
+                answer, so nothing leaks), or an inactive one without ``include_inactive``.
+        """
+        hint = "" if include_inactive else " (include_inactive shows history)"
+        with self._conn("read a memory") as conn:
+            try:
+                chain, _ = self._chain(conn, id)
+            except NotFoundError:
+                raise NotFoundError(f"no live memory with id {id}{hint}") from None
+        key = str(uuid.UUID(str(id)))
+        memory = next((m for m in chain if m.id == key), None)
+        if memory is None or (memory.state != "active" and not include_inactive):
+            raise NotFoundError(f"no live memory with id {id}{hint}")
+        history = [m for m in chain if m.id != memory.id]
+        if not include_inactive:
+            history = [m for m in history if m.state == "superseded"]
+        return memory, history
+
+    _AUDIT_CHECKS = {
+        "missing_keyword": "state = 'active' AND terms IS NULL",
+        "stale_keyword": "state <> 'active' AND terms IS NOT NULL",
+        "missing_vector": "state = 'active' AND embedding IS NULL",
+        "wrong_model": "state = 'active' AND embedding IS NOT NULL "
+                       "AND embedding_model IS DISTINCT FROM %(model)s",
+    }
+
+    def _audit_counts(self, conn: psycopg.Connection[Any], spaces: list[str]) -> dict[str, Any]:
+        args = {"spaces": spaces, "me": self._me(), "model": self.model_name}
+        own = "space = ANY(%(spaces)s) AND owner_id = %(me)s"
+        counts = {"active": 0, "superseded": 0, "forgotten": 0}
+        counts.update({r[0]: int(r[1]) for r in conn.execute(
+            f"SELECT state, count(*) FROM memories WHERE {own} GROUP BY state", args)})
+        row = conn.execute(
+            "SELECT " + ", ".join(f"count(*) FILTER (WHERE {cond})" for cond in self._AUDIT_CHECKS.values())
+            + f" FROM memories WHERE {own}", args,
+        ).fetchone()
+        report: dict[str, Any] = {"counts": counts}
+        report.update({name: int(n) for name, n in zip(self._AUDIT_CHECKS, row, strict=True)})
+        report["ok"] = not any(report[name] for name in self._AUDIT_CHECKS)
+        return report
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Check this person's rows: every live row has a tsvector and a vector of the model.
+
+        The Postgres analogue of :meth:`EmbeddedBackend.audit`, over the rows this
+        person owns (in every space of theirs; never another person's, shared or not):
+        ``missing_keyword`` live rows without a tsvector, ``stale_keyword`` retired rows
+        that still carry one, ``missing_vector`` live rows without a vector,
+        ``wrong_model`` live rows whose vector is of another model. With ``repair`` the
+        tsvectors are rebuilt from the content (the same terms as a save), stale ones
+        cleared, and missing or foreign vectors recomputed with this service's model;
+        ``after`` is the audit run again.
+
+        Returns:
+            ``{"ok", "counts", "missing_keyword", "stale_keyword", "missing_vector",
+            "wrong_model", "repaired"}`` plus ``after`` when ``repair`` was asked.
+        """
+        me = self._me()
+        with self._conn("audit the store") as conn:
+            spaces = self._own_spaces(conn)
+            report = self._audit_counts(conn, spaces)
+        report["repaired"] = False
+        if not repair:
+            return report
+        if not report["ok"]:
+            self._repair(spaces, me)
+            report["repaired"] = True
+        with self._conn("audit the store") as conn:
+            after = self._audit_counts(conn, spaces)
+        report["after"] = {k: after[k] for k in ("ok", *self._AUDIT_CHECKS)}
+        return report
+
+    def _repair(self, spaces: list[str], me: int, batch: int = 64) -> None:
+        args = {"spaces": spaces, "me": me, "model": self.model_name}
+        own = "space = ANY(%(spaces)s) AND owner_id = %(me)s"
+        checks = self._AUDIT_CHECKS
+        with self._tx("repair the keyword index") as conn:
+            conn.execute(f"UPDATE memories SET terms = NULL WHERE {own} AND {checks['stale_keyword']}", args)
+            rows = conn.execute(
+                f"SELECT space, seq, content FROM memories WHERE {own} AND {checks['missing_keyword']}", args
+            ).fetchall()
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE memories SET terms = %s::tsvector "
+                    "WHERE space = %s AND seq = %s AND state = 'active'",
+                    [(_tsvector(content), space, seq) for space, seq, content in rows],
+                )
+        with self._conn("find rows to embed") as conn:
+            todo = conn.execute(
+                f"SELECT space, seq, content FROM memories WHERE {own} AND "
+                f"(({checks['missing_vector']}) OR ({checks['wrong_model']})) ORDER BY seq", args,
+            ).fetchall()
+        for start in range(0, len(todo), batch):
+            part = todo[start:start + batch]
+            vectors = self.embedder.embed([content for _, _, content in part])
+            with self._tx("store recomputed vectors") as conn, conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE memories SET embedding = %s::vector, embedding_model = %s "
+                    "WHERE space = %s AND seq = %s AND state = 'active'",
+                    [(_vector_literal(v), self.model_name, space, seq)
+                     for (space, seq, _), v in zip(part, vectors, strict=True)],
+                )
+
+    def export_page(
+        self, *, space: str | None = None, after: int = 0, limit: int = EXPORT_PAGE
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """One page of :meth:`export`: rows with ``seq > after``, oldest first.
+
+        Args:
+            space: Only this space (its canonical tag and aliases); None: every space
+                of this person.
+            after: The cursor of the previous page (0 for the first).
+            limit: Rows in the page, 1..:data:`EXPORT_PAGE_MAX`.
+
+        Returns:
+            ``(records, next)``: ``next`` is the cursor of the following page, or None
+            when this page is the last.
+        """
+        import base64
+        import json
+
+        import numpy as np
+
+        limit = max(1, min(int(limit), EXPORT_PAGE_MAX))
+        with self._conn("export memories") as conn:
+            spaces = list(self._view(conn, space).spaces) if space else self._own_spaces(conn)
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}, embedding::text, embedding_model FROM memories "
+                "WHERE space = ANY(%s) AND owner_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (spaces, self._me(), int(after), limit + 1),
+            ).fetchall()
+        records = []
+        for row in rows[:limit]:
+            record = _row_to_memory(row).to_dict()
+            if row[16] is not None:
+                blob = np.asarray(json.loads(row[16]), dtype="<f4").tobytes()
+                record["embedding"] = base64.b64encode(blob).decode("ascii")
+                record["embeddingModel"] = row[17]
+            else:
+                record["embedding"] = record["embeddingModel"] = None
+            records.append(record)
+        following = int(rows[limit - 1][0]) if len(rows) > limit else None
+        return records, following
+
+    def export(self, *, space: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every row this person owns (all states, history included) as JSON-ready dicts.
+
+        Exactly the rows of :meth:`EmbeddedBackend.export` (the same keys; embeddings as
+        base64 float32 with the model name), oldest first, read in pages of
+        :data:`EXPORT_PAGE`. Only the person's own rows: a space shared with them is
+        its owner's to export.
+
+        Args:
+            space: Only this space (its canonical tag and aliases); None: every space.
+        """
+        after = 0
+        while True:
+            records, following = self.export_page(space=space, after=after)
+            yield from records
+            if following is None:
+                return
+            after = following
+
+    def _usable_vector(self, record: dict[str, Any]) -> Any:
+        """The record's own vector when it is of this model and the right length, else None."""
+        import base64
+        import binascii
+
+        import numpy as np
+
+        if not record.get("embedding") or record.get("embeddingModel") != self.model_name:
+            return None
+        try:
+            vector = np.frombuffer(base64.b64decode(record["embedding"], validate=True), dtype="<f4")
+        except (binascii.Error, ValueError):
+            return None
+        return vector if vector.shape == (self._shared.dimensions,) else None
+
+    def import_records(
+        self, records: list[dict[str, Any]], *, dry_run: bool = False, offset: int = 0
+    ) -> dict[str, int]:
+        """Import exported rows exactly (ids, versions, states, times), owned by this person.
+
+        Every record is checked before anything is written, and all are written in one
+        transaction: one bad record means nothing is imported. A record whose id is
+        already one of this person's rows is skipped, so importing twice is harmless.
+        Vectors of the records are kept when they are of this service's model;
+        otherwise live rows are embedded again.
+
+        Args:
+            records: Rows of :meth:`export` (or of the embedded store's export).
+            dry_run: Check everything, write nothing (the HTTP client checks every part
+                of a large import before sending the first).
+            offset: Added to record numbers in error messages (a part of a larger file).
+
+        Returns:
+            ``{"imported": n, "skipped": n}`` (with ``dry_run``: what would happen).
+
+        Raises:
+            InvalidInputError: naming the first bad record (1-based): a record the
+                embedded import refuses, an id or ``supersedes`` that is not a UUID, an
+                id that belongs to another person's memory, or a live ``customId`` that
+                is live already in that space.
+        """
+        from psycopg.types.json import Jsonb
+
+        from bli_memory.core.engine import record_problem
+
+        def refuse(n: int, problem: str) -> InvalidInputError:
+            return InvalidInputError(f"record {offset + n}: {problem}; nothing was imported")
+
+        keys: list[str] = []
+        for n, record in enumerate(records, 1):
+            problem = record_problem(record)
+            if problem:
+                raise refuse(n, problem)
+            try:
+                keys.append(str(uuid.UUID(record["id"])))
+                if record.get("supersedes") is not None:
+                    uuid.UUID(record["supersedes"])
+            except ValueError:
+                raise refuse(n, "id and supersedes must be UUIDs") from None
+        me = self._me()
+
+        def plan(conn: psycopg.Connection[Any]) -> tuple[list[int], int]:
+            present = {str(r[0]): int(r[1]) for r in conn.execute(
+                "SELECT id, owner_id FROM memories WHERE id = ANY(%s::uuid[])", (keys,))}
+            todo: list[int] = []
+            seen: set[str] = set()
+            live_ids: dict[tuple[str, str], int] = {}
+            for i, key in enumerate(keys):
+                if key in present and present[key] != me:
+                    raise refuse(i + 1, f"id {key} belongs to another person's memory")
+                if key in present or key in seen:
+                    continue
+                seen.add(key)
+                todo.append(i)
+                rec = records[i]
+                if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
+                    slot = (rec["space"], rec["customId"])
+                    if slot in live_ids:
+                        raise refuse(i + 1,
+                                     f"customId {rec['customId']!r} is live twice in space {rec['space']}")
+                    live_ids[slot] = i
+            if live_ids:
+                clash = conn.execute(
+                    "SELECT space, custom_id FROM memories WHERE space = ANY(%s) AND owner_id = %s "
+                    "AND state = 'active' AND custom_id = ANY(%s)",
+                    (sorted({s for s, _ in live_ids}), me, sorted({c for _, c in live_ids})),
+                ).fetchall()
+                for space, custom_id in clash:
+                    if (space, custom_id) in live_ids:
+                        raise refuse(live_ids[(space, custom_id)] + 1,
+                                     f"customId {custom_id!r} is already live in space {space}")
+            return todo, len(records) - len(todo)
+
+        with self._conn("plan an import") as conn:
+            todo, skipped = plan(conn)
+        if dry_run:
+            return {"imported": len(todo), "skipped": skipped}
+        # Vectors are computed before the write transaction, which then holds the space
+        # locks only for the inserts.
+        vectors: dict[int, Any] = {}
+        embed = []
+        for i in todo:
+            rec = records[i]
+            state = rec.get("state") or "active"
+            if state == "forgotten":
+                continue
+            own = self._usable_vector(rec)
+            if own is not None:
+                vectors[i] = own
+            elif state == "active":
+                embed.append(i)
+        for start in range(0, len(embed), 64):
+            part = embed[start:start + 64]
+            for i, v in zip(part, self.embedder.embed([records[i]["content"] for i in part]), strict=True):
+                vectors[i] = v
+        with self._tx("import memories") as conn:
+            for space in sorted({records[i]["space"] for i in todo}):
+                self._lock_space(conn, me, space)
+            todo, skipped = plan(conn)  # again, under the locks: a concurrent import may have won
+            params = []
+            for i in todo:
+                rec = records[i]
+                state = rec.get("state") or "active"
+                if state == "active" and i not in vectors:  # appeared since the plan (rare)
+                    vectors[i] = self._embed_one(rec["content"])
+                vector = vectors.get(i)
+                params.append((
+                    keys[i], rec["space"], me, me, self.device_id, rec["content"], rec.get("customId"),
+                    Jsonb(rec.get("metadata") or {}), rec.get("source") or "import", rec.get("sessionId"),
+                    rec["createdAt"], rec["updatedAt"], int(rec.get("version") or 1), rec.get("supersedes"),
+                    state, rec.get("forgottenAt"), rec.get("expiresAt"), content_hash(rec["content"]),
+                    _tsvector(rec["content"]) if state == "active" else None,
+                    _vector_literal(vector) if vector is not None else None,
+                    self.model_name if vector is not None else None,
+                ))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memories (id, space, owner_id, author_id, device_id, content, custom_id, "
+                    "metadata, source, session_id, created_at, updated_at, version, supersedes, state, "
+                    "forgotten_at, expires_at, content_sha256, terms, embedding, embedding_model) VALUES "
+                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, "
+                    "%s::vector, %s)",
+                    params,
+                )
+        return {"imported": len(todo), "skipped": skipped}
 
     def enqueue_extract(
         self, text: str, *, space: str, source: str, session_id: str | None = None

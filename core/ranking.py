@@ -4,7 +4,9 @@ Channels (see :mod:`bli_memory.core.engine`): ``vector`` (exact cosine k-NN),
 ``keyword_all`` (FTS5 match of every query term: identifiers, exact phrases) and
 ``keyword_any`` (FTS5 bm25 over any query term). They are fused with weighted
 reciprocal-rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009: ``sum w / (k + rank)``)
-plus a recency prior ``recency_weight * 0.5 ** (age_days / half_life_days)``.
+plus a recency prior ``recency_weight * 0.5 ** (age_days / half_life_days)``; the
+``context`` channel (:func:`context_bonus`) then lets the best keyword-anchored hits pass
+part of their fused score to their neighbours in the same session.
 
 The weights are measured, not guessed: ``bench/run`` reports every ablation side by
 side on LoCoMo and ``docs/benchmarks.md`` records why the defaults are what they are.
@@ -20,10 +22,10 @@ near ties. Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["RankingConfig", "recency_prior", "reciprocal_rank_fusion"]
+__all__ = ["RankingConfig", "context_bonus", "recency_prior", "reciprocal_rank_fusion"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class RankingConfig:
             and after it in the same session (the ``context`` channel; 0 turns it off).
             In a conversation the answer is often the reply to the turn that matches
             the question; on LoCoMo 0.4 lifts recall_any@5 by about 0.04
-            (docs/benchmarks.md). Used by engines that have the ``context`` channel.
+            (docs/benchmarks.md). See :func:`context_bonus`.
         context_top: How many of the best fused hits share their score that way.
     """
 
@@ -91,3 +93,38 @@ def recency_prior(age_days: float, config: RankingConfig) -> float:
     if config.recency_weight == 0:
         return 0.0
     return config.recency_weight * 0.5 ** (max(age_days, 0.0) / config.recency_half_life_days)
+
+
+def context_bonus(
+    fused: Mapping[int, float],
+    rankings: Mapping[str, Sequence[int]],
+    neighbours: Callable[[Sequence[int]], Mapping[int, Sequence[int]]],
+    config: RankingConfig,
+) -> dict[int, float]:
+    """Score the best keyword-anchored hits pass to their session neighbours (``context``).
+
+    The ``config.context_top`` best fused items found by a keyword channel each give
+    ``config.context_weight`` times their fused score to their neighbours; an item next
+    to two such hits keeps the larger share. Only keyword-anchored items pass context
+    on, so a weak vector-only match never pulls its neighbours in (on LoCoMo, admitting
+    vector hits as parents gave the same recall; docs/benchmarks.md: +0.036 recall_any@5).
+
+    Args:
+        fused: Item -> fused score.
+        rankings: Channel -> items, best first (``keyword_all`` / ``keyword_any`` read).
+        neighbours: ``(parents) -> {parent: [neighbour, ...]}``, the items just before
+            and after each parent in its session (the store answers it).
+        config: ``context_weight`` and ``context_top``.
+
+    Returns:
+        Neighbour -> bonus (possibly items already in ``fused``); empty when off.
+    """
+    if config.context_weight <= 0 or not fused:
+        return {}
+    keyword = set(rankings.get("keyword_all", ())) | set(rankings.get("keyword_any", ()))
+    ranked = sorted((s for s in fused if s in keyword), key=lambda s: (-fused[s], -s))
+    bonus: dict[int, float] = {}
+    for parent, kids in neighbours(ranked[: config.context_top]).items():
+        for kid in kids:
+            bonus[kid] = max(bonus.get(kid, 0.0), config.context_weight * fused[parent])
+    return bonus

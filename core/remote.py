@@ -27,6 +27,7 @@ entry path registers this plugin); httpx loads when the first request is made. O
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.contracts import hookimpl
@@ -45,7 +46,10 @@ if TYPE_CHECKING:
     from bli_memory.core.settings import Settings
 
 __all__ = [
+    "BULK_TIMEOUT_S",
     "CONNECT_TIMEOUT_S",
+    "IMPORT_PART_BYTES",
+    "IMPORT_PART_RECORDS",
     "READ_TIMEOUT_S",
     "UNPAIRED_MESSAGE",
     "RemoteBackend",
@@ -58,6 +62,13 @@ __all__ = [
 CONNECT_TIMEOUT_S = 3.0
 #: Seconds to wait for an answer (a save embeds on the server).
 READ_TIMEOUT_S = 10.0
+#: Seconds to wait for a bulk answer: an import part embeds its rows on the server, an
+#: audit with repair re-embeds every broken row.
+BULK_TIMEOUT_S = 300.0
+#: Most records and bytes of JSON in one ``POST /api/memory/import`` (the service takes
+#: up to 2,000 records and 16 MB).
+IMPORT_PART_RECORDS = 500
+IMPORT_PART_BYTES = 4 * 1024 * 1024
 #: The one sentence a process prints when a service is configured but no token is.
 UNPAIRED_MESSAGE = (
     "This machine is not paired with the BLI memory service: run `cockpit login` "
@@ -130,12 +141,16 @@ class RemoteBackend:
                     )
         return self._client
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
+              timeout: float | None = None) -> dict[str, Any]:
         import httpx
 
         client = self._http()
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
         try:
-            resp = client.request(method, path, json=body)
+            resp = client.request(method, path, json=body, **extra)
         except httpx.TimeoutException as exc:
             raise ServiceError("the memory service did not answer in time", reason="timeout") from exc
         except (httpx.TransportError, httpx.InvalidURL) as exc:
@@ -273,6 +288,134 @@ class RemoteBackend:
         """Erase a memory and its versions (``POST /api/memory/purge``); returns rows erased."""
         data = self._call("POST", "/api/memory/purge", {"id": id})
         return self._parsed(lambda d: int(d["erased"]), data)  # type: ignore[no-any-return]
+
+    # --- memory controls (inspection, audit, export, import) -----------------------------
+
+    def info(self, *, space: str) -> dict[str, Any]:
+        """The space, its aliases, counts by state, the store and the model (``POST /api/memory/info``).
+
+        The shape of :meth:`EmbeddedBackend.info`; ``store`` is ``{"kind": "service",
+        "url": base_url, "person", "device"}``.
+        """
+        data = self._call("POST", "/api/memory/info", {"containerTag": space})
+
+        def parse(d: dict[str, Any]) -> dict[str, Any]:
+            store = {**dict(d.get("store") or {}), "kind": "service", "url": self.base_url}
+            return {"space": str(d["space"]), "aliases": [str(a) for a in d.get("aliases", [])],
+                    "counts": {str(k): int(v) for k, v in dict(d["counts"]).items()},
+                    "recordings": int(d.get("recordings", 0)), "store": store,
+                    "embeddingModel": str(d["embeddingModel"]),
+                    "extractJobs": {str(k): int(v) for k, v in dict(d.get("extractJobs") or {}).items()}}
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
+    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
+        """Newest live memories of a space (``POST /api/memory/list``); ``limit`` is clamped to 1..100."""
+        limit = max(1, min(int(limit), 100))
+        data = self._call("POST", "/api/memory/list", {"containerTag": space, "limit": limit})
+        return self._parsed(lambda d: [_memory(m) for m in d["memories"]], data)  # type: ignore[no-any-return]
+
+    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
+        """One memory and its version history, newest first (``POST /api/memory/get``).
+
+        Raises:
+            NotFoundError: unknown id, one this person cannot read, or an inactive one
+                without ``include_inactive``.
+        """
+        data = self._call("POST", "/api/memory/get", {"id": id, "includeInactive": include_inactive})
+        return self._parsed(  # type: ignore[no-any-return]
+            lambda d: (_memory(d["memory"]), [_memory(m) for m in d["history"]]), data)
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Audit (and with ``repair`` rebuild) this person's rows on the service (``POST /api/memory/audit``).
+
+        Returns:
+            The report of :meth:`EmbeddedBackend.audit`: ``ok``, ``counts``,
+            ``missing_keyword``, ``stale_keyword``, ``missing_vector``, ``wrong_model``,
+            ``repaired`` and, after a repair, ``after``.
+        """
+        data = self._call("POST", "/api/memory/audit", {"repair": repair}, timeout=BULK_TIMEOUT_S)
+
+        def parse(d: dict[str, Any]) -> dict[str, Any]:
+            for key in ("ok", "counts", "missing_keyword", "stale_keyword", "missing_vector", "wrong_model"):
+                d[key]  # noqa: B018 -- a missing key is a bad answer
+            return d
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
+    def export(self, *, space: str | None = None) -> Iterator[dict[str, Any]]:
+        """This person's rows, all versions, oldest first (``POST /api/memory/export``, page by page).
+
+        The rows of :meth:`EmbeddedBackend.export`, so the embedded import reads them.
+        Lazy: each page is asked for when the previous one is used up.
+
+        Args:
+            space: Only this space (and its aliases); None: every space of this person.
+        """
+        after: str | None = None
+        while True:
+            body: dict[str, Any] = {}
+            if space is not None:
+                body["containerTag"] = space
+            if after is not None:
+                body["after"] = after
+            data = self._call("POST", "/api/memory/export", body, timeout=BULK_TIMEOUT_S)
+            records, following = self._parsed(lambda d: (
+                [dict(r) for r in d["records"]], d.get("next")), data)
+            yield from records
+            if following is None:
+                return
+            if not isinstance(following, str) or following == after:
+                raise ServiceError("the memory service answered with an unexpected export page",
+                                   reason="bad_response")
+            after = following
+
+    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
+        """Import exported rows into this person's spaces on the service (``POST /api/memory/import``).
+
+        Every record is checked here first, as the embedded import does. A large import
+        goes in parts (:data:`IMPORT_PART_RECORDS` records, :data:`IMPORT_PART_BYTES`);
+        the service checks every part (``dryRun``) before the first is written, so a
+        bad record anywhere means nothing is imported. Each part is one transaction;
+        if the connection fails half-way, running the import again finishes it
+        (records already present are skipped).
+
+        Returns:
+            ``{"imported": n, "skipped": n}``.
+
+        Raises:
+            InvalidInputError: naming the first bad record (1-based) and what is wrong.
+        """
+        import json
+
+        from bli_memory.core.engine import record_problem
+
+        for n, record in enumerate(records, 1):
+            problem = record_problem(record)
+            if problem:
+                raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
+        parts: list[tuple[int, list[dict[str, Any]]]] = []
+        start, size = 0, 0
+        for i, record in enumerate(records):
+            n = len(json.dumps(record, ensure_ascii=False).encode("utf-8")) + 1
+            if i > start and (i - start >= IMPORT_PART_RECORDS or size + n > IMPORT_PART_BYTES):
+                parts.append((start, records[start:i]))
+                start, size = i, 0
+            size += n
+        if records:
+            parts.append((start, records[start:]))
+        if len(parts) > 1:
+            for offset, part in parts:
+                self._call("POST", "/api/memory/import", {"records": part, "dryRun": True, "offset": offset},
+                           timeout=BULK_TIMEOUT_S)
+        total = {"imported": 0, "skipped": 0}
+        for offset, part in parts:
+            data = self._call("POST", "/api/memory/import", {"records": part, "offset": offset},
+                              timeout=BULK_TIMEOUT_S)
+            got = self._parsed(lambda d: (int(d["imported"]), int(d["skipped"])), data)
+            total["imported"] += got[0]
+            total["skipped"] += got[1]
+        return total
 
     def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
         """Queue text for extraction: the save door in extract mode answers 202 with the job id."""

@@ -14,6 +14,15 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``POST /api/memory/v4/profile`` User Profile + Recent Context (session-start)
 ``POST /api/memory/history``   every version of a memory
 ``POST /api/memory/purge``     erase a memory and its versions
+``POST /api/memory/info``      the space, its aliases, counts by state, the model
+``POST /api/memory/list``      newest live memories of a space
+``POST /api/memory/get``       one memory and its version history
+``POST /api/memory/audit``     check (``repair``: rebuild) the caller's own rows'
+                               tsvectors and vectors
+``POST /api/memory/export``    the caller's own rows, history included, in pages
+                               of at most 1,000 (``after`` cursor, ``next`` answer)
+``POST /api/memory/import``    exported rows, all or nothing per request (at most
+                               2,000 records, 16 MB); ids present are skipped
 ``POST /api/memory/experience`` the experience log: 201 insert, 200 identical
                                retry, 400 invalid, 409 same id other content,
                                502 failed insert
@@ -61,11 +70,23 @@ if TYPE_CHECKING:
 
     from bli_memory.core.pg_store import ExtractJob, PostgresBackend, Principal
 
-__all__ = ["MAX_BODY_BYTES", "ServiceState", "create_app", "openapi_document", "run_extract_jobs"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_IMPORT_BODY_BYTES",
+    "MAX_IMPORT_RECORDS",
+    "ServiceState",
+    "create_app",
+    "openapi_document",
+    "run_extract_jobs",
+]
 
 #: Largest request body accepted (a memory is at most 20,000 characters; an extract
 #: text at most the stop hook's 12 KB).
 MAX_BODY_BYTES = 256 * 1024
+#: Largest body of ``POST /api/memory/import`` and most records in it: an exported
+#: row is about 3 KB with its vector, at most ~25 KB (20,000 characters of content).
+MAX_IMPORT_BODY_BYTES = 16 * 1024 * 1024
+MAX_IMPORT_RECORDS = 2000
 #: How often a service process looks for extract jobs nobody is working on (left by a
 #: process that stopped, or waiting for a retry).
 JOB_SWEEP_SECONDS = 5.0
@@ -392,7 +413,7 @@ def create_app(
     Handler = Callable[["Request", "Principal", dict[str, Any]], Any]
 
     def door(
-        name: str, handler: Handler, *, method: str = "POST"
+        name: str, handler: Handler, *, method: str = "POST", max_body: int = MAX_BODY_BYTES
     ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             st = state()
@@ -416,8 +437,8 @@ def create_app(
                     who["person"] = principal.person
                     body: dict[str, Any] = {}
                     if method == "POST":
-                        if len(raw) > MAX_BODY_BYTES:
-                            raise _DoorError(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
+                        if len(raw) > max_body:
+                            raise _DoorError(413, "too_large", f"the body is over {max_body} bytes")
                         try:
                             body = json.loads(raw or b"{}")
                         except ValueError as exc:
@@ -499,6 +520,43 @@ def create_app(
     def purge(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         return 200, {"erased": acting(p).purge(_str(body, "id", required=True) or "")}
 
+    def info(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        answer = acting(p).info(space=_tag(body))
+        answer["store"] = {"kind": "service", "person": p.person, "device": p.device}
+        return 200, answer
+
+    def list_(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        tag = _tag(body)
+        rows = acting(p).list_memories(space=tag, limit=_int(body, "limit", 20, 1, 100))
+        return 200, {"containerTag": tag, "memories": [m.to_dict() for m in rows]}
+
+    def get(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        memory, versions = acting(p).get_memory(_str(body, "id", required=True) or "",
+                                                include_inactive=_bool(body, "includeInactive"))
+        return 200, {"memory": memory.to_dict(), "history": [m.to_dict() for m in versions]}
+
+    def audit(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        return 200, acting(p).audit(repair=_bool(body, "repair"))
+
+    def export(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        from bli_memory.core.pg_store import EXPORT_PAGE, EXPORT_PAGE_MAX
+
+        tag = _tag(body) if body.get("containerTag") is not None else None
+        after = _str(body, "after") or "0"
+        if not after.isdigit() or len(after) > 19:
+            raise InvalidInputError("after must be the next cursor of the previous page")
+        records, following = acting(p).export_page(
+            space=tag, after=int(after), limit=_int(body, "limit", EXPORT_PAGE, 1, EXPORT_PAGE_MAX))
+        return 200, {"records": records, "next": str(following) if following is not None else None}
+
+    def import_(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        records = body.get("records")
+        if not isinstance(records, list) or len(records) > MAX_IMPORT_RECORDS:
+            raise InvalidInputError(f"records must be a list of at most {MAX_IMPORT_RECORDS} exported rows")
+        res = acting(p).import_records(records, dry_run=_bool(body, "dryRun"),
+                                       offset=_int(body, "offset", 0, 0, 10**9))
+        return 200, {**res, "dryRun": _bool(body, "dryRun")}
+
     def whoami(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         return 200, {"person": p.person, "device": p.device, "deviceId": p.device_id}
 
@@ -543,6 +601,13 @@ def create_app(
         Route("/api/memory/v4/profile", door("profile", profile), methods=["POST"]),
         Route("/api/memory/history", door("history", history), methods=["POST"]),
         Route("/api/memory/purge", door("purge", purge), methods=["POST"]),
+        Route("/api/memory/info", door("info", info), methods=["POST"]),
+        Route("/api/memory/list", door("list", list_), methods=["POST"]),
+        Route("/api/memory/get", door("get", get), methods=["POST"]),
+        Route("/api/memory/audit", door("audit", audit), methods=["POST"]),
+        Route("/api/memory/export", door("export", export), methods=["POST"]),
+        Route("/api/memory/import", door("import", import_, max_body=MAX_IMPORT_BODY_BYTES),
+              methods=["POST"]),
         Route("/api/memory/experience", door("experience", experience), methods=["POST"]),
         Route("/api/memory/whoami", door("whoami", whoami, method="GET"), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -643,10 +708,20 @@ def openapi_document() -> dict[str, Any]:
                        "verdict": {"enum": list(_EXPERIENCE_VERDICTS)}, "reason": _S, "createdAt": _S,
                        "status": {"enum": ["created", "identical"]}})
     plain = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    checks = {k: {"type": "integer"} for k in ("missing_keyword", "stale_keyword", "missing_vector",
+                                                "wrong_model")}
+    audit = _obj({"ok": {"type": "boolean"}, "counts": counts, **checks, "repaired": {"type": "boolean"},
+                  "after": _obj({"ok": {"type": "boolean"}, **checks})},
+                 ("ok", "counts", *checks, "repaired"))
+    record = {"allOf": [ref, _obj({
+        "embedding": {"type": ["string", "null"], "description": "base64 of little-endian float32"},
+        "embeddingModel": {"type": ["string", "null"]}})]}
     return {
         "openapi": "3.1.0",
         "info": {"title": "BLI Memory service", "version": VERSION,
-                 "description": "The memory doors: search, save, update, forget, profile and the "
+                 "description": "The memory doors: search, save, update, forget, profile, the "
+                                "memory controls (info, list, get, audit, export, import) and the "
                                 "experience log, for the agents of a team."},
         "components": {
             "securitySchemes": {"deviceToken": {"type": "http", "scheme": "bearer",
@@ -712,6 +787,51 @@ def openapi_document() -> dict[str, Any]:
                 _obj({"id": _S}, ("id",)),
                 {"200": answer(_obj({"erased": {"type": "integer"}}), "Rows erased."),
                  "403": err, "404": err},
+            ),
+            "/api/memory/info": post(
+                "The space, its aliases, counts by state, the store and the embedding model.",
+                _obj({"containerTag": _TAG}, ("containerTag",)),
+                {"200": answer(_obj({
+                    "space": _S, "aliases": {"type": "array", "items": _S}, "counts": counts,
+                    "recordings": {"type": "integer"}, "store": {"type": "object"}, "embeddingModel": _S,
+                    "extractJobs": counts}), "What the caller sees of the space.")},
+            ),
+            "/api/memory/list": post(
+                "The newest live memories of a space.",
+                _obj({"containerTag": _TAG, "limit": {"type": "integer", "minimum": 1, "maximum": 100}},
+                     ("containerTag",)),
+                {"200": answer(_obj({"containerTag": _S, "memories": {"type": "array", "items": ref}}),
+                               "Newest first.")},
+            ),
+            "/api/memory/get": post(
+                "One memory with its version history (newest first).",
+                _obj({"id": _S, "includeInactive": {"type": "boolean"}}, ("id",)),
+                {"200": answer(_obj({"memory": ref, "history": {"type": "array", "items": ref}}),
+                               "The memory and its other versions."),
+                 "404": err},
+            ),
+            "/api/memory/audit": post(
+                "Check the caller's own rows (tsvector, vector of the model); repair rebuilds them.",
+                _obj({"repair": {"type": "boolean"}}),
+                {"200": answer(audit, "The audit report (and the report after a repair).")},
+            ),
+            "/api/memory/export": post(
+                "The caller's own rows, every state, oldest first, one page at a time.",
+                _obj({"containerTag": _TAG, "after": {"type": "string", "description": "`next` of the "
+                                                                                      "previous page."},
+                      "limit": {"type": "integer", "minimum": 1, "maximum": 1000}}),
+                {"200": answer(_obj({"records": {"type": "array", "items": record},
+                                     "next": {"type": ["string", "null"]}}),
+                               "One page; `next` is null on the last.")},
+            ),
+            "/api/memory/import": post(
+                "Import exported rows as the caller's; all or nothing; ids present are skipped.",
+                _obj({"records": {"type": "array", "maxItems": MAX_IMPORT_RECORDS, "items": record},
+                      "dryRun": {"type": "boolean"}, "offset": {"type": "integer", "minimum": 0}},
+                     ("records",)),
+                {"200": answer(_obj({"imported": {"type": "integer"}, "skipped": {"type": "integer"},
+                                     "dryRun": {"type": "boolean"}}), "What was (or would be) imported."),
+                 "413": err},
             ),
             "/api/memory/experience": post(
                 "Record one agent-experience opinion; a retry under the same id is idempotent.",

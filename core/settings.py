@@ -19,6 +19,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bli_memory.core import paths
+from bli_memory.core.side_indexes import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS
 
 __all__ = ["Settings", "load_settings"]
 
@@ -71,6 +72,18 @@ class Settings(BaseSettings):
     log_format: Literal["console", "json"] = Field(default="console", description="stderr log format.")
     embedder_threads: int | None = Field(
         default=None, ge=1, le=64, description="onnxruntime intra-op threads (default: up to 4)."
+    )
+    keyword_index_min_rows: int = Field(
+        default=KEYWORD_MIN_ROWS,
+        ge=0,
+        description="Live memories in a space from which long-lived processes answer keyword "
+        "search from the BM25 side index (tantivy) instead of FTS5 (docs/benchmarks.md).",
+    )
+    vector_index_min_rows: int = Field(
+        default=VECTOR_MIN_ROWS,
+        ge=0,
+        description="Live memories in a space from which long-lived processes answer vector "
+        "search from the HNSW side index (usearch) instead of the exact scan.",
     )
     embedder: str = Field(
         default="all-MiniLM-L6-v2-int8",

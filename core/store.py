@@ -447,6 +447,58 @@ class SQLiteStore:
                 )
             ]
 
+    def keyword_terms(self, seqs: Sequence[int]) -> list[tuple[int, str]]:
+        """``[(seq, terms), ...]``: the keyword-index term strings of these rows.
+
+        Read in chunks so a side-index build of a large space never holds the store
+        for long (:mod:`bli_memory.core.side_indexes`). Seqs without an entry are skipped.
+        """
+        out: list[tuple[int, str]] = []
+        chunk = 5000
+        for start in range(0, len(seqs), chunk):
+            part = [int(s) for s in seqs[start : start + chunk]]
+            marks = ",".join("?" * len(part))
+            with self._read() as conn:
+                out.extend(
+                    (int(r[0]), str(r[1]))
+                    for r in conn.execute(
+                        f"SELECT rowid, terms FROM memory_fts WHERE rowid IN ({marks})", part
+                    )
+                )
+        return out
+
+    def neighbours(self, seqs: Sequence[int], spaces: Sequence[str]) -> dict[int, list[int]]:
+        """The live rows just before and after each row in its session.
+
+        Args:
+            seqs: Rows to look around.
+            spaces: Only rows of these spaces count (a row elsewhere has no neighbours).
+
+        Returns:
+            ``{seq: [previous, next]}`` (either may be missing); rows without a
+            ``session_id`` are left out. Uses the ``memories_session`` index (m006).
+        """
+        out: dict[int, list[int]] = {}
+        allowed = set(spaces)
+        with self._read() as conn:
+            for seq in seqs:
+                row = conn.execute(
+                    "SELECT space, session_id FROM memories WHERE seq = ?", (int(seq),)
+                ).fetchone()
+                if row is None or row[1] is None or row[0] not in allowed:
+                    continue
+                kids = []
+                for op, order in (("<", "DESC"), (">", "ASC")):
+                    found = conn.execute(
+                        "SELECT seq FROM memories WHERE space = ? AND session_id = ? AND state = 'active' "
+                        f"AND seq {op} ? ORDER BY seq {order} LIMIT 1",
+                        (row[0], row[1], int(seq)),
+                    ).fetchone()
+                    if found is not None:
+                        kids.append(int(found[0]))
+                out[int(seq)] = kids
+        return out
+
     def vectors(self, spaces: Sequence[str]) -> VectorSet:
         """Live vectors of these spaces, from the in-process cache when still current.
 

@@ -46,6 +46,7 @@ __all__ = [
     "fts_all_query",
     "fts_any_query",
     "index_text",
+    "query_forms",
     "query_terms",
     "raw_tokens",
     "stem",
@@ -182,27 +183,43 @@ def query_terms(query: str) -> list[str]:
     return content or tokens
 
 
-def _quote(term: str) -> str:
-    encoded = encode_term(term)
+def query_forms(terms_: Iterable[str]) -> list[tuple[str, ...]]:
+    """Encoded index tokens each query term matches: its exact form, then its stem if different.
+
+    Args:
+        terms_: Query terms (:func:`query_terms`).
+
+    Returns:
+        One tuple per term, e.g. ``[("researched", "research"), ("bli_2d_3580",)]``; the
+        keyword side index (:mod:`bli_memory.core.keyword_index`) queries these, and the
+        FTS5 expressions below are built from them.
+    """
+    out: list[tuple[str, ...]] = []
+    for term in terms_:
+        base = _word_base(term)
+        s = stem(base) if base is not None else term
+        out.append((encode_term(term),) if s == term else (encode_term(term), encode_term(s)))
+    return out
+
+
+def _quote(encoded: str) -> str:
     return '"' + encoded.replace('"', '""') + '"'
 
 
-def _forms(term: str) -> str:
+def _forms(forms: tuple[str, ...]) -> str:
     """One query term as an FTS5 expression: its exact form, or its stem too."""
-    base = _word_base(term)
-    s = stem(base) if base is not None else term
-    if s == term:
-        return _quote(term)
-    return "(" + _quote(term) + " OR " + _quote(s) + ")"
+    if len(forms) == 1:
+        return _quote(forms[0])
+    return "(" + " OR ".join(_quote(f) for f in forms) + ")"
 
 
 def fts_all_query(terms_: Iterable[str]) -> str | None:
     """FTS5 MATCH expression requiring every term (exact form or stem), or None if empty."""
-    quoted = [_forms(t) for t in terms_]
+    quoted = [_forms(f) for f in query_forms(terms_)]
     return " AND ".join(quoted) if quoted else None
 
 
 def fts_any_query(terms_: Iterable[str]) -> str | None:
     """FTS5 MATCH expression matching any term (exact form or stem), or None if empty."""
-    quoted = [_forms(t) for t in terms_]
+    quoted = [_forms(f) for f in query_forms(terms_)]
     return " OR ".join(quoted) if quoted else None

@@ -92,36 +92,47 @@ def service_url(pg_admin: Any) -> Iterator[str]:
 
 @dataclass
 class Subject:
-    """A backend under test and the one thing the contract leaves to each store: aliases."""
+    """A backend under test and what the contract leaves to each store.
+
+    ``add_alias`` declares an alias; ``another()`` gives a second, empty backend of
+    the same kind (another file, or another person of the same database).
+    """
 
     kind: str
     backend: Any
     add_alias: Callable[[str, str], None]
+    another: Callable[[], Any]
 
 
 @pytest.fixture(params=["embedded", "postgres", "remote"])
 def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]:
     kind = request.param
-    if kind == "embedded":
-        from bli_memory.core.engine import EmbeddedBackend
+    opened: list[Any] = []
 
-        backend = EmbeddedBackend(tmp_path / "memory.sqlite3")
-        yield Subject(kind, backend, backend.store.add_alias)
-        backend.close()
-        return
-    admin = request.getfixturevalue("pg_admin")
-    person = f"person-{uuid.uuid4().hex[:12]}"
-    if kind == "postgres":
-        backend = admin.for_person(admin.ensure_person(person))
-        yield Subject(kind, backend, admin.add_alias)
-        return
-    from bli_memory.core.remote import RemoteBackend
+    def make() -> Any:
+        n = len(opened)
+        if kind == "embedded":
+            from bli_memory.core.engine import EmbeddedBackend
 
-    url = request.getfixturevalue("service_url")
-    _, token = admin.create_token(person, "laptop")
-    backend = RemoteBackend(url, token=token)
-    yield Subject(kind, backend, admin.add_alias)
-    backend.close()
+            backend: Any = EmbeddedBackend(tmp_path / f"memory-{n}.sqlite3")
+        elif kind == "postgres":
+            backend = admin.for_person(admin.ensure_person(f"person-{uuid.uuid4().hex[:12]}"))
+        else:
+            from bli_memory.core.remote import RemoteBackend
+
+            _, token = admin.create_token(f"person-{uuid.uuid4().hex[:12]}", "laptop")
+            backend = RemoteBackend(request.getfixturevalue("service_url"), token=token)
+        opened.append(backend)
+        return backend
+
+    admin = request.getfixturevalue("pg_admin") if kind != "embedded" else None
+    first = make()
+    add_alias = first.store.add_alias if kind == "embedded" else admin.add_alias
+    try:
+        yield Subject(kind, first, add_alias, make)
+    finally:
+        for backend in opened:
+            backend.close()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ behaviour between the stores is a failure here.
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
@@ -286,3 +287,146 @@ def test_many_memories_rank_the_right_one_first(backend, space: str) -> None:
         hits = backend.search(query, space=space, limit=3).hits
         assert hits and hits[0].memory.content == expected, (query, [h.memory.content for h in hits])
         assert all(h.similarity is not None for h in hits)
+
+
+# --- memory controls: info, list, get, audit, export, import ----------------------------
+
+EXPORT_KEYS = {"id", "space", "content", "customId", "metadata", "source", "sessionId", "createdAt",
+               "updatedAt", "version", "supersedes", "state", "forgottenAt", "expiresAt", "embedding",
+               "embeddingModel"}
+
+
+def test_list_and_get_with_history_after_two_updates(backend, space: str) -> None:
+    v1 = backend.save("The cache TTL is 60 seconds.", space=space).memory
+    other = backend.save("Logs go to /var/log/app.", space=space).memory
+    v2 = backend.update("The cache TTL is 120 seconds.", space=space, id=v1.id).memory
+    v3 = backend.update("The cache TTL is 300 seconds.", space=space, id=v2.id).memory
+
+    listed = backend.list_memories(space=space)
+    assert [m.id for m in listed] == [v3.id, other.id]  # newest first, live only
+    assert [m.id for m in backend.list_memories(space=space, limit=1)] == [v3.id]
+    assert backend.list_memories(space=space + "_other") == []
+
+    memory, history = backend.get_memory(v3.id)
+    assert memory.id == v3.id and memory.content == "The cache TTL is 300 seconds." and memory.version == 3
+    assert [(m.id, m.version, m.state) for m in history] == [
+        (v2.id, 2, "superseded"), (v1.id, 1, "superseded")]
+
+    with pytest.raises(NotFoundError):
+        backend.get_memory(v1.id)  # superseded: only with include_inactive
+    old, old_history = backend.get_memory(v1.id, include_inactive=True)
+    assert old.state == "superseded" and [m.id for m in old_history] == [v3.id, v2.id]
+
+    backend.forget(space=space, id=v3.id)
+    with pytest.raises(NotFoundError):
+        backend.get_memory(v3.id)
+    gone, _ = backend.get_memory(v3.id, include_inactive=True)
+    assert gone.state == "forgotten"
+    for unknown in (str(uuid.uuid4()), "not-a-uuid"):
+        with pytest.raises(NotFoundError):
+            backend.get_memory(unknown, include_inactive=True)
+
+
+def test_info_counts_the_space_by_state(subject, space: str) -> None:
+    backend = subject.backend
+    alias = space + "_old"
+    subject.add_alias(alias, space)
+    a = backend.save("Deploys happen from the main branch.", space=space).memory
+    backend.update("Deploys happen from the release branch.", space=space, id=a.id)
+    b = backend.save("The on-call phone is in the drawer.", space=space).memory
+    backend.forget(space=space, id=b.id)
+
+    info = backend.info(space=alias)
+    assert info["space"] == space and info["aliases"] == [alias]
+    assert info["counts"] == {"active": 1, "superseded": 1, "forgotten": 1}
+    assert info["embeddingModel"] == "all-MiniLM-L6-v2-int8"
+    assert info["store"]["kind"] == {"embedded": "embedded", "postgres": "postgres", "remote": "service"}[
+        subject.kind]
+    assert isinstance(info["recordings"], int) and isinstance(info["extractJobs"], dict)
+    empty = backend.info(space=space + "_empty")
+    assert empty["counts"] == {"active": 0, "superseded": 0, "forgotten": 0}
+
+
+def test_audit_of_an_intact_store(backend, space: str) -> None:
+    backend.save("Audits are cheap.", space=space)
+    report = backend.audit()
+    assert report["ok"] is True and report["repaired"] is False
+    assert {k: report[k] for k in ("missing_keyword", "stale_keyword", "missing_vector", "wrong_model")} == {
+        "missing_keyword": 0, "stale_keyword": 0, "missing_vector": 0, "wrong_model": 0}
+    assert report["counts"]["active"] >= 1
+    repaired = backend.audit(repair=True)
+    assert repaired["repaired"] is False and repaired["after"]["ok"] is True
+
+
+def test_export_import_round_trip_keeps_every_version(subject, space: str) -> None:
+    source = subject.backend
+    a = source.save("We release on Thursdays after the freeze.", space=space, custom_id="release",
+                     metadata={"kind": "convention"}).memory
+    source.update("We release on Wednesdays after the freeze.", space=space, id=a.id)
+    b = source.save("Staging lives in eu-west-1.", space=space).memory
+    source.forget(space=space, id=b.id)
+    source.save("Use pnpm, never npm, in the web app.", space=space, session_id="s-7",
+                expires_at="2999-01-01T00:00:00.000000Z")
+    source.save("Elsewhere entirely.", space=space + "_b")
+
+    rows = list(source.export(space=space))
+    assert all(set(r) == EXPORT_KEYS for r in rows)
+    assert sorted(r["state"] for r in rows) == ["active", "active", "forgotten", "superseded"]
+    assert {r["space"] for r in rows} == {space}
+    assert all(r["embedding"] and r["embeddingModel"] for r in rows if r["state"] != "forgotten")
+    assert all(len(base64.b64decode(r["embedding"])) == 4 * 384 for r in rows if r["embedding"])
+    assert {r["space"] for r in source.export()} >= {space, space + "_b"}
+
+    # Erase the space, then restore it from the export (on the service, ids belong to
+    # the person who owns them, so the round trip is into the same person's store).
+    for chain_id in {r["supersedes"] or r["id"] for r in rows if r["state"] != "superseded"}:
+        source.purge(chain_id)
+    assert list(source.export(space=space)) == []
+    target = source
+    bad = [*rows, {**rows[0], "id": str(uuid.uuid4()), "createdAt": "yesterday"}]
+    with pytest.raises(InvalidInputError, match="record 5"):
+        target.import_records(bad)
+    assert list(target.export(space=space)) == []  # one bad record: nothing imported
+
+    assert target.import_records(rows) == {"imported": 4, "skipped": 0}
+    assert list(target.export(space=space)) == rows  # exact, history and vectors included
+    assert target.import_records(rows) == {"imported": 0, "skipped": 4}
+    listed = target.list_memories(space=space)
+    assert [m.content for m in listed] == ["Use pnpm, never npm, in the web app.",
+                                           "We release on Wednesdays after the freeze."]
+    memory, history = target.get_memory(listed[1].id)
+    assert [m.id for m in history] == [a.id] and memory.custom_id == "release"
+    hits = target.search("when do we release?", space=space).hits
+    assert hits and hits[0].memory.id == listed[1].id
+    assert target.audit()["ok"] is True
+
+
+def test_import_embeds_rows_whose_vector_is_missing_or_of_another_model(subject, space: str) -> None:
+    source = subject.backend
+    source.save("The VPN client is WireGuard.", space=space)
+    source.save("Tickets are tracked in Linear.", space=space)
+    rows = list(source.export(space=space))
+    rows[0] = {**rows[0], "id": str(uuid.uuid4()), "embedding": None, "embeddingModel": None}
+    rows[1] = {**rows[1], "id": str(uuid.uuid4()), "embeddingModel": "some-other-model"}
+    target = subject.another()
+    assert target.import_records(rows)["imported"] == 2
+    assert target.audit()["ok"] is True
+    found = target.search("which VPN do we use", space=space).hits
+    assert found and found[0].memory.content == "The VPN client is WireGuard."
+    assert found[0].similarity is not None and found[0].similarity > 0.3
+
+
+def test_context_channel_brings_the_reply_within_one_session_only(backend, space: str) -> None:
+    turns = [
+        "Ana: Did anyone look at the flaky payments reconciliation job last night?",
+        "Ben: Yes, I pinned the worker pool to four and it has been green since.",
+        "Chloe: Lunch is at noon today.",
+    ]
+    ids = [backend.save(t, space=space, session_id="s-ctx").memory.id for t in turns]
+    other = backend.save("Omar: the gateway dashboards moved to the new folder.", space=space,
+                         session_id="s-other").memory.id
+    res = backend.search("what happened with the flaky payments reconciliation job", space=space, limit=3)
+    assert [h.memory.id for h in res.hits][0] == ids[0]
+    by_id = {h.memory.id: h for h in res.hits}
+    assert ids[1] in by_id and "context" in by_id[ids[1]].channels
+    assert other not in by_id or "context" not in by_id[other].channels
