@@ -19,7 +19,7 @@ from typing import Any
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
-from bli_memory.core.payloads import additional_context
+from bli_memory.core.payloads import additional_context, failed_stop_message
 from bli_memory.core.payloads import payload_str as _str
 from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import conflict as _conflict
@@ -65,8 +65,7 @@ def host_render(host: str, result: HookResult) -> RenderedOutput | None:
     if host != HOST:
         return None
     if result.outcome == "failed" and result.event == "stop":
-        message = f"BLI Memory could not keep this turn ({result.reason}); it was not saved."
-        return RenderedOutput(stdout=json.dumps({"systemMessage": message}))
+        return RenderedOutput(stdout=failed_stop_message(result.reason))
     if result.outcome != "ok" or not result.block or result.event == "stop":
         return RenderedOutput()
     return RenderedOutput(stdout=additional_context(EVENTS[result.event], result.block))
