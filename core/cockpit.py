@@ -121,4 +121,16 @@ def _doctor() -> int:
     except Exception:
         state = "absent (started on demand)"
     sys.stdout.write(f"[info] memory-daemon: {state}\n")
+    sys.stdout.write(f"[info] side indexes: {_side_index_state()}\n")
     return worst
+
+
+def _side_index_state() -> str:
+    """Whether the optional side-index packages (the ``scale`` extra) can be imported."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("tantivy", "usearch") if find_spec(name) is None]
+    if not missing:
+        return "available (used by the daemon and MCP server for large spaces)"
+    return (f"not installed ({', '.join(missing)} missing; large spaces use exact search; "
+            'pip install "bli-memory-mcp[scale]")')

@@ -161,6 +161,7 @@ def test_cockpit_front_and_doctor(temp_home: Path) -> None:
     assert r.returncode == 0 and "claude: installed" in r.stdout
     doctor = subprocess.run([cockpit, "doctor"], capture_output=True, text=True, env=env, timeout=120)
     assert "memory (claude): installed" in doctor.stdout and "memory-daemon:" in doctor.stdout
+    assert "side indexes: available" in doctor.stdout  # the test extra installs the scale extra
 
 
 def test_claude_mcp_list_reports_the_server_connected(temp_home: Path, tmp_path: Path) -> None:
