@@ -31,6 +31,10 @@ engine's. Reading follows the person's view (own and shared spaces; anything els
 "not found"); audit, export and import act on the rows the person owns, so one
 person never repairs, copies or claims another's memories.
 
+Session recordings (``record_session``) are kept capture-only in
+``memory_session_recordings``, one row per turn owned by the person who sent it: never
+searched, listed, exported or injected, only counted by ``info``.
+
 The schema is migrated with Alembic (revisions in ``pg_migrations/versions``). psycopg
 and psycopg-pool errors are converted to :class:`~bli_memory.core.errors.StoreError`
 here, the one module that calls them.
@@ -1210,9 +1214,10 @@ class PostgresBackend:
 
         The same shape as :meth:`EmbeddedBackend.info`, as this person sees the space:
         counts cover their own rows and rows of people who shared the space with them;
-        ``extractJobs`` counts their own jobs of the space; ``recordings`` is 0 (session
-        recordings stay on the machine). ``store`` is ``{"kind": "postgres",
-        "database": name}`` (never the URL: it may hold a password).
+        ``extractJobs`` counts their own jobs of the space and ``recordings`` their own
+        recorded session turns of it (:meth:`record_turn`), aliases included: a share
+        opens memories, never another person's recordings. ``store`` is
+        ``{"kind": "postgres", "database": name}`` (never the URL: it may hold a password).
         """
         me = self._me()
         with self._conn("describe a space") as conn:
@@ -1224,11 +1229,14 @@ class PostgresBackend:
             jobs = {r[0]: int(r[1]) for r in conn.execute(
                 "SELECT state, count(*) FROM memory_extract_jobs WHERE space = ANY(%s) AND owner_id = %s "
                 "GROUP BY state", (list(view.spaces), me))}
+            (recordings,) = conn.execute(
+                "SELECT count(*) FROM memory_session_recordings WHERE space = ANY(%s) AND owner_id = %s",
+                (list(view.spaces), me)).fetchone()
         return {
             "space": view.canonical,
             "aliases": [t for t in view.spaces if t != view.canonical],
             "counts": counts,
-            "recordings": 0,
+            "recordings": int(recordings),
             "store": {"kind": "postgres", "database": self._database_name()},
             "embeddingModel": self.model_name,
             "extractJobs": jobs,
@@ -1580,6 +1588,34 @@ class PostgresBackend:
                 (job_id, view.canonical, self._me(), self.device_id, text, source, session_id),
             )
         return job_id
+
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+        """Keep one recorded (already redacted) exchange, capture-only; returns its id.
+
+        The service side of :meth:`EmbeddedBackend.record_turn`: one
+        ``memory_session_recordings`` row in this person's own canonical space (where a
+        save lands), with the device the request came from. The text is stored as
+        given, as the embedded store does (the stop hook bounds it to
+        ``MAX_EXCHANGE_BYTES`` and redacts it first); only NUL characters, which a
+        Postgres ``text`` cannot hold, are dropped. A recording is never embedded,
+        indexed, searched, listed, exported or injected; :meth:`info` counts it.
+
+        Raises:
+            InvalidInputError: ``text`` or ``source`` is not a string.
+            StoreError: the database failed.
+        """
+        if not isinstance(text, str) or not isinstance(source, str):
+            raise InvalidInputError("a recording needs text and a source")
+        rec_id = str(uuid.uuid4())
+        me = self._me()
+        with self._tx("record a session turn") as conn:
+            view = self._view(conn, space)
+            conn.execute(
+                "INSERT INTO memory_session_recordings (id, space, owner_id, device_id, source, session_id, "
+                "text) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (rec_id, view.canonical, me, self.device_id, source, session_id, text.replace("\x00", "")),
+            )
+        return rec_id
 
     # --- extract jobs (the service's worker) -------------------------------------------
 

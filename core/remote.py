@@ -430,6 +430,29 @@ class RemoteBackend:
             raise ServiceError("the memory service did not queue the extract job", reason="bad_response")
         return job_id
 
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+        """Keep one recorded (already redacted) exchange on the service, capture-only; returns its id.
+
+        ``POST /api/memory/record``, as :meth:`EmbeddedBackend.record_turn` writes the
+        embedded store's recording table: the stop hook of a space whose sessions are
+        being recorded calls this instead of :meth:`enqueue_extract`, so the turn is
+        kept under this person's space and never distilled or injected. Bounded by the
+        normal :data:`READ_TIMEOUT_S` (the hook's own deadline still applies).
+
+        Raises:
+            InvalidInputError: the service refused the request (400).
+            ServiceError: ``timeout``, ``dashboard_unreachable``, ``http_<status>``, or
+                ``bad_response`` when the answer carries no recording id.
+        """
+        body: dict[str, Any] = {"text": text, "containerTag": space, "source": source}
+        if session_id is not None:
+            body["sessionId"] = session_id
+        data = self._call("POST", "/api/memory/record", body)
+        rec_id = data.get("id")
+        if not isinstance(rec_id, str) or not rec_id:
+            raise ServiceError("the memory service did not keep the recording", reason="bad_response")
+        return rec_id
+
     def record_experience(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Ship one experience opinion (``POST /api/memory/experience``).
 

@@ -23,6 +23,9 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
                                of at most 1,000 (``after`` cursor, ``next`` answer)
 ``POST /api/memory/import``    exported rows, all or nothing per request (at most
                                2,000 records, 16 MB); ids present are skipped
+``POST /api/memory/record``    keep one turn of a recorded session (capture-only:
+                               never searched, listed, exported or injected);
+                               201 with its id
 ``POST /api/memory/experience`` the experience log: 201 insert, 200 identical
                                retry, 400 invalid, 409 same id other content,
                                502 failed insert
@@ -557,6 +560,14 @@ def create_app(
                                        offset=_int(body, "offset", 0, 0, 10**9))
         return 200, {**res, "dryRun": _bool(body, "dryRun")}
 
+    def record(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        be = acting(p)
+        tag = _tag(body)
+        rec_id = be.record_turn(_str(body, "text", required=True) or "", space=tag,
+                                source=_str(body, "source") or "api", session_id=_str(body, "sessionId"))
+        canonical, _ = be.resolve_space(tag)
+        return 201, {"id": rec_id, "containerTag": canonical}
+
     def whoami(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         return 200, {"person": p.person, "device": p.device, "deviceId": p.device_id}
 
@@ -608,6 +619,7 @@ def create_app(
         Route("/api/memory/export", door("export", export), methods=["POST"]),
         Route("/api/memory/import", door("import", import_, max_body=MAX_IMPORT_BODY_BYTES),
               methods=["POST"]),
+        Route("/api/memory/record", door("record", record), methods=["POST"]),
         Route("/api/memory/experience", door("experience", experience), methods=["POST"]),
         Route("/api/memory/whoami", door("whoami", whoami, method="GET"), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -721,8 +733,8 @@ def openapi_document() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "BLI Memory service", "version": VERSION,
                  "description": "The memory doors: search, save, update, forget, profile, the "
-                                "memory controls (info, list, get, audit, export, import) and the "
-                                "experience log, for the agents of a team."},
+                                "memory controls (info, list, get, audit, export, import), session "
+                                "recording and the experience log, for the agents of a team."},
         "components": {
             "securitySchemes": {"deviceToken": {"type": "http", "scheme": "bearer",
                                                 "description": "A token from `service token create`."}},
@@ -832,6 +844,13 @@ def openapi_document() -> dict[str, Any]:
                 {"200": answer(_obj({"imported": {"type": "integer"}, "skipped": {"type": "integer"},
                                      "dryRun": {"type": "boolean"}}), "What was (or would be) imported."),
                  "413": err},
+            ),
+            "/api/memory/record": post(
+                "Keep one turn of a recorded session, capture-only (never searched or injected).",
+                _obj({"text": _S, "containerTag": _TAG, "source": _S, "sessionId": _S},
+                     ("text", "containerTag")),
+                {"201": answer(_obj({"id": _S, "containerTag": _S}, ("id", "containerTag")),
+                               "Recorded; `info` counts it under `recordings`.")},
             ),
             "/api/memory/experience": post(
                 "Record one agent-experience opinion; a retry under the same id is idempotent.",

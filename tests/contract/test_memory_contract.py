@@ -347,6 +347,36 @@ def test_info_counts_the_space_by_state(subject, space: str) -> None:
     assert empty["counts"] == {"active": 0, "superseded": 0, "forgotten": 0}
 
 
+def test_recorded_turns_are_counted_and_never_become_memories(subject, space: str) -> None:
+    backend = subject.backend
+    alias = space + "_rec"
+    subject.add_alias(alias, space)
+    kept = backend.save("The build runs on Buildkite.", space=space).memory
+    turn = "User: where does the nightly build run?\n\nAssistant: On the zebrafish cluster, since May."
+    first = backend.record_turn(turn, space=alias, source="hook:claude", session_id="s-rec")
+    second = backend.record_turn("User: and tests?\n\nAssistant: Zebrafish too.", space=space,
+                                 source="hook:claude")
+    uuid.UUID(first)
+    assert first != second
+
+    info = backend.info(space=space)
+    assert info["recordings"] == 2  # the alias' turn landed in the canonical space
+    assert backend.info(space=alias)["recordings"] == 2
+    assert backend.info(space=space + "_other")["recordings"] == 0
+    assert info["counts"] == {"active": 1, "superseded": 0, "forgotten": 0}
+    assert sum(info["extractJobs"].values()) == 0  # recorded, not queued for extraction
+
+    # Capture-only: a recording is never searched, listed, profiled or exported.
+    for query in ("zebrafish cluster", "where does the nightly build run?"):
+        assert [h.memory.id for h in backend.search(query, space=space).hits] in ([], [kept.id])
+    assert [m.id for m in backend.list_memories(space=space)] == [kept.id]
+    assert [m.id for m in backend.profile(space=space).recent] == [kept.id]
+    assert [r["id"] for r in backend.export(space=space)] == [kept.id]
+
+    # Nobody else's count includes them.
+    assert subject.another().info(space=space)["recordings"] == 0
+
+
 def test_audit_of_an_intact_store(backend, space: str) -> None:
     backend.save("Audits are cheap.", space=space)
     report = backend.audit()

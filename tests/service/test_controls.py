@@ -1,4 +1,4 @@
-"""The memory controls on the service: info, list, get, audit, export and import.
+"""The memory controls on the service: info, list, get, audit, export, import, recording.
 
 Real Postgres, the app in-process (``client``) or as a real subprocess
 (``start_service``), the real CLI and the real MCP server through the official MCP
@@ -338,3 +338,73 @@ def test_remote_import_in_parts_is_checked_whole_before_any_part_is_written(
     finally:
         a.close()
         b.close()
+
+
+def test_recording_with_the_service_keeps_the_turn_on_the_service(
+    start_service, new_person, admin: Any, tmp_path: Path
+) -> None:
+    from bli_memory.core.paths import store_path
+    from bli_memory.core.spaces import derive_space
+    from tests.conftest import FIXTURES
+    from tests.hooks_util import run_hook
+
+    svc = start_service()
+    alice, bob = new_person(), new_person()
+    env = {"BLI_MEMORY_DASHBOARD_URL": svc.url, "BLI_MEMORY_DEVICE_TOKEN": alice.token}
+    project = tmp_path / "project"
+    project.mkdir()
+    space = derive_space(project).tag
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((FIXTURES / "claude" / "transcript.jsonl").read_bytes())
+
+    async def start(client: Any) -> Any:
+        return await client.call_tool("record_session", {"action": "start"})
+
+    assert run_session(project, start, **env).structured_content["recording"] is True
+    r = run_hook("stop", {"cwd": str(project), "transcript_path": str(transcript), "session_id": "s-rec"},
+                 cwd=project, env=env)
+    outcome, fields = r.receipt
+    assert outcome == "ok" and fields.get("recorded") is True and "queued" not in fields, r.stderr
+    assert alice.token not in r.stderr + r.stdout
+
+    with psycopg.connect(admin._shared.database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT r.space, p.name, r.source, r.session_id, r.text, r.device_id IS NOT NULL "
+            "FROM memory_session_recordings r JOIN memory_people p ON p.id = r.owner_id "
+            "WHERE p.name = %s", (alice.name,)).fetchall()
+        (jobs,) = conn.execute(
+            "SELECT count(*) FROM memory_extract_jobs j JOIN memory_people p ON p.id = j.owner_id "
+            "WHERE p.name = %s", (alice.name,)).fetchone()
+        (live,) = conn.execute(
+            "SELECT count(*) FROM memories m JOIN memory_people p ON p.id = m.owner_id WHERE p.name = %s",
+            (alice.name,)).fetchone()
+    assert len(rows) == 1
+    rec_space, owner, source, session_id, text, has_device = rows[0]
+    assert (rec_space, owner, source, session_id, has_device) == (
+        space, alice.name, "hook:claude", "s-rec", True)
+    assert text.startswith("User: ") and "\n\nAssistant: " in text
+    assert jobs == 0 and live == 0  # kept capture-only: nothing queued, nothing distilled
+    assert not store_path().exists()  # and nothing written to a local store
+
+    async def info_and_stop(client: Any) -> Any:
+        info = await client.call_tool("memory_info", {})
+        await client.call_tool("record_session", {"action": "stop"})
+        return info
+
+    si = run_session(project, info_and_stop, **env).structured_content
+    assert si["recordings"] == 1 and si["store"]["kind"] == "service" and si["switches"]["recording"] is True
+
+    # Another person sees no count of Alice's recordings, even with the space shared.
+    admin.share_space(owner=alice.name, space=space, grantee=bob.name, access="write")
+    other = RemoteBackend(svc.url, token=bob.token)
+    try:
+        assert other.info(space=space)["recordings"] == 0
+        other.record_turn("User: hi\n\nAssistant: hello", space=space, source="hook:claude")
+        assert other.info(space=space)["recordings"] == 1
+    finally:
+        other.close()
+    mine = RemoteBackend(svc.url, token=alice.token)
+    try:
+        assert mine.info(space=space)["recordings"] == 1
+    finally:
+        mine.close()

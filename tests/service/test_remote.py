@@ -188,3 +188,28 @@ def test_extract_mode_needs_a_queued_answer() -> None:
     with pytest.raises(ServiceError) as err:
         client.enqueue_extract("text", space="repo_x__1", source="hook")
     assert err.value.reason == "bad_response"
+
+
+def test_record_turn_posts_to_the_record_door_and_needs_an_id() -> None:
+    seen: dict = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen["path"] = request.url.path
+        seen.update(json.loads(request.content))
+        return httpx.Response(201, json={"id": "r-1", "containerTag": "repo_x__1"})
+
+    rec = _client(handler).record_turn("User: a\n\nAssistant: b", space="repo_x__1", source="hook:claude",
+                                      session_id="s-1")
+    assert rec == "r-1"
+    assert seen == {"path": "/api/memory/record", "text": "User: a\n\nAssistant: b",
+                    "containerTag": "repo_x__1", "source": "hook:claude", "sessionId": "s-1"}
+    client = _client(lambda r: httpx.Response(201, json={"containerTag": "repo_x__1"}))
+    with pytest.raises(ServiceError) as err:
+        client.record_turn("text", space="repo_x__1", source="hook")
+    assert err.value.reason == "bad_response"
+    body = {"error": {"reason": "invalid_input", "message": "containerTag is required"}}
+    with pytest.raises(InvalidInputError):
+        _client(lambda r: httpx.Response(400, json=body)).record_turn("t", space="repo_x__1", source="hook")
+    with pytest.raises(ServiceError) as err:
+        _client(lambda r: httpx.Response(503, json={})).record_turn("t", space="repo_x__1", source="hook")
+    assert err.value.reason == "http_503"

@@ -117,6 +117,10 @@ def test_save_search_update_forget_through_the_doors(client: Any, new_person, sp
         ("/api/memory/update", {"content": "x", "containerTag": "repo_x__1"}, 400),
         ("/api/memory/forget", {"containerTag": "repo_x__1"}, 400),
         ("/api/memory/history", {"id": str(uuid.uuid4())}, 404),
+        ("/api/memory/record", {"containerTag": "repo_x__1", "source": "hook:claude"}, 400),
+        ("/api/memory/record", {"text": ["a"], "containerTag": "repo_x__1"}, 400),
+        ("/api/memory/record", {"text": "User: a", "containerTag": "bad tag with spaces"}, 400),
+        ("/api/memory/record", {"text": "User: a", "containerTag": "repo_x__1", "sessionId": 7}, 400),
     ],
 )
 def test_bad_requests_get_a_reason_and_no_echo(
@@ -391,6 +395,26 @@ def test_health_readiness_and_metrics(client: Any, new_person, space: str) -> No
     assert "bli_memory_request_seconds_bucket" in text
     assert 'bli_memory_extract_queue{state="queued"}' in text
     assert p.token not in text
+
+
+def test_record_door_keeps_a_turn_and_counts_it_in_metrics(client: Any, new_person, space: str) -> None:
+    p = new_person()
+    body = {"text": "User: a\n\nAssistant: b", "containerTag": space, "source": "hook:codex",
+            "sessionId": "s"}
+    r = client.post("/api/memory/record", headers=p.headers, json=body)
+    assert r.status_code == 201, r.text
+    assert set(r.json()) == {"id", "containerTag"} and r.json()["containerTag"] == space
+    uuid.UUID(r.json()["id"])
+    assert "Assistant" not in r.text  # the answer never echoes the recorded text
+    # Postgres text cannot hold NUL; the turn is kept without it rather than lost.
+    nul = client.post("/api/memory/record", headers=p.headers, json={**body, "text": "User: a\x00b"})
+    assert nul.status_code == 201, nul.text
+    info = client.post("/api/memory/info", headers=p.headers, json={"containerTag": space}).json()
+    assert info["recordings"] == 2
+    assert client.post("/api/memory/record", json=body).status_code == 401
+    text = client.get("/metrics").text
+    assert 'bli_memory_requests_total{door="record",status="201"}' in text
+    assert 'bli_memory_requests_total{door="record",status="401"}' in text
 
 
 def test_openapi_describes_exactly_the_doors(client: Any) -> None:
