@@ -15,6 +15,7 @@ branch imports what it needs inside it.
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["main"]
@@ -120,7 +121,13 @@ def _serve() -> int:
     from bli_memory.core.mcp_server import run_stdio
 
     run_stdio(settings)
-    return 0
+    # The client closed stdin: we are done. Native threads may still be running (the
+    # model loading in onnxruntime, a side index being built in tantivy or usearch);
+    # finalising the interpreter under them aborts the process (SIGABRT, exit 134)
+    # instead of ending it, so flush and leave without finalising.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover

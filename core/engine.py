@@ -27,6 +27,7 @@ score orders results and is never shown as a similarity.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from datetime import UTC, datetime
@@ -56,8 +57,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANNELS",
     "FORGET_MIN_SIMILARITY",
+    "MAX_METADATA_DEPTH",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
+    "MAX_VERSION",
     "EmbeddedBackend",
     "available_embedders",
     "checked_content",
@@ -65,6 +68,7 @@ __all__ = [
     "memory_backend",
     "record_problem",
     "register_embedders",
+    "usable_vector",
 ]
 
 #: A forget by query only ever removes a memory at least this similar (BLI Memory
@@ -78,6 +82,9 @@ MAX_EXTRACT_CHARS = 100_000
 #: Longest query text searched, in characters, and most keyword terms taken from it.
 MAX_QUERY_CHARS = 8000
 MAX_QUERY_TERMS = 64
+
+#: Highest version number a record may carry (a 32-bit integer, as Postgres stores it).
+MAX_VERSION = 2**31 - 1
 
 #: Retrieval channels in the order a hit lists the ones that found it.
 CHANNELS = ("vector", "keyword_all", "keyword_any", "context")
@@ -343,8 +350,8 @@ class EmbeddedBackend:
             if qv is not None:
                 pos = int(np.searchsorted(vs.seqs, seq))
                 if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
-                    exact = sims[pos] if sims is not None else vs.matrix[pos] @ qv
-                    similarity = round(float(exact), 4)
+                    exact = float(sims[pos] if sims is not None else vs.matrix[pos] @ qv)
+                    similarity = round(exact, 4) if math.isfinite(exact) else None
             channels = tuple(c for c in CHANNELS if seq in channel_sets.get(c, ()))
             if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
                 continue
@@ -610,12 +617,13 @@ class EmbeddedBackend:
             problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
-        vectors = {
-            r["id"]: self._embed_one(r["content"])
-            for r in records
-            if (r.get("state") or "active") == "active"
-            and not (r.get("embedding") and r.get("embeddingModel") == self._model_name)
-        }
+        vectors: dict[str, Any] = {}
+        for r in records:
+            vector = usable_vector(r, model=self._model_name, dimensions=self._dimensions)
+            if vector is None and (r.get("state") or "active") == "active":
+                vector = self._embed_one(r["content"])
+            if vector is not None:
+                vectors[r["id"]] = vector
         return self.store.import_rows(records, vectors)
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
@@ -638,6 +646,7 @@ def record_problem(rec: Any) -> str | None:
         string"``), or None.
     """
     from bli_memory.core.spaces import validate_tag
+    from bli_memory.core.store import MAX_CONTENT_CHARS
 
     if not isinstance(rec, dict):
         return "not a JSON object"
@@ -656,10 +665,11 @@ def record_problem(rec: Any) -> str | None:
             _parse_time(value)
         except (TypeError, ValueError):
             return f"{key} {value!r} is not a time of the form 2026-11-30T04:57:01.123456Z"
-    if not isinstance(rec.get("version", 1), int) or isinstance(rec.get("version"), bool) or rec.get(
-        "version", 1
-    ) < 1:
-        return "version must be a positive integer"
+    version = rec.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION:
+        return f"version must be an integer from 1 to {MAX_VERSION}"
+    if len(rec["content"]) > MAX_CONTENT_CHARS:
+        return f"content is {len(rec['content'])} characters; the limit is {MAX_CONTENT_CHARS}"
     if rec.get("state", "active") not in ("active", "superseded", "forgotten"):
         return "state must be active, superseded or forgotten"
     if rec.get("metadata") is not None and not isinstance(rec["metadata"], dict):
@@ -667,7 +677,69 @@ def record_problem(rec: Any) -> str | None:
     for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return f"{key} must be a string or null"
+    for key, value in rec.items():
+        problem = _text_problem(value)
+        if problem:
+            return f"{key} {problem}"
     return None
+
+
+#: Deepest nesting of a record's metadata that import accepts.
+MAX_METADATA_DEPTH = 32
+
+
+def _text_problem(value: Any) -> str | None:
+    """Why a JSON value cannot be stored as text (NUL, lone surrogate, too deep), or None.
+
+    SQLite would keep such text but Postgres refuses NUL and both refuse to encode a
+    lone surrogate as UTF-8, so a record that would break the move to the service is
+    refused at the door of either store. Walks without recursion.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            return f"is nested more than {MAX_METADATA_DEPTH} levels deep"
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "contains a NUL character"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "contains a lone surrogate (not valid UTF-8)"
+        elif isinstance(item, dict):
+            stack.extend((k, depth + 1) for k in item)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return None
+
+
+def usable_vector(rec: dict[str, Any], *, model: str, dimensions: int) -> Any | None:
+    """The record's embedding as a float32 array when it can be trusted, else None.
+
+    Trusted means: made by ``model``, valid base64 of exactly ``dimensions`` little-endian
+    float32 values, all finite, and unit length within 1 % (every stored vector is
+    L2-normalised; a zero or NaN vector would make cosine similarity NaN). An untrusted
+    vector is recomputed by the caller from the content.
+    """
+    import base64
+    import binascii
+
+    import numpy as np
+
+    if not rec.get("embedding") or rec.get("embeddingModel") != model:
+        return None
+    try:
+        blob = base64.b64decode(rec["embedding"], validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return None
+    if len(blob) != dimensions * 4:
+        return None
+    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+    if not np.all(np.isfinite(vector)) or abs(float(np.linalg.norm(vector)) - 1.0) > 0.01:
+        return None
+    return vector
 
 
 @hookimpl(trylast=True)

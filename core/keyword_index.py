@@ -31,8 +31,12 @@ from bli_memory.core.errors import StoreError
 
 __all__ = ["KeywordIndex", "available", "fold"]
 
-#: Writer heap for bulk builds (Tantivy needs at least 15 MB a thread).
-_HEAP_BYTES = 128 * 1024 * 1024
+#: Writer heap for bulk builds and for small incremental syncs (Tantivy needs at least
+#: 15 MB a thread). The writer lives only until the next commit, so an idle index holds
+#: no writer threads or heap.
+_BULK_HEAP_BYTES = 128 * 1024 * 1024
+_SMALL_HEAP_BYTES = 16 * 1024 * 1024
+_BULK_ROWS = 10_000
 
 
 def _tantivy() -> Any:
@@ -58,12 +62,22 @@ def available() -> bool:
 def fold(text: str) -> str:
     """Strip diacritics as FTS5's ``remove_diacritics 2`` does (``"café"`` -> ``"cafe"``).
 
-    ASCII text (nearly all of it) is returned as is without work.
+    Like FTS5, only Latin letters lose their marks (a base letter below U+0250 or in
+    Latin Extended Additional, U+1E00-U+1EFF); ligatures, superscripts, full-width forms
+    and Greek accents stay as they are, so both indexes match the same terms. ASCII text
+    (nearly all of it) is returned as is without work.
     """
     if text.isascii():
         return text
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    out = []
+    for ch in text:
+        decomposed = unicodedata.normalize("NFD", ch)
+        base = ord(decomposed[0])
+        if len(decomposed) > 1 and (base < 0x250 or 0x1E00 <= base <= 0x1EFF):
+            out.append(decomposed[0] + "".join(c for c in decomposed[1:] if not unicodedata.combining(c)))
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 class KeywordIndex:
@@ -100,18 +114,21 @@ class KeywordIndex:
     def __len__(self) -> int:
         return len(self._seqs)
 
-    def _w(self) -> Any:
+    def _w(self, rows: int = 0) -> Any:
         if self._writer is None:
-            self._writer = self._index.writer(_HEAP_BYTES, self._threads or 0)
+            if rows >= _BULK_ROWS:
+                self._writer = self._index.writer(_BULK_HEAP_BYTES, self._threads or 0)
+            else:
+                self._writer = self._index.writer(_SMALL_HEAP_BYTES, 1)
         return self._writer
 
-    def add(self, rows: Iterable[tuple[int, str]]) -> int:
+    def add(self, rows: Sequence[tuple[int, str]]) -> int:
         """Index ``(seq, terms)`` rows (``terms`` as stored in ``memory_fts``); known seqs are skipped.
 
         Returns:
             How many rows were added. Visible to :meth:`query` after :meth:`commit`.
         """
-        tv, writer, added = self._tv, self._w(), 0
+        tv, writer, added = self._tv, self._w(len(rows)), 0
         for seq, text in rows:
             seq = int(seq)
             if seq in self._seqs:
@@ -134,9 +151,11 @@ class KeywordIndex:
         return removed
 
     def commit(self) -> None:
-        """Make every add and remove so far visible to :meth:`query`."""
+        """Make every add and remove so far visible to :meth:`query`, and release the writer."""
         if self._writer is not None:
-            self._writer.commit()
+            writer, self._writer = self._writer, None
+            writer.commit()
+            writer.wait_merging_threads()  # ends the writer's threads; the next change opens one
             self._index.reload()
             self._searcher = None
 

@@ -319,6 +319,7 @@ def build_server(state_factory: Any) -> MCPServer:
             wake.set()
             if drainer is not None:
                 drainer.join(timeout=10)
+            warmed.wait(timeout=30)  # never close the store under the warm-up thread
             state.backend.close()
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=VERSION, lifespan=lifespan)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["KEYWORD_MIN_ROWS", "VECTOR_MIN_ROWS", "SideIndexes"]
+__all__ = ["KEYWORD_MIN_ROWS", "MAX_SLOTS", "RETRY_S", "VECTOR_MIN_ROWS", "SideIndexes"]
 
 _log = logging.getLogger("bli_memory.side_indexes")
 
@@ -39,6 +39,12 @@ _log = logging.getLogger("bli_memory.side_indexes")
 #: (recall@10 0.85-0.91), so it starts only where the scan stops fitting a prompt's budget.
 KEYWORD_MIN_ROWS = 5_000
 VECTOR_MIN_ROWS = 50_000
+#: Most indexes of one kind a process keeps (one per set of spaces searched together);
+#: the least recently used is dropped beyond that, so a long-lived daemon serving many
+#: large spaces stays bounded.
+MAX_SLOTS = 8
+#: Seconds before a failed build is tried again (a missing package fails again quickly).
+RETRY_S = 600.0
 
 
 class _Slot:
@@ -50,6 +56,8 @@ class _Slot:
         self.building = False
         self.failed = False
         self.build_s = 0.0
+        self.used = time.monotonic()
+        self.failed_at = 0.0
 
 
 class SideIndexes:
@@ -107,8 +115,12 @@ class SideIndexes:
         if slot is None:
             return None
         with slot.lock:
-            slot.index.sync(vs.seqs, self._fetch_terms, vs.generation)
-            return slot.index.query(groups, k, every=every)
+            try:
+                slot.index.sync(vs.seqs, self._fetch_terms, vs.generation)
+                return slot.index.query(groups, k, every=every)
+            except Exception as exc:  # never fail a search over a derived index
+                self._drop("keyword", spaces, exc)
+                return None
 
     def vector_query(self, spaces: Sequence[str], vs: Any, vector: Any, k: int) -> list[int] | None:
         """The approximate ``k`` nearest seqs from the HNSW index, or None to scan exactly."""
@@ -118,8 +130,12 @@ class SideIndexes:
         if slot is None:
             return None
         with slot.lock:
-            slot.index.sync(vs.seqs, vs.matrix, vs.generation)
-            return slot.index.query(vector, k)
+            try:
+                slot.index.sync(vs.seqs, vs.matrix, vs.generation)
+                return slot.index.query(vector, k)
+            except Exception as exc:  # never fail a search over a derived index
+                self._drop("vector", spaces, exc)
+                return None
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for builds started so far (benchmarks, tests, shutdown)."""
@@ -149,11 +165,14 @@ class SideIndexes:
         with self._lock:
             slot = self._slots.get(key)
             if slot is None:
+                self._evict(kind)
                 slot = self._slots[key] = _Slot()
+            slot.used = time.monotonic()
             if slot.index is not None:
                 return slot
-            if slot.failed or slot.building:
+            if slot.building or (slot.failed and time.monotonic() - slot.failed_at < RETRY_S):
                 return None
+            slot.failed = False
             slot.building = True
         if not self._background:
             self._build(kind, slot, vs)
@@ -161,9 +180,26 @@ class SideIndexes:
         thread = threading.Thread(
             target=self._build, args=(kind, slot, vs), daemon=True, name=f"bli-{kind}-index"
         )
-        self._threads_started.append(thread)
+        self._threads_started = [t for t in self._threads_started if t.is_alive()] + [thread]
         thread.start()
         return None
+
+    def _drop(self, kind: str, spaces: Sequence[str], exc: BaseException) -> None:
+        """Forget a broken index (the next search builds it again) and log one line."""
+        with self._lock:
+            self._slots.pop((kind, ",".join(sorted(spaces))), None)
+        _log.warning("%s side index dropped (%s: %s); rebuilt on a later search",
+                     kind, type(exc).__name__, exc)
+
+    def _evict(self, kind: str) -> None:
+        """Drop the least recently used idle index of ``kind`` when at :data:`MAX_SLOTS`."""
+        mine = [(s.used, key) for key, s in self._slots.items() if key[0] == kind]
+        if len(mine) < MAX_SLOTS:
+            return
+        for _, key in sorted(mine):
+            if not self._slots[key].building:
+                del self._slots[key]
+                return
 
     def _build(self, kind: str, slot: _Slot, vs: Any) -> None:
         started = time.perf_counter()
@@ -180,6 +216,7 @@ class SideIndexes:
                 index.sync(vs.seqs, vs.matrix, vs.generation)
         except Exception as exc:  # a side index is an optimisation: never break search
             slot.failed = True
+            slot.failed_at = time.monotonic()
             _log.warning("%s side index not built (%s: %s); exact search continues",
                          kind, type(exc).__name__, exc)
         else:

@@ -55,6 +55,16 @@ _COLUMNS = (
 )
 
 
+#: The next row ``seq``: one past the highest ever used, purged rows included. SQLite
+#: would otherwise reuse the number of a purged newest row, and every derived index keyed
+#: by seq (the in-process vector cache, the side indexes of core/side_indexes.py) would
+#: take the new row for the purged one, keeping the purged text findable.
+_NEXT_SEQ = (
+    "(SELECT max(coalesce((SELECT max(seq) FROM memories), 0), "
+    "coalesce((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'purged_seq'), 0)) + 1)"
+)
+
+
 def now_iso() -> str:
     """Current UTC time as ISO 8601 with microseconds and ``Z``."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -560,10 +570,10 @@ class SQLiteStore:
         if vector.shape != (self.dimensions,):
             raise StoreError(f"vector has shape {vector.shape}, expected ({self.dimensions},)")
         cur = conn.execute(
-            "INSERT INTO memories (id, space, content, custom_id, metadata, source, session_id, "
+            "INSERT INTO memories (seq, id, space, content, custom_id, metadata, source, session_id, "
             "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "
             "content_sha256, embedding, embedding_model) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
+            f"VALUES ({_NEXT_SEQ}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', NULL, ?, ?, ?, ?)",
             (
                 memory.id, memory.space, memory.content, memory.custom_id,
                 json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True), memory.source,
@@ -719,6 +729,12 @@ class SQLiteStore:
                         continue
                     conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq[0],))
                     conn.execute("DELETE FROM memories WHERE seq = ?", (seq[0],))
+                    # Never hand this seq out again (see _NEXT_SEQ).
+                    conn.execute(
+                        "INSERT INTO store_meta (key, value) VALUES ('purged_seq', ?) ON CONFLICT (key) "
+                        "DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                        (seq[0],),
+                    )
                     self._bump(conn, m.space, removal=True)
                     # A queued or failed extract job may still hold the raw text.
                     conn.execute(
@@ -986,17 +1002,14 @@ class SQLiteStore:
         """Insert exported rows as they were (ids, versions, states, timestamps kept).
 
         Args:
-            records: Dicts from :meth:`export_rows`.
-            vectors: Recomputed vectors by memory id, for records whose embedding is
-                missing or from another model.
+            records: Dicts from :meth:`export_rows` (checked by the caller).
+            vectors: The vector of each record by memory id: the record's own when it
+                can be trusted, else recomputed (``EmbeddedBackend.import_records``). A
+                record without one is stored without a vector (only retired rows).
 
         Returns:
             ``{"imported": n, "skipped": n}``; a record whose id already exists is skipped.
         """
-        import base64
-
-        import numpy as np
-
         imported = skipped = 0
         with self._write() as conn:
             for rec in records:
@@ -1007,14 +1020,11 @@ class SQLiteStore:
                 live = (rec.get("state") or "active") == "active"
                 if rec["id"] in vectors:
                     blob = encode_vector(vectors[rec["id"]])
-                elif rec.get("embedding") and rec.get("embeddingModel") == self.model_name:
-                    blob = base64.b64decode(rec["embedding"])
-                    np.frombuffer(blob, dtype="<f4").reshape(self.dimensions)
                 cur = conn.execute(
-                    "INSERT INTO memories (id, space, content, custom_id, metadata, source, session_id, "
+                    "INSERT INTO memories (seq, id, space, content, custom_id, metadata, source, session_id, "
                     "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "
                     "content_sha256, embedding, embedding_model) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"VALUES ({_NEXT_SEQ}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         rec["id"], rec["space"], rec["content"], rec.get("customId"),
                         json.dumps(rec.get("metadata") or {}, ensure_ascii=False, sort_keys=True),

@@ -292,3 +292,18 @@ def test_save_rejects_empty_content(tmp_path: Path, bad: str) -> None:
 
     r = run_session(tmp_path, body)
     assert r.is_error and "invalid_input" in text_of(r)
+
+
+def test_closing_stdin_during_warm_up_ends_the_server_cleanly(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from tests.conftest import bin_path
+
+    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+            '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+    for _ in range(2):  # the abort it guards against was intermittent
+        r = subprocess.run([bin_path()], input=init, capture_output=True, text=True, cwd=tmp_path,
+                           env=dict(os.environ), timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert '"id":1' in r.stdout.replace(" ", "")

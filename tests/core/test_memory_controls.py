@@ -270,3 +270,65 @@ def test_import_refuses_bad_records_and_writes_nothing(tmp_path: Path) -> None:
     listing = subprocess.run([bin_path(), "memory", "list", "--space", "s1"], capture_output=True, text=True,
                              env=dict(os.environ), cwd=tmp_path)
     assert "(no live memories)" in listing.stdout
+
+
+def test_import_refuses_text_no_store_can_keep_and_too_large_values(tmp_path: Path) -> None:
+    import pytest
+
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.errors import InvalidInputError
+
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    good = {"id": "11111111-1111-4111-8111-111111111111", "space": "s1", "content": "a fine fact",
+            "createdAt": "2026-11-30T04:57:01.123456Z", "updatedAt": "2026-11-30T04:57:01.123456Z"}
+    deep: dict = {}
+    node = deep
+    for _ in range(40):
+        node["k"] = {}
+        node = node["k"]
+    cases = {
+        "NUL": {**good, "content": "a\x00b"},
+        "lone surrogate": {**good, "sessionId": "s\ud800"},
+        "NUL character": {**good, "metadata": {"k": ["x\x00"]}},
+        "version must be": {**good, "version": 10**30},
+        "the limit is": {**good, "content": "x" * 20_001},
+        "nested more than": {**good, "metadata": deep},
+    }
+    for expected, bad in cases.items():
+        with pytest.raises(InvalidInputError) as err:
+            b.import_records([good, bad])
+        assert "record 2" in str(err.value) and expected in str(err.value), expected
+    assert b.list_memories(space="s1") == []
+    b.close()
+
+
+def test_import_recomputes_vectors_it_cannot_trust(tmp_path: Path) -> None:
+    import base64
+
+    import numpy as np
+
+    from bli_memory.core.engine import EmbeddedBackend
+
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    model = b.model_name
+    zero = base64.b64encode(np.zeros(384, dtype="<f4").tobytes()).decode()
+    nan = base64.b64encode(np.full(384, np.nan, dtype="<f4").tobytes()).decode()
+    short = base64.b64encode(np.ones(10, dtype="<f4").tobytes()).decode()
+    base = {"space": "s1", "createdAt": "2026-11-30T04:57:01.123456Z",
+            "updatedAt": "2026-11-30T04:57:01.123456Z", "embeddingModel": model}
+    records = [
+        {**base, "id": "11111111-1111-4111-8111-11111111111" + str(i), "content": text, "embedding": emb}
+        for i, (text, emb) in enumerate([
+            ("Deploys go out on Tuesdays after the freeze.", zero),
+            ("The staging database is rebuilt nightly.", nan),
+            ("Ana owns the billing exporter.", short),
+            ("Ben prefers ruff over flake8.", "not base64 at all!!"),
+        ])
+    ]
+    assert b.import_records(records) == {"imported": 4, "skipped": 0}
+    assert b.audit()["ok"]
+    hits = b.search("when do deploys go out", space="s1").hits
+    assert hits[0].memory.content.startswith("Deploys go out")
+    for h in b.search("something else entirely about gardening", space="s1").hits:
+        assert h.similarity is not None and np.isfinite(h.similarity)
+    b.close()

@@ -145,6 +145,11 @@ def test_keyword_index_folds_diacritics_like_fts5() -> None:
     index.commit()
     assert index.query(query_forms(query_terms("cafe")), 5) == [1]
     assert index.query(query_forms(query_terms("café")), 5) == [1]
+    # Only Latin letters lose their marks, as in FTS5: ligatures, superscripts, full-width
+    # letters and Greek accents stay what they are.
+    assert keyword_index.fold("Crème brûlée") == "Creme brulee"
+    for kept in ("\ufb01le", "x\u00b2", "\uff46ull", "\u1f48\u03b4\u03c5\u03c3\u03c3\u03ad\u03c5\u03c2"):
+        assert keyword_index.fold(kept) == kept
     index.remove([1])
     index.commit()
     assert index.query(query_forms(query_terms("cafe")), 5) == []
@@ -190,3 +195,64 @@ def test_session_index_exists(store_path: Path) -> None:
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     conn.close()
     assert "memories_session" in names
+
+
+def test_a_purged_row_never_lends_its_number_to_the_next_save(store_path: Path) -> None:
+    b = _backend(store_path, keyword_index_min_rows=0, vector_index_min_rows=0)
+    b.enable_side_indexes(background=False)
+    secret = b.save("The prod password is hunter2zebra.", space=SPACE).memory
+    assert b.search("hunter2zebra", space=SPACE).hits  # indexes built with the secret in them
+    assert b.purge(secret.id) == 1
+    other = _backend(store_path)  # the next save may come from another process
+    new = other.save("Kubernetes ingress uses the nginx controller.", space=SPACE).memory
+    other.close()
+    assert not b.search("hunter2zebra", space=SPACE).hits
+    hit = b.search("kubernetes ingress nginx", space=SPACE).hits[0]
+    assert hit.memory.id == new.id and "keyword_all" in hit.channels
+    seqs = {int(r[0]) for r in sqlite3.connect(store_path).execute("SELECT seq FROM memories")}
+    assert max(seqs) > len(FACTS) + 1  # the purged number was skipped, not reused
+    b.close()
+
+
+def test_a_failing_index_falls_back_to_exact_search_and_is_retried_later(store_path: Path) -> None:
+    from bli_memory.core import side_indexes
+
+    b = _backend(store_path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
+    side = b.enable_side_indexes(background=False)
+    calls = {"n": 0}
+
+    def broken(seqs):  # the store read a build needs fails
+        calls["n"] += 1
+        raise OSError("disk went away")
+
+    side._fetch_terms = broken
+    exact = _backend(store_path)
+    for q in ("BLI-3580", "who owns the search move"):
+        assert _ids(b.search(q, space=SPACE)) == _ids(exact.search(q, space=SPACE))
+    assert side.status() == {f"keyword:{SPACE}": "failed"} and calls["n"] == 1  # not retried at once
+
+    side._fetch_terms = lambda seqs: b.store.keyword_terms(seqs)
+    side._slots[("keyword", SPACE)].failed_at -= side_indexes.RETRY_S + 1
+    assert _ids(b.search("BLI-3580", space=SPACE))[:1] == _ids(exact.search("BLI-3580", space=SPACE))[:1]
+    assert side.status() == {f"keyword:{SPACE}": "ready"}
+
+    # A sync that breaks after the build drops the index; the search still answers.
+    b.save("A new fact about the zanzibar cache.", space=SPACE)
+    side._fetch_terms = broken
+    assert b.search("zanzibar cache", space=SPACE).hits
+    assert side.status().get(f"keyword:{SPACE}") != "ready"  # dropped (and its rebuild failed too)
+    exact.close()
+    b.close()
+
+
+def test_indexes_kept_per_process_are_bounded(tmp_path: Path) -> None:
+    from bli_memory.core import side_indexes
+
+    b = _backend(tmp_path / "m.sqlite", keyword_index_min_rows=0, vector_index_min_rows=10**9)
+    side = b.enable_side_indexes(background=False)
+    for i in range(side_indexes.MAX_SLOTS + 3):
+        b.save(f"Fact {i} about the gateway.", space=f"space_{i}")
+        assert b.search("gateway", space=f"space_{i}").hits
+    assert len(side.status()) == side_indexes.MAX_SLOTS
+    assert f"keyword:space_{side_indexes.MAX_SLOTS + 2}" in side.status()
+    b.close()
