@@ -81,8 +81,14 @@ def _dispatch(args: list[str]) -> int:
         from bli_memory.installers.cli import print_config
 
         _, _, host = args[0].partition("=")
-        if not host and len(args) > 1 and args[1].startswith("--"):
-            host = args[1][2:]  # the spec's `--print-config --claude` spelling
+        rest = args[1:]
+        if not host and rest:
+            # `--print-config --claude` (the spec's spelling) or `--print-config claude`.
+            host, rest = rest[0].removeprefix("--"), rest[1:]
+        if rest or not (args[0] == "--print-config" or args[0].startswith("--print-config=")):
+            sys.stderr.write(f"bli-memory-mcp: unexpected arguments {' '.join(args)!r}; "
+                             "use --print-config[=HOST]\n")
+            return 2
         return print_config(host or None)
     if args and args[0] in ("install", "uninstall", "status"):
         from bli_memory.installers.cli import run as installer_run

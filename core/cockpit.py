@@ -5,7 +5,7 @@
     cockpit memory install|uninstall|status [--host H|all] [--dry-run]
     cockpit memory log win|loss|noise --store bli|supermemory|both "reason"
     cockpit ops --memory [--json]
-    cockpit doctor
+    cockpit doctor [--json]
     cockpit login URL [TOKEN]
 
 A thin front over the same installer, experience-log and ops APIs that
@@ -15,6 +15,7 @@ A thin front over the same installer, experience-log and ops APIs that
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 __all__ = ["main"]
 
@@ -28,7 +29,8 @@ commands:
                        record whether memory helped, in one line
   ops --memory [--json]
                        hook counts and experience totals
-  doctor               one row per check: memory install and the memory daemon
+  doctor [--json]      one row per check: settings, host installs, the store or service,
+                       the model files, the daemon, the side indexes
   login URL [TOKEN]    pair this machine with a team memory service (token on stdin if omitted)
   logout               forget the pairing
 
@@ -74,7 +76,7 @@ def _dispatch(args: list[str]) -> int:
         sys.stdout.write("unpaired\n" if clear_session() else "this machine was not paired\n")
         return 0
     if cmd == "doctor":
-        return _doctor()
+        return _doctor(rest)
     sys.stderr.write(f"cockpit: unknown command {' '.join(args)!r}\n\n{USAGE}")
     return 2
 
@@ -95,34 +97,134 @@ def _login(argv: list[str]) -> int:
     return 0
 
 
-def _doctor() -> int:
-    """Print one row per check; the daemon row is informational and never red."""
+def _doctor(argv: list[str]) -> int:
+    """One row per check (``--json``: a JSON list); exit 1 when a check fails.
+
+    Checks, in order: the settings parse; each host's install; where memory lives (the
+    embedded store file, or the team service answering for this machine's token); the
+    shipped model files' checksums; the daemon; the optional side-index packages.
+    """
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="cockpit doctor")
+    parser.add_argument("--json", action="store_true", help="the checks as a JSON list")
+    args = parser.parse_args(argv)
+    rows: list[tuple[str, str, str]] = []  # (mark, check, detail)
+    settings = _check_settings(rows)
+    _check_hosts(rows)
+    if settings is not None:
+        _check_route(rows, settings)
+    _check_model(rows)
+    rows.append(("info", "memory-daemon", _daemon_state()))
+    rows.append(("info", "side indexes", _side_index_state()))
+    if args.json:
+        checks = [{"mark": m, "check": c, "detail": d} for m, c, d in rows]
+        sys.stdout.write(json.dumps(checks, indent=2) + "\n")
+    else:
+        for mark, check, detail in rows:
+            sys.stdout.write(f"[{mark:<4}] {check}: {detail}\n")
+    return 1 if any(mark == "fail" for mark, _, _ in rows) else 0
+
+
+def _check_settings(rows: list[tuple[str, str, str]]) -> Any:
+    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.settings import load_settings
+
+    try:
+        settings = load_settings()
+    except BliMemoryError as exc:
+        rows.append(("fail", "settings", exc.message))
+        return None
+    rows.append(("ok", "settings", "BLI_MEMORY_* variables parse"))
+    return settings
+
+
+def _check_hosts(rows: list[tuple[str, str, str]]) -> None:
     from bli_memory.core.contracts import get_plugin_manager
     from bli_memory.core.paths import home_dir
     from bli_memory.installers.apply import known_hosts, status_hosts
     from bli_memory.installers.contract import build_contract
 
     pm = get_plugin_manager()
-    contract = build_contract()
-    hosts = sorted(known_hosts(pm))
-    worst = 0
-    for st in status_hosts(pm, hosts, contract, home_dir()):
-        mark = {"installed": "ok  ", "outdated": "warn", "absent": "info", "not_found": "info"}[st.state]
-        worst = max(worst, 1 if st.state == "outdated" else 0)
-        line = f"[{mark}] memory ({st.host}): {st.state}"
-        if st.details:
-            line += " - " + "; ".join(st.details)
-        sys.stdout.write(line + "\n")
+    for st in status_hosts(pm, sorted(known_hosts(pm)), build_contract(), home_dir()):
+        if st.state == "outdated":
+            mark = "fail"
+        elif st.state == "installed":
+            mark = "warn" if st.details else "ok"  # installed, with something to know
+        else:
+            mark = "info"
+        detail = st.state + (" - " + "; ".join(st.details) if st.details else "")
+        rows.append((mark, f"memory ({st.host})", detail))
+
+
+def _check_route(rows: list[tuple[str, str, str]], settings: Any) -> None:
+    """Where memory lives for this machine, and whether it answers."""
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        from bli_memory.core.remote import RemoteBackend, remote_target
+
+        target = remote_target(settings)
+        if target is not None:
+            url, token = target
+            client = RemoteBackend(url, token=token, timeout=3.0)
+            try:
+                who = client.whoami()
+            finally:
+                client.close()
+            rows.append(("ok", "memory store", f"team service {url}, as {who.get('person')} "
+                         f"({who.get('device')})"))
+            return
+    except BliMemoryError as exc:
+        rows.append(("fail", "memory store", exc.message))
+        return
+    _check_embedded_store(rows, settings.store_path)
+
+
+def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any) -> None:
+    """Read the embedded store without changing it (read-only SQLite connection)."""
+    import sqlite3
+
+    if not path.exists():
+        rows.append(("info", "memory store", f"{path} does not exist yet (the first save creates it)"))
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+        try:
+            live = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()[0]
+            model = dict(conn.execute("SELECT key, value FROM store_meta").fetchall()).get("embedding_model")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        rows.append(("fail", "memory store", f"{path} cannot be read: {exc}"))
+        return
+    rows.append(("ok", "memory store", f"embedded {path}: {live} live memories, model {model}"))
+
+
+def _check_model(rows: list[tuple[str, str, str]]) -> None:
+    from importlib.resources import files
+
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        from bli_memory.core.embeddings import read_verified_model_files
+
+        read_verified_model_files(files("bli_memory.core.model"))
+    except BliMemoryError as exc:
+        rows.append(("fail", "embedding model", exc.message))
+        return
+    rows.append(("ok", "embedding model", "all-MiniLM-L6-v2 int8 files present, checksums match"))
+
+
+def _daemon_state() -> str:
     try:
         from bli_memory.core.daemon_client import status as daemon_status
 
         d = daemon_status()
-        state = f"running (version {d.get('version')})" if d.get("running") else "absent (started on demand)"
     except Exception:
-        state = "absent (started on demand)"
-    sys.stdout.write(f"[info] memory-daemon: {state}\n")
-    sys.stdout.write(f"[info] side indexes: {_side_index_state()}\n")
-    return worst
+        return "absent (started on demand)"
+    return f"running (version {d.get('version')})" if d.get("running") else "absent (started on demand)"
 
 
 def _side_index_state() -> str:

@@ -578,7 +578,7 @@ class EmbeddedBackend:
         """
         memory = self.store.get(id)
         if memory is None or (memory.state != "active" and not include_inactive):
-            hint = "" if include_inactive else " (include_inactive shows history)"
+            hint = "" if include_inactive else " (include_inactive / --include-inactive reads old versions)"
             raise NotFoundError(f"no live memory with id {id}{hint}")
         chain = self.store.history(id)
         history = [m for m in chain if m.id != memory.id]

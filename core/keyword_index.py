@@ -95,7 +95,8 @@ class KeywordIndex:
         try:
             tv = _tantivy()
         except ImportError as exc:
-            raise StoreError("the keyword side index needs the tantivy package") from exc
+            hint = 'pip install "bli-memory-mcp[scale]"'
+            raise StoreError(f"the keyword side index needs tantivy: {hint}") from exc
         self._tv = tv
         builder = tv.SchemaBuilder()
         builder.add_integer_field("seq", stored=False, indexed=True, fast=True)

@@ -42,6 +42,33 @@ def _space(arg: str | None) -> str:
     return derive_space(os.getcwd()).tag
 
 
+def _limit(value: str) -> int:
+    """argparse type: an integer from 1 to 100."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if not 1 <= n <= 100:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1-100")
+    return n
+
+
+def _audit_text(report: dict[str, Any]) -> str:
+    """One human line for an audit report (``--json`` gives the whole report)."""
+    problems = ", ".join(
+        f"{report[k]} {k.replace('_', ' ')}"
+        for k in ("missing_keyword", "stale_keyword", "missing_vector", "wrong_model") if report.get(k)
+    )
+    counts = ", ".join(f"{n} {state}" for state, n in report.get("counts", {}).items())
+    if report["ok"]:
+        return f"intact ({counts})"
+    after = report.get("after")
+    if after is not None:
+        verdict = "now intact" if after.get("ok") else "still NOT intact after repair"
+        return f"was not intact ({problems}); repaired, {verdict} ({counts})"
+    return f"NOT intact: {problems}; run `bli-memory-mcp memory audit --repair` ({counts})"
+
+
 def _line(m: Any) -> str:
     text = " ".join(m.content.split())
     return f"{m.id}  [{m.created_at[:10]}] {text[:160]}"
@@ -53,35 +80,37 @@ def main(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("list", help="newest live memories of a space")
     p.add_argument("--space", help="container tag (default: this folder's)")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=_limit, default=20, help="how many, 1-100 (default 20)")
+    p.add_argument("--json", action="store_true", help="JSON instead of one line per memory")
     p = sub.add_parser("get", help="one memory with its history")
     p.add_argument("id")
-    p.add_argument("--include-inactive", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--include-inactive", action="store_true",
+                   help="also read a superseded or forgotten version, and show them in the history")
+    p.add_argument("--json", action="store_true", help="JSON output")
     p = sub.add_parser("forget", help="tombstone one memory by id")
     p.add_argument("id")
     p.add_argument("--space")
     p = sub.add_parser("purge", help="erase a memory and all its versions from the store (secrets)")
     p.add_argument("id")
-    p.add_argument("--yes", action="store_true", help="do not ask")
+    p.add_argument("--yes", action="store_true", help="confirm: without it nothing is erased")
     p = sub.add_parser("export", help="write every row (history included) as JSON Lines to stdout")
     p.add_argument("--space", help="only this space (default: every space; on a service, every one you own)")
     p = sub.add_parser("import", help="read JSON Lines from a file (or - for stdin) into the store")
     p.add_argument("file")
     p = sub.add_parser("audit", help="check the store's indexes; --repair rebuilds them")
-    p.add_argument("--repair", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--repair", action="store_true", help="rebuild the derived indexes from the rows")
+    p.add_argument("--json", action="store_true", help="the full report as JSON")
     args = parser.parse_args(argv)
     out = sys.stdout.write
     backend = _backend()
     try:
         if args.cmd == "list":
-            rows = backend.list_memories(space=_space(args.space), limit=args.limit)
+            space = _space(args.space)
+            rows = backend.list_memories(space=space, limit=args.limit)
             if args.json:
                 out(json.dumps([m.to_dict() for m in rows], ensure_ascii=False, indent=2) + "\n")
             else:
-                out("".join(_line(m) + "\n" for m in rows) or "(no live memories)\n")
+                out("".join(_line(m) + "\n" for m in rows) or f"(no live memories in space {space})\n")
         elif args.cmd == "get":
             memory, history = backend.get_memory(args.id, include_inactive=args.include_inactive)
             if args.json:
@@ -106,7 +135,13 @@ def main(argv: list[str]) -> int:
             for record in backend.export(space=space):
                 out(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         elif args.cmd == "import":
-            fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+            try:
+                fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+            except OSError as exc:
+                from bli_memory.core.errors import InvalidInputError
+
+                message = f"cannot read {args.file}: {exc.strerror}; nothing was imported"
+                raise InvalidInputError(message) from exc
             records = []
             with fh:
                 for n, line in enumerate(fh, 1):
@@ -126,7 +161,7 @@ def main(argv: list[str]) -> int:
             if args.json:
                 out(json.dumps(report, indent=2) + "\n")
             else:
-                out(("intact" if report["ok"] else "NOT intact") + f": {json.dumps(report)}\n")
+                out(_audit_text(report) + "\n")
             return 0 if (report["ok"] or report.get("after", {}).get("ok")) else 1
     finally:
         backend.close()

@@ -90,16 +90,51 @@ def _admin(url: str | None) -> Any:
     return PostgresBackend(url, pool_size=2)
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+#: Modules the service needs beyond the client install (the ``service`` extra).
+_SERVICE_MODULES = ("uvicorn", "starlette", "psycopg", "psycopg_pool", "sqlalchemy", "alembic",
+                    "prometheus_client")
+
+
+def _check_service_extra() -> None:
+    """Raise one clear ConfigError when the ``service`` extra is not installed."""
+    from importlib.util import find_spec
 
     from bli_memory.core.errors import ConfigError
-    from bli_memory.core.logs import configure_logging
-    from bli_memory.core.service import create_app
+
+    missing = [name for name in _SERVICE_MODULES if find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"the team service needs the service extra ({', '.join(missing)} missing): "
+            'pip install "bli-memory-mcp[service]"', reason="config_invalid",
+        )
+
+
+def _quiet_alembic() -> None:
+    """Alembic logs a line per plugin at INFO on every start; keep only its warnings."""
+    import logging
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from bli_memory.core.errors import ConfigError
 
     if not args.database_url:
         raise ConfigError("give --database-url or set BLI_MEMORY_DATABASE_URL", reason="config_invalid")
+    _check_service_extra()
+    import uvicorn
+
+    from bli_memory.core.logs import configure_logging
+    from bli_memory.core.pg_store import migrate
+    from bli_memory.core.service import create_app
+
     configure_logging(args.log_level, os.environ.get("BLI_MEMORY_LOG_FORMAT", "console"))
+    _quiet_alembic()
+    # Reach the database and bring its schema up to date before listening: a wrong URL
+    # or a database that is down is one line and exit 1, not a server that fails later.
+    applied = migrate(args.database_url)
+    if applied:
+        sys.stderr.write(f"[bli-memory] database schema migrated: {', '.join(applied)}\n")
     app = create_app(database_url=args.database_url, run_jobs=not args.no_jobs)
     sys.stderr.write(f"[bli-memory] service listening on http://{args.host}:{args.port}\n")
     sys.stderr.flush()
@@ -119,12 +154,14 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command is None:
         return _serve(args)
+    _check_service_extra()
     if args.command == "migrate":
         from bli_memory.core.pg_store import migrate
 
         if not args.database_url:
             sys.stderr.write("bli-memory-mcp service: give --database-url or set BLI_MEMORY_DATABASE_URL\n")
             return 2
+        _quiet_alembic()
         applied = migrate(args.database_url)
         sys.stdout.write(("applied: " + ", ".join(applied) if applied else "schema is current") + "\n")
         return 0

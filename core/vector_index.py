@@ -87,7 +87,8 @@ class VectorIndex:
         try:
             Index = _usearch().Index
         except ImportError as exc:
-            raise StoreError("the vector side index needs the usearch package") from exc
+            hint = 'pip install "bli-memory-mcp[scale]"'
+            raise StoreError(f"the vector side index needs usearch: {hint}") from exc
         try:
             self._index: Any = Index(
                 ndim=dimensions, metric="cos", dtype=quantisation, connectivity=connectivity,

@@ -269,7 +269,7 @@ def test_import_refuses_bad_records_and_writes_nothing(tmp_path: Path) -> None:
         assert r.returncode == 1 and "record 2" in r.stderr and "Traceback" not in r.stderr
     listing = subprocess.run([bin_path(), "memory", "list", "--space", "s1"], capture_output=True, text=True,
                              env=dict(os.environ), cwd=tmp_path)
-    assert "(no live memories)" in listing.stdout
+    assert "(no live memories in space s1)" in listing.stdout
 
 
 def test_import_refuses_text_no_store_can_keep_and_too_large_values(tmp_path: Path) -> None:
@@ -332,3 +332,32 @@ def test_import_recomputes_vectors_it_cannot_trust(tmp_path: Path) -> None:
     for h in b.search("something else entirely about gardening", space="s1").hits:
         assert h.similarity is not None and np.isfinite(h.similarity)
     b.close()
+
+
+def test_memory_cli_speaks_plainly_about_missing_files_limits_and_audits(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from tests.conftest import bin_path
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([bin_path(), "memory", *args], capture_output=True, text=True,
+                              env=dict(os.environ), cwd=tmp_path, timeout=120)
+
+    r = cli("import", str(tmp_path / "nope.jsonl"))
+    assert r.returncode == 1 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+    r = cli("list", "--limit", "0")
+    assert r.returncode == 2 and "outside 1-100" in r.stderr
+    r = cli("audit")
+    assert r.returncode == 0 and r.stdout.startswith("intact (")
+    from bli_memory.core.engine import EmbeddedBackend
+
+    b = EmbeddedBackend(store_path())
+    saved = b.save("The staging database is rebuilt nightly.", space="s1")
+    b.close()
+    with sqlite3.connect(store_path()) as conn:
+        conn.execute("UPDATE memories SET embedding = NULL WHERE id = ?", (saved.memory.id,))
+    r = cli("audit")
+    assert r.returncode == 1 and "NOT intact: 1 missing vector" in r.stdout
+    r = cli("audit", "--repair")
+    assert r.returncode == 0 and "was not intact (1 missing vector); repaired, now intact" in r.stdout

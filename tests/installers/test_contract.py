@@ -115,3 +115,6 @@ def test_print_config_outputs(tmp_path) -> None:
     assert json.loads(run("--print-config", "--claude").stdout) == json.loads(claude.stdout)
     unknown = run("--print-config=nope")
     assert unknown.returncode != 0 and "unknown host" in unknown.stderr
+    assert run("--print-config", "codex").stdout == codex.stdout  # a space works like "="
+    extra = run("--print-config", "codex", "gemini")
+    assert extra.returncode == 2 and "unexpected arguments" in extra.stderr and not extra.stdout

@@ -1,0 +1,37 @@
+"""``cockpit doctor``: one row per check, exit 1 when one fails, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import bin_path
+
+
+def _doctor(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([bin_path("cockpit"), "doctor", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, cwd=tmp_path, timeout=120)
+
+
+def test_a_healthy_embedded_machine(tmp_path: Path) -> None:
+    r = _doctor(tmp_path, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert rows["settings"]["mark"] == "ok"
+    assert rows["memory store"]["mark"] == "info" and "does not exist yet" in rows["memory store"]["detail"]
+    assert rows["embedding model"]["mark"] == "ok"
+    assert {"memory-daemon", "side indexes"} <= set(rows)
+    # Reading the store never creates or changes it.
+    assert not (Path(os.environ["HOME"]) / ".local/share/bli-memory/memory.sqlite3").exists()
+
+
+def test_bad_settings_and_an_unreachable_service_fail(tmp_path: Path) -> None:
+    r = _doctor(tmp_path, BLI_MEMORY_SIMILARITY_FLOOR="abc")
+    assert r.returncode == 1 and "[fail] settings: BLI_MEMORY_SIMILARITY_FLOOR is invalid" in r.stdout
+    r = _doctor(tmp_path, BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1", BLI_MEMORY_DEVICE_TOKEN="x")
+    assert r.returncode == 1 and "[fail] memory store: the memory service is unreachable" in r.stdout
+    r = _doctor(tmp_path, BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1")
+    assert r.returncode == 1 and "not paired" in r.stdout
+    assert "Traceback" not in r.stderr
