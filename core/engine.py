@@ -677,6 +677,8 @@ def record_problem(rec: Any) -> str | None:
     for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return f"{key} must be a string or null"
+    if rec.get("supersedes") == rec["id"]:
+        return "supersedes names the record itself"
     for key, value in rec.items():
         problem = _text_problem(value)
         if problem:

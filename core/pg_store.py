@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import secrets
 import threading
 import unicodedata
@@ -85,7 +86,10 @@ __all__ = [
     "EXPORT_PAGE",
     "EXPORT_PAGE_MAX",
     "FORGET_MIN_SIMILARITY",
+    "MAX_METADATA_DEPTH",
+    "MAX_VERSION",
     "TOKEN_PREFIX",
+    "VECTOR_NORM_TOLERANCE",
     "VERSION_TABLE",
     "DeviceToken",
     "ExtractJob",
@@ -108,6 +112,15 @@ JOB_MAX_ATTEMPTS = 5
 #: Rows in one page of an export (:meth:`PostgresBackend.export_page`), by default and at most.
 EXPORT_PAGE = 500
 EXPORT_PAGE_MAX = 1000
+
+#: Deepest nesting of a memory's metadata the service keeps (deeper JSON is refused
+#: before it reaches Python's or Postgres' recursion limits).
+MAX_METADATA_DEPTH = 100
+#: Largest ``version`` a row can carry (the ``integer`` column of revision 0001).
+MAX_VERSION = 2**31 - 1
+#: A vector of a record is used as it is only when finite with a norm this close to 1
+#: (the shipped model's vectors are unit length); otherwise the content is embedded again.
+VECTOR_NORM_TOLERANCE = 0.01
 
 _MIGRATION_LOCK = 0x626C696D  # "blim": one migrator at a time across service replicas
 _MAX_LEXEME_BYTES = 1000  # Postgres refuses lexemes of 2 KB and more
@@ -234,6 +247,73 @@ def _row_to_memory(row: Sequence[Any]) -> Memory:
     )
 
 
+def _data_error_name(exc: BaseException) -> str:
+    if isinstance(exc, UnicodeEncodeError):
+        return "text that is not valid Unicode"
+    if "NUL" in str(exc) or "\\u0000" in str(exc):
+        return "a NUL character"
+    if type(exc).__name__ == "ProgramLimitExceeded":
+        return "a value too long for the store's index, such as a customId or sessionId of kilobytes"
+    return type(exc).__name__
+
+
+def _storable_problem(value: Any, *, max_depth: int = MAX_METADATA_DEPTH) -> str | None:
+    """Why Postgres cannot keep ``value`` (a string or JSON value), or None.
+
+    A ``text`` or ``jsonb`` value cannot hold a NUL character, and no column can hold
+    a lone UTF-16 surrogate (not Unicode; JSON lets one through as ``\\ud800``).
+    Walks nested lists and dicts without recursion, to ``max_depth`` levels.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        if isinstance(item, str):
+            items: list[Any] = [item]
+        elif isinstance(item, dict):
+            items = list(item.keys())
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
+            continue
+        else:
+            continue
+        for text in items:
+            if not isinstance(text, str):
+                continue
+            if "\x00" in text:
+                return "holds a NUL character, which the store cannot keep"
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return "holds a lone surrogate, which is not Unicode text"
+    return None
+
+
+def _check_storable(field: str, value: Any) -> None:
+    problem = _storable_problem(value)
+    if problem:
+        raise InvalidInputError(f"{field} {problem}")
+
+
+def _import_problem(rec: dict[str, Any]) -> str | None:
+    """Why Postgres cannot keep an exported record that :func:`record_problem` accepts, or None."""
+    from bli_memory.core.store import MAX_CONTENT_CHARS
+
+    if len(rec["content"]) > MAX_CONTENT_CHARS:
+        return f"content is {len(rec['content'])} characters; the limit is {MAX_CONTENT_CHARS}"
+    for key in ("id", "space", "content", "customId", "sessionId", "source", "supersedes", "state",
+                "createdAt", "updatedAt", "forgottenAt", "expiresAt", "embeddingModel", "metadata"):
+        problem = _storable_problem(rec.get(key))
+        if problem:
+            return f"{key} {problem}"
+    version = rec.get("version")
+    if isinstance(version, int) and version > MAX_VERSION:
+        return f"version must be at most {MAX_VERSION}"
+    return None
+
+
 @contextmanager
 def _converted(action: str) -> Iterator[None]:
     """Turn psycopg / pool failures into StoreError (this module is their one caller)."""
@@ -245,6 +325,12 @@ def _converted(action: str) -> Iterator[None]:
     except PoolTimeout as exc:
         raise StoreError(f"{action}: no database connection free in time",
                          reason="store_unavailable") from exc
+    except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, UnicodeEncodeError) as exc:
+        # The request holds a value Postgres cannot keep (a NUL character, a lone
+        # surrogate, a number out of range, a key too long for its index): the
+        # caller's to fix, not a failure to retry.
+        raise InvalidInputError(f"{action}: a value cannot be stored ({_data_error_name(exc)}); "
+                                "nothing was written") from exc
     except psycopg.OperationalError as exc:
         raise StoreError(f"{action}: the database is unreachable", reason="store_unavailable") from exc
     except psycopg.Error as exc:
@@ -832,7 +918,9 @@ class PostgresBackend:
             if len(hits) == limit:
                 break
             row, sim = rows[seq]
-            similarity = round(float(sim), 4) if sim is not None else None
+            # A zero vector (imported before vectors were checked) has no direction:
+            # its cosine is NaN, which is "no similarity", never a failure.
+            similarity = round(float(sim), 4) if sim is not None and not math.isnan(sim) else None
             channels = tuple(c for c in CHANNELS if seq in channel_sets.get(c, ()))
             if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
                 continue
@@ -889,19 +977,21 @@ class PostgresBackend:
         )
 
     @staticmethod
-    def _retire(conn: psycopg.Connection[Any], memory: Memory, state: str, at: datetime) -> bool:
-        """Move a live row out of the live set and out of both indexes."""
+    def _retire(conn: psycopg.Connection[Any], memory: Memory, owner_id: int, state: str,
+                at: datetime) -> bool:
+        """Move a live row of ``owner_id`` out of the live set and out of both indexes."""
         if state == "forgotten":
             cur = conn.execute(
                 "UPDATE memories SET state = 'forgotten', forgotten_at = %s, updated_at = %s, "
-                "embedding = NULL, terms = NULL WHERE space = %s AND id = %s AND state = 'active'",
-                (at, at, memory.space, memory.id),
+                "embedding = NULL, terms = NULL "
+                "WHERE space = %s AND id = %s AND owner_id = %s AND state = 'active'",
+                (at, at, memory.space, memory.id, owner_id),
             )
         else:
             cur = conn.execute(
                 "UPDATE memories SET state = %s, updated_at = %s, terms = NULL "
-                "WHERE space = %s AND id = %s AND state = 'active'",
-                (state, at, memory.space, memory.id),
+                "WHERE space = %s AND id = %s AND owner_id = %s AND state = 'active'",
+                (state, at, memory.space, memory.id, owner_id),
             )
         return cur.rowcount == 1
 
@@ -932,6 +1022,9 @@ class PostgresBackend:
             raise InvalidInputError("metadata must be a JSON object")
         if custom_id is not None and not str(custom_id).strip():
             custom_id = None
+        for field, value in (("content", text), ("customId", custom_id), ("metadata", metadata),
+                             ("source", source), ("sessionId", session_id)):
+            _check_storable(field, value)
         expires = _parse_expiry(expires_at)
         me = self._me()
         vector = self._embed_one(text)
@@ -957,7 +1050,7 @@ class PostgresBackend:
                         metadata is None or metadata == previous.metadata
                     ):
                         return SaveResult(memory=previous, space=previous.space, status="duplicate")
-                    if not self._retire(conn, previous, "superseded", at):
+                    if not self._retire(conn, previous, owner_id, "superseded", at):
                         raise NotFoundError(f"memory {previous.id} is no longer live")
                     memory = Memory(
                         id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=custom_id,
@@ -1028,6 +1121,7 @@ class PostgresBackend:
         if (id is None) == (custom_id is None):
             raise InvalidInputError("give exactly one of id or customId")
         text = checked_content(content)
+        _check_storable("content", text)
         vector = None
         at = _now()
         with self._tx("update") as conn:
@@ -1042,7 +1136,7 @@ class PostgresBackend:
             self._lock_space(conn, found[1], previous.space)
             if vector is None:
                 vector = self._embed_one(text)
-            if not self._retire(conn, previous, "superseded", at):
+            if not self._retire(conn, previous, found[1], "superseded", at):
                 raise NotFoundError(f"memory {previous.id} is no longer live")
             memory = Memory(
                 id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=previous.custom_id,
@@ -1096,7 +1190,10 @@ class PostgresBackend:
                 ).fetchone()
                 if row is None:
                     raise NotFoundError(f"space {view.canonical} holds no memories")
-                similarity = float(row[-1])
+                similarity = float(row[-1]) if row[-1] is not None else math.nan
+                if math.isnan(similarity):  # only direction-less vectors are left
+                    raise NotFoundError(f"no memory of space {view.canonical} is close enough to forget "
+                                        "by query; nothing was forgotten")
                 if similarity < FORGET_MIN_SIMILARITY:
                     raise NotFoundError(
                         f"the closest memory has similarity {similarity:.2f}, below the "
@@ -1107,7 +1204,7 @@ class PostgresBackend:
                 similarity = round(similarity, 4)
             memory = self._writable(view, found)
             self._lock_space(conn, found[1], memory.space)
-            if not self._retire(conn, memory, "forgotten", at):
+            if not self._retire(conn, memory, found[1], "forgotten", at):
                 raise NotFoundError(f"memory {memory.id} is not live")
         from dataclasses import replace
 
@@ -1143,25 +1240,33 @@ class PostgresBackend:
         view = self._view(conn, start.space)
         if owner_id not in view.readers:
             raise NotFoundError(f"no memory with id {id}")
+        # Both walks stay in the starting row's space *and* owner: a version of a memory
+        # is always its owner's row (a shared writer's update is stored as the owner's),
+        # so a row of someone else that names this one in ``supersedes`` is never part of
+        # its history. ``seen`` ends a walk on a loop (a row that supersedes itself).
         newest = start
+        seen = {start.id}
         while True:
             nxt = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE space = %s AND supersedes = %s "
+                f"SELECT {_COLUMNS} FROM memories WHERE space = %s AND owner_id = %s AND supersedes = %s "
                 "ORDER BY seq DESC LIMIT 1",
-                (newest.space, newest.id),
+                (newest.space, owner_id, newest.id),
             ).fetchone()
-            if nxt is None:
+            if nxt is None or str(nxt[1]) in seen:
                 break
             newest = _row_to_memory(nxt)
+            seen.add(newest.id)
         chain = [newest]
-        while chain[-1].supersedes:
+        seen = {newest.id}
+        while chain[-1].supersedes and chain[-1].supersedes not in seen:
             prev = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE space = %s AND id = %s",
-                (chain[-1].space, chain[-1].supersedes),
+                f"SELECT {_COLUMNS} FROM memories WHERE space = %s AND owner_id = %s AND id = %s",
+                (chain[-1].space, owner_id, chain[-1].supersedes),
             ).fetchone()
             if prev is None:
                 break
             chain.append(_row_to_memory(prev))
+            seen.add(chain[-1].id)
         return chain, owner_id
 
     def history(self, id: str) -> list[Memory]:
@@ -1190,8 +1295,8 @@ class PostgresBackend:
                                     reason="read_only")
             self._lock_space(conn, owner_id, chain[0].space)
             cur = conn.execute(
-                "DELETE FROM memories WHERE space = %s AND id = ANY(%s)",
-                (chain[0].space, [m.id for m in chain]),
+                "DELETE FROM memories WHERE space = %s AND owner_id = %s AND id = ANY(%s::uuid[])",
+                (chain[0].space, owner_id, [m.id for m in chain]),
             )
             return cur.rowcount
 
@@ -1440,35 +1545,55 @@ class PostgresBackend:
             vector = np.frombuffer(base64.b64decode(record["embedding"], validate=True), dtype="<f4")
         except (binascii.Error, ValueError):
             return None
-        return vector if vector.shape == (self._shared.dimensions,) else None
+        if vector.shape != (self._shared.dimensions,) or not np.all(np.isfinite(vector)):
+            return None
+        # A zero, NaN or scaled vector has no usable cosine (a zero vector makes every
+        # search that meets it answer NaN); the model's own vectors are unit length.
+        norm = float(np.linalg.norm(vector.astype(np.float64)))
+        return vector if abs(norm - 1.0) <= VECTOR_NORM_TOLERANCE else None
 
     def import_records(
-        self, records: list[dict[str, Any]], *, dry_run: bool = False, offset: int = 0
+        self, records: list[dict[str, Any]], *, dry_run: bool = False, offset: int = 0,
+        chain_ids: Sequence[str] = (),
     ) -> dict[str, int]:
         """Import exported rows exactly (ids, versions, states, times), owned by this person.
 
         Every record is checked before anything is written, and all are written in one
         transaction: one bad record means nothing is imported. A record whose id is
         already one of this person's rows is skipped, so importing twice is harmless.
-        Vectors of the records are kept when they are of this service's model;
-        otherwise live rows are embedded again.
+        Vectors of the records are kept when they are of this service's model, finite
+        and of unit length (within :data:`VECTOR_NORM_TOLERANCE`); otherwise live rows
+        are embedded again.
+
+        A record's ``supersedes`` must name one of this person's own rows or another
+        record of the same import, so nobody can attach a row to (and then read, or
+        purge) someone else's memory. ``chain_ids`` are ids of the same import sent in
+        other parts (:meth:`RemoteBackend.import_records`); one of them is accepted as a
+        ``supersedes`` target while no row has that id yet.
 
         Args:
             records: Rows of :meth:`export` (or of the embedded store's export).
-            dry_run: Check everything, write nothing (the HTTP client checks every part
-                of a large import before sending the first).
+            dry_run: Check everything, write nothing: the rows are written in a
+                transaction that is rolled back, so the database's own limits are checked
+                too (the HTTP client checks every part of a large import before sending
+                the first).
             offset: Added to record numbers in error messages (a part of a larger file).
+            chain_ids: Ids of records of the same import in other parts.
 
         Returns:
             ``{"imported": n, "skipped": n}`` (with ``dry_run``: what would happen).
 
         Raises:
             InvalidInputError: naming the first bad record (1-based): a record the
-                embedded import refuses, an id or ``supersedes`` that is not a UUID, an
-                id that belongs to another person's memory, or a live ``customId`` that
-                is live already in that space.
+                embedded import refuses, one Postgres cannot keep (a NUL character, a
+                lone surrogate, metadata nested over :data:`MAX_METADATA_DEPTH` levels,
+                a version over :data:`MAX_VERSION`), an id or ``supersedes`` that is not
+                a UUID, a record that supersedes itself, a ``supersedes`` that is
+                neither the caller's row nor a record of the import, an id that belongs
+                to another person's memory, or a live ``customId`` that is live already
+                in that space.
         """
-        from psycopg.types.json import Jsonb
+        import psycopg
 
         from bli_memory.core.engine import record_problem
 
@@ -1476,16 +1601,26 @@ class PostgresBackend:
             return InvalidInputError(f"record {offset + n}: {problem}; nothing was imported")
 
         keys: list[str] = []
+        links: dict[int, str] = {}
         for n, record in enumerate(records, 1):
-            problem = record_problem(record)
+            try:
+                problem = record_problem(record) or _import_problem(record)
+            except RecursionError:
+                problem = "metadata is nested too deeply"
             if problem:
                 raise refuse(n, problem)
             try:
                 keys.append(str(uuid.UUID(record["id"])))
                 if record.get("supersedes") is not None:
-                    uuid.UUID(record["supersedes"])
+                    links[n - 1] = str(uuid.UUID(record["supersedes"]))
             except ValueError:
                 raise refuse(n, "id and supersedes must be UUIDs") from None
+            if links.get(n - 1) == keys[-1]:
+                raise refuse(n, "a record cannot supersede itself")
+        try:
+            elsewhere = {str(uuid.UUID(str(c))) for c in chain_ids}
+        except ValueError:
+            raise InvalidInputError("chainIds must be UUIDs; nothing was imported") from None
         me = self._me()
 
         def plan(conn: psycopg.Connection[Any]) -> tuple[list[int], int]:
@@ -1508,6 +1643,17 @@ class PostgresBackend:
                         raise refuse(i + 1,
                                      f"customId {rec['customId']!r} is live twice in space {rec['space']}")
                     live_ids[slot] = i
+            in_import = set(keys)
+            outside = sorted({t for t in links.values() if t not in in_import})
+            owners = {str(r[0]): int(r[1]) for r in conn.execute(
+                "SELECT id, owner_id FROM memories WHERE id = ANY(%s::uuid[])", (outside,))}
+            for i, target in sorted(links.items()):
+                if target in in_import or owners.get(target) == me:
+                    continue
+                if target not in owners and target in elsewhere:
+                    continue  # a record of another part of this import, not written yet
+                raise refuse(i + 1, f"supersedes {target} is neither one of your memories nor a record "
+                                    "of this import")
             if live_ids:
                 clash = conn.execute(
                     "SELECT space, custom_id FROM memories WHERE space = ANY(%s) AND owner_id = %s "
@@ -1523,10 +1669,16 @@ class PostgresBackend:
         with self._conn("plan an import") as conn:
             todo, skipped = plan(conn)
         if dry_run:
+            # Written and rolled back: Postgres' own limits (an index key too long, a
+            # value a column cannot hold) are checked before any part is written.
+            vectors = {i: v for i in todo if (v := self._usable_vector(records[i])) is not None}
+            with self._tx("check an import") as conn:
+                self._insert_records(conn, records, keys, todo, vectors)
+                raise psycopg.Rollback()
             return {"imported": len(todo), "skipped": skipped}
         # Vectors are computed before the write transaction, which then holds the space
         # locks only for the inserts.
-        vectors: dict[int, Any] = {}
+        vectors = {}
         embed = []
         for i in todo:
             rec = records[i]
@@ -1546,32 +1698,44 @@ class PostgresBackend:
             for space in sorted({records[i]["space"] for i in todo}):
                 self._lock_space(conn, me, space)
             todo, skipped = plan(conn)  # again, under the locks: a concurrent import may have won
-            params = []
             for i in todo:
                 rec = records[i]
-                state = rec.get("state") or "active"
-                if state == "active" and i not in vectors:  # appeared since the plan (rare)
+                if (rec.get("state") or "active") == "active" and i not in vectors:  # appeared since the plan
                     vectors[i] = self._embed_one(rec["content"])
-                vector = vectors.get(i)
-                params.append((
-                    keys[i], rec["space"], me, me, self.device_id, rec["content"], rec.get("customId"),
-                    Jsonb(rec.get("metadata") or {}), rec.get("source") or "import", rec.get("sessionId"),
-                    rec["createdAt"], rec["updatedAt"], int(rec.get("version") or 1), rec.get("supersedes"),
-                    state, rec.get("forgottenAt"), rec.get("expiresAt"), content_hash(rec["content"]),
-                    _tsvector(rec["content"]) if state == "active" else None,
-                    _vector_literal(vector) if vector is not None else None,
-                    self.model_name if vector is not None else None,
-                ))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO memories (id, space, owner_id, author_id, device_id, content, custom_id, "
-                    "metadata, source, session_id, created_at, updated_at, version, supersedes, state, "
-                    "forgotten_at, expires_at, content_sha256, terms, embedding, embedding_model) VALUES "
-                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, "
-                    "%s::vector, %s)",
-                    params,
-                )
+            self._insert_records(conn, records, keys, todo, vectors)
         return {"imported": len(todo), "skipped": skipped}
+
+    def _insert_records(self, conn: psycopg.Connection[Any], records: list[dict[str, Any]], keys: list[str],
+                        todo: list[int], vectors: dict[int, Any]) -> None:
+        """Insert the checked import records ``todo`` (indexes into ``records``) as this person's."""
+        from psycopg.types.json import Jsonb
+
+        me = self._me()
+        params = []
+        for i in todo:
+            rec = records[i]
+            state = rec.get("state") or "active"
+            vector = vectors.get(i) if state != "forgotten" else None
+            params.append((
+                keys[i], rec["space"], me, me, self.device_id, rec["content"], rec.get("customId"),
+                Jsonb(rec.get("metadata") or {}), rec.get("source") or "import", rec.get("sessionId"),
+                rec["createdAt"], rec["updatedAt"], int(rec.get("version") or 1), rec.get("supersedes"),
+                state, rec.get("forgottenAt"), rec.get("expiresAt"), content_hash(rec["content"]),
+                _tsvector(rec["content"]) if state == "active" else None,
+                _vector_literal(vector) if vector is not None else None,
+                self.model_name if vector is not None else None,
+            ))
+        if not params:
+            return
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memories (id, space, owner_id, author_id, device_id, content, custom_id, "
+                "metadata, source, session_id, created_at, updated_at, version, supersedes, state, "
+                "forgotten_at, expires_at, content_sha256, terms, embedding, embedding_model) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, "
+                "%s::vector, %s)",
+                params,
+            )
 
     def enqueue_extract(
         self, text: str, *, space: str, source: str, session_id: str | None = None

@@ -98,6 +98,16 @@ def _optional(d: Any) -> Memory | None:
     return _memory(d) if d is not None else None
 
 
+def _uuid_key(value: Any) -> str:
+    """The canonical form of a UUID string (as the service compares them), else the string."""
+    import uuid
+
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return str(value)
+
+
 class RemoteBackend:
     """Memory operations against the memory service over HTTP.
 
@@ -173,6 +183,11 @@ class RemoteBackend:
             raise NotFoundError(message or "not found")
         if status == 403 and reason == "read_only":
             raise NotFoundError(message or "read-only", reason="read_only")
+        if status == 401:
+            raise ServiceError(
+                "the memory service refused this machine's token (revoked, or for another "
+                "service); pair again with `cockpit login URL TOKEN`", reason="http_401",
+            )
         raise ServiceError(f"the memory service answered HTTP {status}", reason=f"http_{status}")
 
     @staticmethod
@@ -376,7 +391,9 @@ class RemoteBackend:
         Every record is checked here first, as the embedded import does. A large import
         goes in parts (:data:`IMPORT_PART_RECORDS` records, :data:`IMPORT_PART_BYTES`);
         the service checks every part (``dryRun``) before the first is written, so a
-        bad record anywhere means nothing is imported. Each part is one transaction;
+        bad record anywhere means nothing is imported. A part names the ids of other
+        parts its records supersede (``chainIds``), so a long version history may span
+        parts. Each part is one transaction;
         if the connection fails half-way, running the import again finishes it
         (records already present are skipped).
 
@@ -390,28 +407,40 @@ class RemoteBackend:
 
         from bli_memory.core.engine import record_problem
 
-        for n, record in enumerate(records, 1):
-            problem = record_problem(record)
-            if problem:
-                raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
         parts: list[tuple[int, list[dict[str, Any]]]] = []
         start, size = 0, 0
         for i, record in enumerate(records):
-            n = len(json.dumps(record, ensure_ascii=False).encode("utf-8")) + 1
+            try:
+                problem = record_problem(record)
+                n = 0 if problem else len(json.dumps(record, ensure_ascii=False).encode("utf-8")) + 1
+            except RecursionError:
+                problem = "metadata is nested too deeply"
+            except (TypeError, ValueError) as exc:  # not JSON, or not Unicode text
+                problem = f"cannot be sent as JSON ({type(exc).__name__})"
+            if problem:
+                raise InvalidInputError(f"record {i + 1}: {problem}; nothing was imported")
             if i > start and (i - start >= IMPORT_PART_RECORDS or size + n > IMPORT_PART_BYTES):
                 parts.append((start, records[start:i]))
                 start, size = i, 0
             size += n
         if records:
             parts.append((start, records[start:]))
+        bodies = [{"records": part, "offset": offset} for offset, part in parts]
         if len(parts) > 1:
-            for offset, part in parts:
-                self._call("POST", "/api/memory/import", {"records": part, "dryRun": True, "offset": offset},
-                           timeout=BULK_TIMEOUT_S)
+            # A version may supersede a record of another part: name those ids, so the
+            # service accepts the link before that part is written (and only then).
+            every = {_uuid_key(r.get("id")) for r in records}
+            for body in bodies:
+                here = {_uuid_key(r.get("id")) for r in body["records"]}
+                linked = {_uuid_key(r["supersedes"]) for r in body["records"]
+                          if r.get("supersedes") is not None}
+                if linked - here:
+                    body["chainIds"] = sorted((linked - here) & every)
+            for body in bodies:
+                self._call("POST", "/api/memory/import", {**body, "dryRun": True}, timeout=BULK_TIMEOUT_S)
         total = {"imported": 0, "skipped": 0}
-        for offset, part in parts:
-            data = self._call("POST", "/api/memory/import", {"records": part, "offset": offset},
-                              timeout=BULK_TIMEOUT_S)
+        for body in bodies:
+            data = self._call("POST", "/api/memory/import", body, timeout=BULK_TIMEOUT_S)
             got = self._parsed(lambda d: (int(d["imported"]), int(d["skipped"])), data)
             total["imported"] += got[0]
             total["skipped"] += got[1]

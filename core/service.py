@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MAX_BODY_DEPTH",
     "MAX_IMPORT_BODY_BYTES",
     "MAX_IMPORT_RECORDS",
     "ServiceState",
@@ -90,6 +91,9 @@ MAX_BODY_BYTES = 256 * 1024
 #: row is about 3 KB with its vector, at most ~25 KB (20,000 characters of content).
 MAX_IMPORT_BODY_BYTES = 16 * 1024 * 1024
 MAX_IMPORT_RECORDS = 2000
+#: Deepest nesting of a request body (objects and arrays): a memory's metadata may be
+#: :data:`~bli_memory.core.pg_store.MAX_METADATA_DEPTH` levels deep inside an import.
+MAX_BODY_DEPTH = 128
 #: How often a service process looks for extract jobs nobody is working on (left by a
 #: process that stopped, or waiting for a retry).
 JOB_SWEEP_SECONDS = 5.0
@@ -190,11 +194,42 @@ def _bearer(request: Request) -> str | None:
     return token.strip()
 
 
+def _check_body(body: dict[str, Any]) -> None:
+    """Refuse a body no door can keep: nested over :data:`MAX_BODY_DEPTH`, or text that is not Unicode.
+
+    JSON lets a lone UTF-16 surrogate through (``"\\ud800"``); it is not text, so no
+    store, log line or answer could hold it. Walked without recursion.
+
+    Raises:
+        InvalidInputError: naming the problem (never echoing the value).
+    """
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > MAX_BODY_DEPTH:
+                raise InvalidInputError(f"the body is nested more than {MAX_BODY_DEPTH} levels deep")
+            stack.extend((k, depth) for k in item)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            if depth > MAX_BODY_DEPTH:
+                raise InvalidInputError(f"the body is nested more than {MAX_BODY_DEPTH} levels deep")
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInputError("the body holds a lone surrogate (\\uD800-\\uDFFF), "
+                                        "which is not Unicode text") from None
+
+
 def _error_of(exc: BaseException, door: str) -> _DoorError:
     if isinstance(exc, _DoorError):
         return exc
     if isinstance(exc, InvalidInputError | ConfigError):
         return _DoorError(400, "invalid_input", exc.message)
+    if isinstance(exc, RecursionError):  # JSON nested deeper than a check below the door expected
+        return _DoorError(400, "invalid_input", "the body is nested too deeply")
     if isinstance(exc, NotFoundError):
         if exc.reason == "read_only":
             return _DoorError(403, "read_only", exc.message)
@@ -446,8 +481,12 @@ def create_app(
                             body = json.loads(raw or b"{}")
                         except ValueError as exc:
                             raise InvalidInputError("the body is not JSON") from exc
+                        except RecursionError as exc:
+                            raise InvalidInputError(
+                                f"the body is nested more than {MAX_BODY_DEPTH} levels deep") from exc
                         if not isinstance(body, dict):
                             raise InvalidInputError("the body must be a JSON object")
+                        _check_body(body)
                     return principal, handler(request, principal, body)
 
                 _, result = await anyio.to_thread.run_sync(work)
@@ -461,7 +500,8 @@ def create_app(
                 status = err.status
                 if status >= 500:
                     _log.error("door %s failed: %s", name, type(exc).__name__)
-                return JSONResponse({"error": {"reason": err.reason, "message": err.message}},
+                message = err.message.encode("utf-8", "replace").decode("utf-8")
+                return JSONResponse({"error": {"reason": err.reason, "message": message}},
                                     status_code=status)
             finally:
                 elapsed = time.monotonic() - started
@@ -556,8 +596,13 @@ def create_app(
         records = body.get("records")
         if not isinstance(records, list) or len(records) > MAX_IMPORT_RECORDS:
             raise InvalidInputError(f"records must be a list of at most {MAX_IMPORT_RECORDS} exported rows")
+        chain_ids = body.get("chainIds") or []
+        if not isinstance(chain_ids, list) or len(chain_ids) > MAX_IMPORT_RECORDS or not all(
+            isinstance(c, str) for c in chain_ids
+        ):
+            raise InvalidInputError(f"chainIds must be a list of at most {MAX_IMPORT_RECORDS} ids")
         res = acting(p).import_records(records, dry_run=_bool(body, "dryRun"),
-                                       offset=_int(body, "offset", 0, 0, 10**9))
+                                       offset=_int(body, "offset", 0, 0, 10**9), chain_ids=chain_ids)
         return 200, {**res, "dryRun": _bool(body, "dryRun")}
 
     def record(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
@@ -839,7 +884,10 @@ def openapi_document() -> dict[str, Any]:
             "/api/memory/import": post(
                 "Import exported rows as the caller's; all or nothing; ids present are skipped.",
                 _obj({"records": {"type": "array", "maxItems": MAX_IMPORT_RECORDS, "items": record},
-                      "dryRun": {"type": "boolean"}, "offset": {"type": "integer", "minimum": 0}},
+                      "dryRun": {"type": "boolean"}, "offset": {"type": "integer", "minimum": 0},
+                      "chainIds": {"type": "array", "maxItems": MAX_IMPORT_RECORDS, "items": _S,
+                                   "description": "Ids of records of the same import sent in other "
+                                                  "parts, which records here may supersede."}},
                      ("records",)),
                 {"200": answer(_obj({"imported": {"type": "integer"}, "skipped": {"type": "integer"},
                                      "dryRun": {"type": "boolean"}}), "What was (or would be) imported."),

@@ -372,24 +372,30 @@ class SQLiteStore:
         if start is None:
             raise NotFoundError(f"no memory with id {id}")
         with self._read() as conn:
-            # Walk forward to the newest version, then back along `supersedes`.
-            newest = start
+            # Walk forward to the newest version, then back along `supersedes`, within the
+            # row's space. Each walk stops at a row it has seen: an imported file could
+            # link rows in a loop, and a loop must not hang history, get or purge.
+            newest, seen = start, {start.id}
             while True:
                 row = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE supersedes = ? ORDER BY seq DESC LIMIT 1",
-                    (newest.id,),
+                    f"SELECT {_COLUMNS} FROM memories WHERE supersedes = ? AND space = ? "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (newest.id, start.space),
                 ).fetchone()
-                if row is None:
+                if row is None or row[1] in seen:
                     break
                 newest = _row_to_memory(row)
-            chain = [newest]
-            while chain[-1].supersedes:
+                seen.add(newest.id)
+            chain, seen = [newest], {newest.id}
+            while chain[-1].supersedes and chain[-1].supersedes not in seen:
                 row = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (chain[-1].supersedes,)
+                    f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND space = ?",
+                    (chain[-1].supersedes, start.space),
                 ).fetchone()
                 if row is None:
                     break
                 chain.append(_row_to_memory(row))
+                seen.add(chain[-1].id)
         return chain
 
     def recent(self, spaces: Sequence[str], *, limit: int = 10) -> list[Memory]:

@@ -361,3 +361,26 @@ def test_memory_cli_speaks_plainly_about_missing_files_limits_and_audits(tmp_pat
     assert r.returncode == 1 and "NOT intact: 1 missing vector" in r.stdout
     r = cli("audit", "--repair")
     assert r.returncode == 0 and "was not intact (1 missing vector); repaired, now intact" in r.stdout
+
+
+def test_imported_rows_linked_in_a_loop_do_not_hang_history_get_or_purge(tmp_path: Path) -> None:
+    import pytest
+
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.errors import InvalidInputError
+
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    a_id, b_id = "11111111-1111-4111-8111-11111111111a", "11111111-1111-4111-8111-11111111111b"
+    base = {"space": "s1", "createdAt": "2026-11-30T04:57:01.123456Z",
+            "updatedAt": "2026-11-30T04:57:01.123456Z"}
+    with pytest.raises(InvalidInputError, match="supersedes names the record itself"):
+        b.import_records([{**base, "id": a_id, "content": "self", "supersedes": a_id}])
+    b.import_records([
+        {**base, "id": a_id, "content": "Version A of the fact.", "supersedes": b_id},
+        {**base, "id": b_id, "content": "Version B of the fact.", "supersedes": a_id, "state": "superseded"},
+    ])
+    assert {m.id for m in b.history(a_id)} == {a_id, b_id}
+    memory, _ = b.get_memory(a_id, include_inactive=True)
+    assert memory.id == a_id
+    assert b.purge(a_id) == 2
+    b.close()
