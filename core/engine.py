@@ -68,6 +68,7 @@ __all__ = [
     "memory_backend",
     "record_problem",
     "register_embedders",
+    "text_problem",
     "usable_vector",
 ]
 
@@ -680,7 +681,7 @@ def record_problem(rec: Any) -> str | None:
     if rec.get("supersedes") == rec["id"]:
         return "supersedes names the record itself"
     for key, value in rec.items():
-        problem = _text_problem(value)
+        problem = text_problem(value)
         if problem:
             return f"{key} {problem}"
     return None
@@ -690,18 +691,23 @@ def record_problem(rec: Any) -> str | None:
 MAX_METADATA_DEPTH = 32
 
 
-def _text_problem(value: Any) -> str | None:
+def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:
     """Why a JSON value cannot be stored as text (NUL, lone surrogate, too deep), or None.
 
     SQLite would keep such text but Postgres refuses NUL and both refuse to encode a
-    lone surrogate as UTF-8, so a record that would break the move to the service is
-    refused at the door of either store. Walks without recursion.
+    lone surrogate as UTF-8, so a value that would break the move to the service is
+    refused at the door of either store. Walks nested lists and dicts without
+    recursion, to ``max_depth`` levels (default :data:`MAX_METADATA_DEPTH`).
+
+    Returns:
+        The problem as a predicate (``"contains a NUL character"``), or None.
     """
+    limit = MAX_METADATA_DEPTH if max_depth is None else max_depth
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if depth > MAX_METADATA_DEPTH:
-            return f"is nested more than {MAX_METADATA_DEPTH} levels deep"
+        if depth > limit:
+            return f"is nested more than {limit} levels deep"
         if isinstance(item, str):
             if "\x00" in item:
                 return "contains a NUL character"
@@ -739,7 +745,8 @@ def usable_vector(rec: dict[str, Any], *, model: str, dimensions: int) -> Any | 
     if len(blob) != dimensions * 4:
         return None
     vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
-    if not np.all(np.isfinite(vector)) or abs(float(np.linalg.norm(vector)) - 1.0) > 0.01:
+    # The norm in float64: a float32 norm of huge values overflows (a warning, then inf).
+    if not np.all(np.isfinite(vector)) or abs(float(np.linalg.norm(vector.astype(np.float64))) - 1.0) > 0.01:
         return None
     return vector
 

@@ -56,7 +56,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.engine import CHANNELS, FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
+from bli_memory.core.engine import (
+    CHANNELS,
+    FORGET_MIN_SIMILARITY,
+    MAX_VERSION,
+    PROFILE_KINDS,
+    checked_content,
+    text_problem,
+    usable_vector,
+)
 from bli_memory.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -86,10 +94,7 @@ __all__ = [
     "EXPORT_PAGE",
     "EXPORT_PAGE_MAX",
     "FORGET_MIN_SIMILARITY",
-    "MAX_METADATA_DEPTH",
-    "MAX_VERSION",
     "TOKEN_PREFIX",
-    "VECTOR_NORM_TOLERANCE",
     "VERSION_TABLE",
     "DeviceToken",
     "ExtractJob",
@@ -112,15 +117,6 @@ JOB_MAX_ATTEMPTS = 5
 #: Rows in one page of an export (:meth:`PostgresBackend.export_page`), by default and at most.
 EXPORT_PAGE = 500
 EXPORT_PAGE_MAX = 1000
-
-#: Deepest nesting of a memory's metadata the service keeps (deeper JSON is refused
-#: before it reaches Python's or Postgres' recursion limits).
-MAX_METADATA_DEPTH = 100
-#: Largest ``version`` a row can carry (the ``integer`` column of revision 0001).
-MAX_VERSION = 2**31 - 1
-#: A vector of a record is used as it is only when finite with a norm this close to 1
-#: (the shipped model's vectors are unit length); otherwise the content is embedded again.
-VECTOR_NORM_TOLERANCE = 0.01
 
 _MIGRATION_LOCK = 0x626C696D  # "blim": one migrator at a time across service replicas
 _MAX_LEXEME_BYTES = 1000  # Postgres refuses lexemes of 2 KB and more
@@ -257,42 +253,8 @@ def _data_error_name(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def _storable_problem(value: Any, *, max_depth: int = MAX_METADATA_DEPTH) -> str | None:
-    """Why Postgres cannot keep ``value`` (a string or JSON value), or None.
-
-    A ``text`` or ``jsonb`` value cannot hold a NUL character, and no column can hold
-    a lone UTF-16 surrogate (not Unicode; JSON lets one through as ``\\ud800``).
-    Walks nested lists and dicts without recursion, to ``max_depth`` levels.
-    """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > max_depth:
-            return f"nested more than {max_depth} levels deep"
-        if isinstance(item, str):
-            items: list[Any] = [item]
-        elif isinstance(item, dict):
-            items = list(item.keys())
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend((v, depth + 1) for v in item)
-            continue
-        else:
-            continue
-        for text in items:
-            if not isinstance(text, str):
-                continue
-            if "\x00" in text:
-                return "holds a NUL character, which the store cannot keep"
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                return "holds a lone surrogate, which is not Unicode text"
-    return None
-
-
 def _check_storable(field: str, value: Any) -> None:
-    problem = _storable_problem(value)
+    problem = text_problem(value)
     if problem:
         raise InvalidInputError(f"{field} {problem}")
 
@@ -305,7 +267,7 @@ def _import_problem(rec: dict[str, Any]) -> str | None:
         return f"content is {len(rec['content'])} characters; the limit is {MAX_CONTENT_CHARS}"
     for key in ("id", "space", "content", "customId", "sessionId", "source", "supersedes", "state",
                 "createdAt", "updatedAt", "forgottenAt", "expiresAt", "embeddingModel", "metadata"):
-        problem = _storable_problem(rec.get(key))
+        problem = text_problem(rec.get(key))
         if problem:
             return f"{key} {problem}"
     version = rec.get("version")
@@ -1372,7 +1334,7 @@ class PostgresBackend:
             NotFoundError: unknown id, one in a space this person cannot read (the same
                 answer, so nothing leaks), or an inactive one without ``include_inactive``.
         """
-        hint = "" if include_inactive else " (include_inactive shows history)"
+        hint = "" if include_inactive else " (include_inactive / --include-inactive reads old versions)"
         with self._conn("read a memory") as conn:
             try:
                 chain, _ = self._chain(conn, id)
@@ -1533,24 +1495,8 @@ class PostgresBackend:
             after = following
 
     def _usable_vector(self, record: dict[str, Any]) -> Any:
-        """The record's own vector when it is of this model and the right length, else None."""
-        import base64
-        import binascii
-
-        import numpy as np
-
-        if not record.get("embedding") or record.get("embeddingModel") != self.model_name:
-            return None
-        try:
-            vector = np.frombuffer(base64.b64decode(record["embedding"], validate=True), dtype="<f4")
-        except (binascii.Error, ValueError):
-            return None
-        if vector.shape != (self._shared.dimensions,) or not np.all(np.isfinite(vector)):
-            return None
-        # A zero, NaN or scaled vector has no usable cosine (a zero vector makes every
-        # search that meets it answer NaN); the model's own vectors are unit length.
-        norm = float(np.linalg.norm(vector.astype(np.float64)))
-        return vector if abs(norm - 1.0) <= VECTOR_NORM_TOLERANCE else None
+        """The record's own vector when it can be trusted (:func:`~bli_memory.core.engine.usable_vector`)."""
+        return usable_vector(record, model=self.model_name, dimensions=self._shared.dimensions)
 
     def import_records(
         self, records: list[dict[str, Any]], *, dry_run: bool = False, offset: int = 0,
@@ -1562,7 +1508,7 @@ class PostgresBackend:
         transaction: one bad record means nothing is imported. A record whose id is
         already one of this person's rows is skipped, so importing twice is harmless.
         Vectors of the records are kept when they are of this service's model, finite
-        and of unit length (within :data:`VECTOR_NORM_TOLERANCE`); otherwise live rows
+        and of unit length (within 1 %); otherwise live rows
         are embedded again.
 
         A record's ``supersedes`` must name one of this person's own rows or another

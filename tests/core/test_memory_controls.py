@@ -314,6 +314,7 @@ def test_import_recomputes_vectors_it_cannot_trust(tmp_path: Path) -> None:
     zero = base64.b64encode(np.zeros(384, dtype="<f4").tobytes()).decode()
     nan = base64.b64encode(np.full(384, np.nan, dtype="<f4").tobytes()).decode()
     short = base64.b64encode(np.ones(10, dtype="<f4").tobytes()).decode()
+    huge = base64.b64encode(np.full(384, 1e30, dtype="<f4").tobytes()).decode()
     base = {"space": "s1", "createdAt": "2026-11-30T04:57:01.123456Z",
             "updatedAt": "2026-11-30T04:57:01.123456Z", "embeddingModel": model}
     records = [
@@ -323,9 +324,10 @@ def test_import_recomputes_vectors_it_cannot_trust(tmp_path: Path) -> None:
             ("The staging database is rebuilt nightly.", nan),
             ("Ana owns the billing exporter.", short),
             ("Ben prefers ruff over flake8.", "not base64 at all!!"),
+            ("Chloe reviews the release notes.", huge),
         ])
     ]
-    assert b.import_records(records) == {"imported": 4, "skipped": 0}
+    assert b.import_records(records) == {"imported": 5, "skipped": 0}
     assert b.audit()["ok"]
     hits = b.search("when do deploys go out", space="s1").hits
     assert hits[0].memory.content.startswith("Deploys go out")
