@@ -33,7 +33,7 @@ __all__ = ["KEYWORD_MIN_ROWS", "MAX_SLOTS", "RETRY_S", "VECTOR_MIN_ROWS", "SideI
 _log = logging.getLogger("bli_memory.side_indexes")
 
 #: Default thresholds (live rows in the spaces searched). Measured in docs/benchmarks.md:
-#: at 10k rows the two FTS5 queries cost ~7 ms of a 13 ms search, and the BM25 index
+#: at 10k rows the two FTS5 queries are about half of a 7-13 ms search, and the BM25 index
 #: answers in 0.1 ms after a 0.1 s build, ranking the same up to near-ties, so it starts
 #: early; the exact vector scan stays under ~5 ms up to ~50k rows and HNSW is approximate
 #: (recall@10 0.85-0.91), so it starts only where the scan stops fitting a prompt's budget.
