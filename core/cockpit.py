@@ -142,12 +142,20 @@ def _check_settings(rows: list[tuple[str, str, str]]) -> Any:
 
 def _check_hosts(rows: list[tuple[str, str, str]]) -> None:
     from bli_memory.core.contracts import get_plugin_manager
+    from bli_memory.core.errors import BliMemoryError
     from bli_memory.core.paths import home_dir
     from bli_memory.installers.apply import known_hosts, status_hosts
     from bli_memory.installers.contract import build_contract
 
     pm = get_plugin_manager()
-    for st in status_hosts(pm, sorted(known_hosts(pm)), build_contract(), home_dir()):
+    contract = build_contract()
+    statuses = []
+    for host in sorted(known_hosts(pm)):
+        try:  # one host's broken config file must not hide the other checks
+            statuses += status_hosts(pm, [host], contract, home_dir())
+        except BliMemoryError as exc:
+            rows.append(("fail", f"memory ({host})", exc.message))
+    for st in statuses:
         if st.state == "outdated":
             mark = "fail"
         elif st.state == "installed":
@@ -179,14 +187,19 @@ def _check_route(rows: list[tuple[str, str, str]], settings: Any) -> None:
     except BliMemoryError as exc:
         rows.append(("fail", "memory store", exc.message))
         return
-    _check_embedded_store(rows, settings.store_path)
+    _check_embedded_store(rows, settings.store_path, settings.embedder)
 
 
-def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any) -> None:
+def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder: str) -> None:
     """Read the embedded store without changing it (read-only SQLite connection)."""
     import sqlite3
 
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a loop of links, a HOME that is a file, ...
+        rows.append(("fail", "memory store", f"{path} cannot be reached: {exc.strerror or exc}"))
+        return
+    if not exists:
         rows.append(("info", "memory store", f"{path} does not exist yet (the first save creates it)"))
         return
     try:
@@ -198,6 +211,10 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any) -> None:
             conn.close()
     except sqlite3.Error as exc:
         rows.append(("fail", "memory store", f"{path} cannot be read: {exc}"))
+        return
+    if model is not None and model != embedder:
+        rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
+                     f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"))
         return
     rows.append(("ok", "memory store", f"embedded {path}: {live} live memories, model {model}"))
 

@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import threading
+import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ __all__ = [
     "load_embedder",
     "memory_backend",
     "record_problem",
+    "records_problem",
     "register_embedders",
     "text_problem",
     "usable_vector",
@@ -618,6 +620,9 @@ class EmbeddedBackend:
             problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
+        found = records_problem(records) or self._store_problem(records)
+        if found:
+            raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
         vectors: dict[str, Any] = {}
         for r in records:
             vector = usable_vector(r, model=self._model_name, dimensions=self._dimensions)
@@ -626,6 +631,24 @@ class EmbeddedBackend:
             if vector is not None:
                 vectors[r["id"]] = vector
         return self.store.import_rows(records, vectors)
+
+    def _store_problem(self, records: list[dict[str, Any]]) -> tuple[int, str] | None:
+        """What makes records clash with this store: a link to a row that is not there,
+        or a customId already live in the space. Records already present are skipped."""
+        in_file = {uuid.UUID(r["id"]) for r in records}
+        for n, rec in enumerate(records, 1):
+            if self.store.get(rec["id"]) is not None:
+                continue  # skipped as already present
+            target = rec.get("supersedes")
+            if target is not None and uuid.UUID(target) not in in_file:
+                prev = self.store.get(target)
+                if prev is None or prev.space != rec["space"]:
+                    return n, f"supersedes {target} is neither a row of space {rec['space']} nor in this file"
+            if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
+                live = self.store.find_live((rec["space"],), custom_id=rec["customId"])
+                if live is not None:
+                    return n, f"customId {rec['customId']!r} is already live in space {rec['space']}"
+        return None
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
         """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
@@ -678,12 +701,49 @@ def record_problem(rec: Any) -> str | None:
     for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return f"{key} must be a string or null"
-    if rec.get("supersedes") == rec["id"]:
+    for key in ("id", "supersedes"):
+        if rec.get(key) is not None and not _is_uuid(rec[key]):
+            return f"{key} {rec[key]!r} is not a UUID"
+    if rec.get("supersedes") is not None and _is_uuid(rec["supersedes"]) and (
+        uuid.UUID(rec["supersedes"]) == uuid.UUID(rec["id"])
+    ):
         return "supersedes names the record itself"
     for key, value in rec.items():
         problem = text_problem(value)
         if problem:
             return f"{key} {problem}"
+    return None
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """What makes a whole import file unusable, as ``(1-based record, reason)``, or None.
+
+    Checks across records, after each passed :func:`record_problem`: an id given twice,
+    and a customId that two live records of one space share (only one can be live). Run
+    before anything is written, also by the service client before it sends the first
+    of several parts, so a problem in a late part never leaves the early ones written.
+    """
+    ids: dict[uuid.UUID, int] = {}
+    live: dict[tuple[str, str], int] = {}
+    for n, rec in enumerate(records, 1):
+        key = uuid.UUID(rec["id"])
+        if key in ids:
+            return n, f"id {rec['id']} is also record {ids[key]}"
+        ids[key] = n
+        if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
+            slot = (rec["space"], rec["customId"])
+            if slot in live:
+                return n, (f"customId {rec['customId']!r} is live twice in space {rec['space']} "
+                           f"(record {live[slot]})")
+            live[slot] = n
     return None
 
 

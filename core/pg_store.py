@@ -1643,6 +1643,13 @@ class PostgresBackend:
         with self._tx("import memories") as conn:
             for space in sorted({records[i]["space"] for i in todo}):
                 self._lock_space(conn, me, space)
+            # Ids are unique per space only, and the space locks are per person: two people
+            # importing one id at once must not both find it free. Locked in order.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(k, 7)) FROM "
+                "(SELECT DISTINCT unnest(%s::text[]) AS k ORDER BY 1) AS ids",
+                (sorted(set(keys)),),
+            )
             todo, skipped = plan(conn)  # again, under the locks: a concurrent import may have won
             for i in todo:
                 rec = records[i]
@@ -1665,7 +1672,8 @@ class PostgresBackend:
             params.append((
                 keys[i], rec["space"], me, me, self.device_id, rec["content"], rec.get("customId"),
                 Jsonb(rec.get("metadata") or {}), rec.get("source") or "import", rec.get("sessionId"),
-                rec["createdAt"], rec["updatedAt"], int(rec.get("version") or 1), rec.get("supersedes"),
+                rec["createdAt"], rec["updatedAt"], int(rec.get("version") or 1),
+                str(uuid.UUID(rec["supersedes"])) if rec.get("supersedes") else None,
                 state, rec.get("forgottenAt"), rec.get("expiresAt"), content_hash(rec["content"]),
                 _tsvector(rec["content"]) if state == "active" else None,
                 _vector_literal(vector) if vector is not None else None,
@@ -1714,7 +1722,7 @@ class PostgresBackend:
             InvalidInputError: ``text`` or ``source`` is not a string.
             StoreError: the database failed.
         """
-        if not isinstance(text, str) or not isinstance(source, str):
+        if not isinstance(text, str) or not isinstance(source, str) or not text.strip():
             raise InvalidInputError("a recording needs text and a source")
         rec_id = str(uuid.uuid4())
         me = self._me()

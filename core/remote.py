@@ -405,7 +405,7 @@ class RemoteBackend:
         """
         import json
 
-        from bli_memory.core.engine import record_problem
+        from bli_memory.core.engine import record_problem, records_problem
 
         parts: list[tuple[int, list[dict[str, Any]]]] = []
         start, size = 0, 0
@@ -425,6 +425,11 @@ class RemoteBackend:
             size += n
         if records:
             parts.append((start, records[start:]))
+        # Across the whole file before any part is sent: each part's dry run sees only
+        # itself and what is stored, not the parts before it.
+        found = records_problem(records)
+        if found:
+            raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
         bodies = [{"records": part, "offset": offset} for offset, part in parts]
         if len(parts) > 1:
             # A version may supersede a record of another part: name those ids, so the

@@ -35,3 +35,23 @@ def test_bad_settings_and_an_unreachable_service_fail(tmp_path: Path) -> None:
     r = _doctor(tmp_path, BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1")
     assert r.returncode == 1 and "not paired" in r.stdout
     assert "Traceback" not in r.stderr
+
+
+def test_a_store_of_another_model_and_a_broken_host_config_are_failures_not_the_end(tmp_path: Path) -> None:
+    import sqlite3
+
+    home = Path(os.environ["HOME"])
+    store = home / ".local/share/bli-memory/memory.sqlite3"
+    store.parent.mkdir(parents=True)
+    from bli_memory.core.engine import EmbeddedBackend
+
+    EmbeddedBackend(store).save("A fact.", space="s1")
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE store_meta SET value = 'some-other-model' WHERE key = 'embedding_model'")
+    (home / ".claude.json").write_text("{ not json")
+    r = _doctor(tmp_path, "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert rows["memory store"]["mark"] == "fail" and "some-other-model" in rows["memory store"]["detail"]
+    assert rows["memory (claude)"]["mark"] == "fail"
+    assert rows["embedding model"]["mark"] == "ok" and "side indexes" in rows  # the later checks still ran

@@ -386,3 +386,34 @@ def test_imported_rows_linked_in_a_loop_do_not_hang_history_get_or_purge(tmp_pat
     assert memory.id == a_id
     assert b.purge(a_id) == 2
     b.close()
+
+
+def test_import_refuses_what_the_service_would_refuse_too(tmp_path: Path) -> None:
+    import uuid
+
+    import pytest
+
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.errors import InvalidInputError
+
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    b.save("Status: green.", space="s1", custom_id="status")
+
+    def rec(content: str, **extra: object) -> dict:
+        return {"id": str(uuid.uuid4()), "space": "s1", "content": content,
+                "createdAt": "2026-11-30T04:57:01.123456Z", "updatedAt": "2026-11-30T04:57:01.123456Z",
+                **extra}
+
+    one = rec("one")
+    cases = {
+        "is not a UUID": [rec("x", id="not-a-uuid")],
+        "is neither a row of space s1 nor in this file": [rec("x", supersedes=str(uuid.uuid4()))],
+        "is also record 1": [one, {**one, "content": "again"}],
+        "is live twice in space s1": [rec("a", customId="k"), rec("b", customId="k")],
+        "is already live in space s1": [rec("Status: red.", customId="status")],
+    }
+    for expected, records in cases.items():
+        with pytest.raises(InvalidInputError, match=expected):
+            b.import_records(records)
+    assert [m.content for m in b.list_memories(space="s1")] == ["Status: green."]
+    b.close()

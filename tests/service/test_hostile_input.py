@@ -20,6 +20,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.remote import RemoteBackend
 
 T = "2026-11-30T04:57:01.123456Z"
@@ -313,3 +314,62 @@ def test_metadata_nesting_limit(client: Any, new_person, space: str) -> None:
                                        "metadata": nested(MAX_METADATA_DEPTH + 1)}), "nested")
     _refused(_post(client, p, "import", {"records": [
         _rec(space, "too deep", metadata=nested(MAX_METADATA_DEPTH + 1))]}), "record 1", "nested")
+
+
+def test_a_problem_spanning_parts_is_found_before_any_part_is_sent(start_service, new_person,
+                                                                     monkeypatch) -> None:
+    from bli_memory.core import remote as remote_module
+
+    svc = start_service()
+    person = new_person()
+    space = f"repo_parts__{uuid.uuid4().hex[:12]}"
+    monkeypatch.setattr(remote_module, "IMPORT_PART_RECORDS", 3)
+    client = RemoteBackend(svc.url, token=person.token)
+    try:
+        filler = [_rec(space, f"filler {i}", state="forgotten") for i in range(6)]
+        twice = [_rec(space, "first live", customId="k"), *filler, _rec(space, "second live", customId="k")]
+        with pytest.raises(InvalidInputError, match="record 8: customId 'k' is live twice"):
+            client.import_records(twice)
+        same_id = [*filler, {**filler[0], "content": "again"}]
+        with pytest.raises(InvalidInputError, match="record 7: id .* is also record 1"):
+            client.import_records(same_id)
+        assert list(client.export(space=space)) == []
+    finally:
+        client.close()
+
+
+def test_two_people_importing_one_id_at_once_cannot_both_win(client: Any, new_person, space: str) -> None:
+    import threading
+
+    for trial in range(6):
+        a, b = new_person(), new_person()
+        key = str(uuid.uuid4())
+        answers: dict[str, Any] = {}
+
+        def send(person: Any, tag: str, key: str = key, answers: dict[str, Any] = answers,
+                 trial: int = trial) -> None:
+            rec = {**_rec(f"{space}{tag}{trial}", f"{tag} secret"), "id": key}
+            answers[tag] = _post(client, person, "import", {"records": [rec]})
+
+        threads = [threading.Thread(target=send, args=(a, "a")), threading.Thread(target=send, args=(b, "b"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        codes = sorted(r.status_code for r in answers.values())
+        assert codes == [200, 400], [r.text for r in answers.values()]
+
+
+def test_a_supersedes_in_any_uuid_spelling_is_stored_canonically(client: Any, new_person, space: str) -> None:
+    p = new_person()
+    first = _rec(space, "Version one.", state="superseded")
+    second = _rec(space, "Version two.", supersedes=f"urn:uuid:{first['id']}", version=2)
+    r = _post(client, p, "import", {"records": [first, second]})
+    assert r.status_code == 200, r.text
+    history = _post(client, p, "history", {"id": second["id"]}).json()
+    assert [m["content"] for m in history["versions"]] == ["Version two.", "Version one."]
+    assert history["versions"][0]["supersedes"] == first["id"]
+
+
+def test_an_empty_recording_is_refused(client: Any, new_person, space: str) -> None:
+    _refused(_post(client, new_person(), "record", {"text": "  ", "containerTag": space}), "needs text")
