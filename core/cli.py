@@ -30,7 +30,7 @@ commands:
   demo                   save and recall through the real server in a scratch store
   daemon                 resident daemon that keeps recall warm (the prompt hook starts it)
   worker [--once]        run queued extract jobs
-  service --database-url URL [--host H --port N]
+  service [--database-url URL] [--host H --port N]
                          the team memory service (HTTP, Postgres + pgvector)
   memory list|get|forget|purge|export|import|audit
                          inspect and manage the stored memories

@@ -94,6 +94,12 @@ def _login(argv: list[str]) -> int:
     token = args.token or sys.stdin.readline().strip()
     session = login(args.url, token)
     sys.stdout.write(f"paired with {session.dashboard_url} as {session.person} ({session.device})\n")
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(session.dashboard_url)
+    if parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1"):
+        sys.stderr.write("cockpit: warning: plain http to another machine sends the device token and "
+                         "every memory unencrypted; put TLS in front of the service and use https://\n")
     return 0
 
 
@@ -115,6 +121,8 @@ def _doctor(argv: list[str]) -> int:
     _check_hosts(rows)
     if settings is not None:
         _check_route(rows, settings)
+    else:
+        rows.append(("info", "memory store", "not checked: fix the settings first"))
     _check_model(rows)
     rows.append(("info", "memory-daemon", _daemon_state()))
     rows.append(("info", "side indexes", _side_index_state()))
@@ -162,7 +170,10 @@ def _check_hosts(rows: list[tuple[str, str, str]]) -> None:
             mark = "warn" if st.details else "ok"  # installed, with something to know
         else:
             mark = "info"
-        detail = st.state + (" - " + "; ".join(st.details) if st.details else "")
+        details = list(st.details)
+        if st.state == "absent":  # the host is here; BLI Memory is not registered with it
+            details.insert(0, f"not registered; `bli-memory-mcp install --host {st.host}` adds it")
+        detail = st.state + (" - " + "; ".join(details) if details else "")
         rows.append((mark, f"memory ({st.host})", detail))
 
 

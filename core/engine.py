@@ -580,8 +580,10 @@ class EmbeddedBackend:
             NotFoundError: unknown id, or an inactive one without ``include_inactive``.
         """
         memory = self.store.get(id)
+        if memory is None and include_inactive:
+            raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
         if memory is None or (memory.state != "active" and not include_inactive):
-            hint = "" if include_inactive else " (include_inactive / --include-inactive reads old versions)"
+            hint = " (include_inactive / --include-inactive reads old versions)"
             raise NotFoundError(f"no live memory with id {id}{hint}")
         chain = self.store.history(id)
         history = [m for m in chain if m.id != memory.id]

@@ -571,7 +571,8 @@ def build_server(state_factory: Any) -> MCPServer:
         text = (
             f"Space {out.containerTag} ({out.derivedFrom}); aliases: {', '.join(out.aliases) or 'none'}.\n"
             f"Memories: {c.get('active', 0)} live, {c.get('superseded', 0)} superseded, "
-            f"{c.get('forgotten', 0)} forgotten. Store: {info['store']}. Model: {out.embeddingModel}. "
+            f"{c.get('forgotten', 0)} forgotten. Store: {_store_text(info['store'])}. "
+            f"Model: {out.embeddingModel}. "
             f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
             f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route}."
         )
@@ -676,7 +677,8 @@ def build_server(state_factory: Any) -> MCPServer:
         verdict = "intact" if report["ok"] else "NOT intact"
         text = (f"Store is {verdict}: {report['missing_keyword']} live rows missing from the keyword index, "
                 f"{report['stale_keyword']} stale index entries, {report['missing_vector']} missing vectors, "
-                f"{report['wrong_model']} vectors of another model. Counts: {report['counts']}.")
+                f"{report['wrong_model']} vectors of another model. Counts: "
+                + ", ".join(f"{n} {state}" for state, n in report["counts"].items()) + ".")
         if report.get("repaired"):
             text += f" Repaired; now: {report.get('after')}."
         return result(text, out)
@@ -818,6 +820,16 @@ def _start_extract_drain(
     thread = threading.Thread(target=loop, daemon=True, name="extract-drain")
     thread.start()
     return thread
+
+
+def _store_text(store: dict[str, Any]) -> str:
+    """``embedded file /path`` or ``team service https://... as alice (laptop)``."""
+    if store.get("kind") == "embedded":
+        return f"embedded file {store.get('path')}"
+    if store.get("kind") == "service":
+        who = f" as {store['person']} ({store.get('device')})" if store.get("person") else ""
+        return f"team service {store.get('url')}{who}"
+    return ", ".join(f"{k} {v}" for k, v in store.items())
 
 
 def _safe_warm(warm: Any, done: threading.Event) -> None:

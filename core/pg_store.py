@@ -1334,11 +1334,14 @@ class PostgresBackend:
             NotFoundError: unknown id, one in a space this person cannot read (the same
                 answer, so nothing leaks), or an inactive one without ``include_inactive``.
         """
-        hint = "" if include_inactive else " (include_inactive / --include-inactive reads old versions)"
+        hint = " (includeInactive / --include-inactive reads old versions)"
         with self._conn("read a memory") as conn:
             try:
                 chain, _ = self._chain(conn, id)
             except NotFoundError:
+                if include_inactive:
+                    raise NotFoundError(f"no memory with id {id} (never saved, purged, or not "
+                                        "yours to read)") from None
                 raise NotFoundError(f"no live memory with id {id}{hint}") from None
         key = str(uuid.UUID(str(id)))
         memory = next((m for m in chain if m.id == key), None)

@@ -21,9 +21,10 @@ __all__ = ["REASONS", "format_receipt", "to_log_reason"]
 
 #: The closed set. The spec's network reasons (timeout, http_<status>,
 #: dashboard_unreachable, bad_response), its six stdin reasons, unpaired, no_prompt,
-#: trivial_prompt and the stop-only skips; plus two of ours for the embedded store:
-#: ``store_unavailable`` (the local SQLite file cannot be opened or written: the
-#: embedded twin of dashboard_unreachable) and ``disabled`` (memory switched off).
+#: trivial_prompt and the stop-only skips; plus three of ours: ``store_unavailable``
+#: (the local SQLite file cannot be opened or written: the embedded twin of
+#: dashboard_unreachable), ``disabled`` (memory switched off) and ``config_invalid``
+#: (a BLI_MEMORY_* variable has a value that cannot be used; ``cockpit doctor`` names it).
 REASONS = frozenset(
     {
         "timeout",
@@ -43,6 +44,7 @@ REASONS = frozenset(
         "redaction_failed",
         "store_unavailable",
         "disabled",
+        "config_invalid",
     }
 )
 

@@ -162,9 +162,11 @@ class RemoteBackend:
         try:
             resp = client.request(method, path, json=body, **extra)
         except httpx.TimeoutException as exc:
-            raise ServiceError("the memory service did not answer in time", reason="timeout") from exc
+            raise ServiceError(f"the memory service at {self.base_url} did not answer in time",
+                               reason="timeout") from exc
         except (httpx.TransportError, httpx.InvalidURL) as exc:
-            raise ServiceError("the memory service is unreachable", reason="dashboard_unreachable") from exc
+            raise ServiceError(f"the memory service at {self.base_url} is unreachable",
+                               reason="dashboard_unreachable") from exc
         status = resp.status_code
         if 200 <= status < 300:
             try:
@@ -506,10 +508,12 @@ def remote_target(settings: Any) -> tuple[str, str] | None:
     """``(url, token)`` of the memory service this process should use, or None for embedded.
 
     The URL is ``BLI_MEMORY_DASHBOARD_URL``, else the paired session's; the token is
-    ``BLI_MEMORY_DEVICE_TOKEN``, else the session's (BLI Memory spec, "Auth").
+    ``BLI_MEMORY_DEVICE_TOKEN``, else the session's (BLI Memory spec, "Auth"). The
+    session's token is only ever sent to the session's own URL.
 
     Raises:
-        ServiceError: reason ``unpaired``: a service is configured but no token is.
+        ServiceError: reason ``unpaired``: a service is configured but no token is, or
+            the URL in the environment is not the one the paired token belongs to.
         ConfigError: the session file exists but cannot be read.
     """
     from bli_memory.core.pairing import read_session
@@ -520,8 +524,17 @@ def remote_target(settings: Any) -> tuple[str, str] | None:
     session = read_session()
     if url is None and session is None:
         return None
+    token = (token or "").strip() or None
+    if token is None and session is not None:
+        if url is not None and url.rstrip("/") != session.dashboard_url.rstrip("/"):
+            # The paired token belongs to the paired service: never send it elsewhere.
+            raise ServiceError(
+                f"BLI_MEMORY_DASHBOARD_URL names {url} but this machine is paired with "
+                f"{session.dashboard_url}; set BLI_MEMORY_DEVICE_TOKEN for {url}, or unset "
+                "BLI_MEMORY_DASHBOARD_URL", reason="unpaired",
+            )
+        token = session.device_token
     url = url or (session.dashboard_url if session else None)
-    token = (token or "").strip() or (session.device_token if session else None)
     if not url or not token:
         raise ServiceError(UNPAIRED_MESSAGE, reason="unpaired")
     return url.rstrip("/"), token

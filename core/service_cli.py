@@ -116,6 +116,23 @@ def _quiet_alembic() -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Raise one clear ConfigError when ``host:port`` cannot be bound (in use, no such address)."""
+    import socket
+
+    from bli_memory.core.errors import ConfigError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                          reason="config_invalid") from exc
+
+
 def _serve(args: argparse.Namespace) -> int:
     from bli_memory.core.errors import ConfigError
 
@@ -135,6 +152,7 @@ def _serve(args: argparse.Namespace) -> int:
     applied = migrate(args.database_url)
     if applied:
         sys.stderr.write(f"[bli-memory] database schema migrated: {', '.join(applied)}\n")
+    _check_port_free(args.host, args.port)
     app = create_app(database_url=args.database_url, run_jobs=not args.no_jobs)
     sys.stderr.write(f"[bli-memory] service listening on http://{args.host}:{args.port}\n")
     sys.stderr.flush()

@@ -122,6 +122,37 @@ class Settings(BaseSettings):
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
 
+    @field_validator("container_tag")
+    @classmethod
+    def _valid_tag(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from bli_memory.core.spaces import validate_tag
+
+        return validate_tag(value)  # ValueError names the rule (docs/spaces.md)
+
+    @field_validator("dashboard_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @field_validator("experience_tz")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from bli_memory.core.errors import ConfigError
+
+        try:
+            from bli_memory.core.experience import resolve_timezone
+        except ImportError:  # pragma: no cover - a platform without fcntl checks it on use
+            return value
+        try:
+            resolve_timezone(value)
+        except ConfigError as exc:
+            raise ValueError(exc.message.split(" is invalid: ", 1)[-1]) from None
+        return value
+
     @property
     def store_path(self) -> Path:
         """Path of the embedded SQLite store."""
@@ -155,9 +186,9 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = str(first["loc"][0]) if first.get("loc") else "?"
-        raise ConfigError(
-            f"BLI_MEMORY_{field.upper()} is invalid: {first.get('msg', 'bad value')}",
-            reason="config_invalid",
-        ) from exc
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error.get("loc") else "?"
+            message = str(error.get("msg", "bad value")).removeprefix("Value error, ")
+            problems.append(f"BLI_MEMORY_{field.upper()} is invalid: {message}")
+        raise ConfigError("; ".join(problems), reason="config_invalid") from exc

@@ -65,6 +65,13 @@ def test_a_paired_machine_uses_its_session_and_env_overrides_it(monkeypatch: pyt
         monkeypatch, BLI_MEMORY_DEVICE_TOKEN=other, BLI_MEMORY_DASHBOARD_URL="http://other.invalid"
     )
     assert backend.base_url == "http://other.invalid" and backend._token == other
+    # Another URL without its own token: the paired token is never sent there.
+    monkeypatch.delenv("BLI_MEMORY_DEVICE_TOKEN")
+    with pytest.raises(ServiceError) as err:
+        _backend_for_env(monkeypatch, BLI_MEMORY_DASHBOARD_URL="http://other.invalid")
+    assert err.value.reason == "unpaired" and "paired with http://paired.invalid:8765" in err.value.message
+    same = _backend_for_env(monkeypatch, BLI_MEMORY_DASHBOARD_URL="http://paired.invalid:8765/")
+    assert same._token == TOKEN
 
 
 def test_session_file_is_private_and_round_trips(temp_home: Path) -> None:

@@ -25,3 +25,18 @@ def test_no_database_url_says_how_to_give_one(tmp_path: Path) -> None:
     r = subprocess.run([bin_path(), "service", "token", "list"], capture_output=True, text=True,
                        env=dict(os.environ), cwd=tmp_path, timeout=120)
     assert r.returncode == 1 and "BLI_MEMORY_DATABASE_URL" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_port_in_use_is_one_line_before_listening(tmp_path: Path, service_db: str) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = subprocess.run(
+            [bin_path(), "service", "--database-url", service_db, "--port", str(port)],
+            capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path, timeout=120,
+        )
+    assert r.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    assert "listening" not in r.stderr and "Traceback" not in r.stderr
