@@ -43,9 +43,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_EXCHANGE_BYTES",
+    "MAX_PROMPT_BYTES",
+    "MAX_TRANSCRIPT_READ_BYTES",
     "HookAnswer",
     "HookContext",
     "answer_hook",
+    "bounded_exchange",
     "failed_answer",
     "handle",
     "reason_of",
@@ -53,9 +56,15 @@ __all__ = [
     "space_for",
 ]
 
-#: The stop hook reads at most this much of a transcript (BLI Memory spec: 12 KB,
+#: The stop hook keeps at most this much of the last exchange (BLI Memory spec: 12 KB,
 #: tail-read, so a 40 MB transcript costs nothing).
 MAX_EXCHANGE_BYTES = 12 * 1024
+#: ... of which the user's prompt takes at most this much (its beginning); the reply
+#: gets the rest (its end, where the conclusion is).
+MAX_PROMPT_BYTES = 4 * 1024
+#: How much of a transcript's end is read to find that exchange: one tool result after
+#: the prompt can be far larger than 12 KB, and reading 256 KB still costs ~1 ms.
+MAX_TRANSCRIPT_READ_BYTES = 256 * 1024
 
 
 @dataclass
@@ -143,6 +152,30 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookR
     return HookResult(event="prompt", outcome="ok", block=block, fields={"hits": len(kept)})
 
 
+def _cut(text: str, limit: int, *, keep: str) -> str:
+    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    mark = " [...] "
+    room = max(limit - len(mark), 0)
+    if keep == "head":
+        return data[:room].decode("utf-8", "ignore").rstrip() + mark.rstrip()
+    return mark.lstrip() + data[len(data) - room:].decode("utf-8", "ignore").lstrip()
+
+
+def bounded_exchange(user: str, assistant: str) -> str:
+    """``"User: ...\n\nAssistant: ..."`` in at most :data:`MAX_EXCHANGE_BYTES` UTF-8 bytes.
+
+    The prompt keeps its beginning (up to :data:`MAX_PROMPT_BYTES`) and the reply its
+    end, so a long reply never pushes the question out of what is kept.
+    """
+    frame = "User: \n\nAssistant: "
+    head = _cut(user, MAX_PROMPT_BYTES, keep="head")
+    room = MAX_EXCHANGE_BYTES - len(frame.encode()) - len(head.encode("utf-8", "surrogatepass"))
+    return f"User: {head}\n\nAssistant: {_cut(assistant, room, keep='tail')}"
+
+
 def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
     from bli_memory.core.redaction import redact, rules_with_plugins
 
@@ -150,7 +183,7 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookRes
         return HookResult(event="stop", outcome="skipped", reason="reentrant")
     try:
         exchange = ctx.pm.hook.host_read_exchange(
-            host=hook_input.host, hook_input=hook_input, max_bytes=MAX_EXCHANGE_BYTES
+            host=hook_input.host, hook_input=hook_input, max_bytes=MAX_TRANSCRIPT_READ_BYTES
         )
     except HostError as exc:
         if exc.reason == "no_transcript":
@@ -162,9 +195,7 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookRes
     assistant = strip_injected(exchange.assistant).strip()
     if not user and not assistant:
         return HookResult(event="stop", outcome="skipped", reason="no_transcript")
-    text = f"User: {user}\n\nAssistant: {assistant}"
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_EXCHANGE_BYTES:
-        text = text.encode("utf-8", "surrogatepass")[-MAX_EXCHANGE_BYTES:].decode("utf-8", "ignore")
+    text = bounded_exchange(user, assistant)
     try:
         redacted = redact(text, rules=rules_with_plugins(ctx.pm))
     except Exception:  # redaction must never let raw text through

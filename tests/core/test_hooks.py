@@ -305,3 +305,25 @@ def test_any_payload_exits_zero_with_one_closed_receipt(payload: bytes, event: s
     if reason is not None:
         assert reason_is_closed(reason), reason
     assert r.stdout == "" or (r.stdout.count("\n") <= 1 and isinstance(json.loads(r.stdout), dict))
+
+
+def test_the_prompt_survives_a_big_tool_result_and_a_long_reply(project: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    prompt = "Why does the billing export fail on the first of the month?"
+    tool_result = {"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "log line\n" * 20_000}]}}
+    reply = "The export reads the previous month's partition. " * 600 + "Fixed by using the UTC month."
+    with transcript.open("w") as fh:
+        fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+        tool_use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "cat export.log"}}
+        call = {"type": "assistant", "message": {"role": "assistant", "content": [tool_use]}}
+        fh.write(json.dumps(call) + "\n")
+        fh.write(json.dumps(tool_result) + "\n")
+        fh.write(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": reply}]}}) + "\n")
+    assert transcript.stat().st_size > 150_000
+    r = run_hook("stop", fixture("stop.json", cwd=str(project), transcript_path=str(transcript)))
+    outcome, fields = r.receipt
+    assert outcome == "ok" and fields["chars"] <= 12 * 1024
+    text = queued_jobs()[0]["text"]
+    assert text.startswith(f"User: {prompt}") and text.endswith("Fixed by using the UTC month.")
