@@ -220,10 +220,13 @@ _SECRET_VARIABLE = (
     rf"[A-Za-z_$.]*?(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])){_SECRET_WORD}"
 )
 # A mid-line value ends at whitespace, quotes, brackets, separators or a
-# final full stop (but an ellipsis, as in ``sk-...``, stays part of it).
-_INLINE_CHAR = r"[^\s\"'`,;()\[\]{}<>&|]"
+# final full stop (but an ellipsis, as in ``sk-...``, stays part of it). An '&'
+# ends it only where a query parameter follows (``&user=bob``); elsewhere it is
+# part of the secret (``Tr0ub4dor&3``).
+_INLINE_CHAR = r"[^\s\"'`,;()\[\]{}<>|]"
 _INLINE_VALUE = (
     r"(?:[^\s\"'`,;()\[\]{}<>&|.]"
+    r"|&(?![\w.\[\]-]*=)(?=[^\s\"'`,;()\[\]{}<>&|])"
     r"|\.(?=[^\s\"'`,;()\[\]{}<>&|])"
     r"|(?<=\.)\.(?![^\s\"'`,;()\[\]{}<>&|]))+"
 )

@@ -975,3 +975,14 @@ def test_command_line_and_block_scalar_secrets(text: str, kind: str) -> None:
 )
 def test_command_lines_without_secrets_stay(text: str) -> None:
     assert redact(text) == Redacted(text, 0)
+
+
+def test_an_ampersand_inside_a_secret_is_masked_but_ends_it_before_a_query_parameter() -> None:
+    from bli_memory.core.redaction import redact
+
+    out = redact("the password: Tr0ub4dor&3 works").text
+    assert "Tr0ub4dor" not in out and "&3" not in out and out.endswith(" works")
+    out = redact("open https://x.example/cb?password=s3cr3t&user=bob now").text
+    assert "s3cr3t" not in out and "&user=bob now" in out
+    out = redact("see token=abc123&next=1 ok").text
+    assert "abc123" not in out and "&next=1 ok" in out
