@@ -677,7 +677,7 @@ def build_server(state_factory: Any) -> MCPServer:
         verdict = "intact" if report["ok"] else "NOT intact"
         text = (f"Store is {verdict}: {report['missing_keyword']} live rows missing from the keyword index, "
                 f"{report['stale_keyword']} stale index entries, {report['missing_vector']} missing vectors, "
-                f"{report['wrong_model']} vectors of another model. Counts: "
+                f"{report['wrong_model']} vectors of another model or unusable. Counts: "
                 + ", ".join(f"{n} {state}" for state, n in report["counts"].items()) + ".")
         if report.get("repaired"):
             text += f" Repaired; now: {report.get('after')}."

@@ -1357,7 +1357,8 @@ class PostgresBackend:
         "stale_keyword": "state <> 'active' AND terms IS NOT NULL",
         "missing_vector": "state = 'active' AND embedding IS NULL",
         "wrong_model": "state = 'active' AND embedding IS NOT NULL "
-                       "AND embedding_model IS DISTINCT FROM %(model)s",
+                       "AND (embedding_model IS DISTINCT FROM %(model)s "
+                       "OR NOT vector_norm(embedding) BETWEEN 0.99 AND 1.01)",
     }
 
     def _audit_counts(self, conn: psycopg.Connection[Any], spaces: list[str]) -> dict[str, Any]:
@@ -1382,7 +1383,8 @@ class PostgresBackend:
         person owns (in every space of theirs; never another person's, shared or not):
         ``missing_keyword`` live rows without a tsvector, ``stale_keyword`` retired rows
         that still carry one, ``missing_vector`` live rows without a vector,
-        ``wrong_model`` live rows whose vector is of another model. With ``repair`` the
+        ``wrong_model`` live rows whose vector is of another model or not of unit
+        length. With ``repair`` the
         tsvectors are rebuilt from the content (the same terms as a save), stale ones
         cleared, and missing or foreign vectors recomputed with this service's model;
         ``after`` is the audit run again.

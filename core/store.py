@@ -917,8 +917,10 @@ class SQLiteStore:
     def audit(self, *, repair: bool = False) -> dict[str, Any]:
         """Check that the derived indexes agree with the rows; optionally rebuild them.
 
-        Checks: every live row has a keyword-index entry and a vector of this store's
-        model; no keyword entry points at a missing, superseded or forgotten row.
+        Checks: every live row has a keyword-index entry and a usable vector of this
+        store's model (``wrong_model`` also counts vectors that are not finite or not of
+        unit length, which no cosine can use); no keyword entry points at a missing,
+        superseded or forgotten row.
 
         Returns:
             ``{"counts": {...}, "missing_keyword": n, "stale_keyword": n,
@@ -935,6 +937,7 @@ class SQLiteStore:
                 "SELECT seq FROM memories WHERE state = 'active' AND embedding IS NOT NULL "
                 "AND (embedding_model IS NOT ? OR length(embedding) != ?)",
                 (self.model_name, 4 * self.dimensions))]
+            wrong += self._unusable_vectors(conn)
         report: dict[str, Any] = {
             "counts": self.count_by_state(),
             "missing_keyword": len(live - indexed),
@@ -960,6 +963,23 @@ class SQLiteStore:
                 )
             report["repaired"] = True
         return report
+
+    def _unusable_vectors(self, conn: sqlite3.Connection) -> list[int]:
+        """Seqs of live rows of this model whose vector is not finite or not unit length."""
+        import numpy as np
+
+        bad: list[int] = []
+        cur = conn.execute(
+            "SELECT seq, embedding FROM memories WHERE state = 'active' AND embedding IS NOT NULL "
+            "AND embedding_model IS ? AND length(embedding) = ?", (self.model_name, 4 * self.dimensions))
+        while rows := cur.fetchmany(10_000):
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            with np.errstate(all="ignore"):
+                norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+            for (seq, _), norm in zip(rows, norms, strict=True):
+                if not np.isfinite(norm) or abs(norm - 1.0) > 0.01:
+                    bad.append(int(seq))
+        return bad
 
     def set_vector(self, seq: int, vector: np.ndarray) -> None:
         """Store a recomputed vector for a row (audit repair, re-embedding)."""

@@ -417,3 +417,23 @@ def test_import_refuses_what_the_service_would_refuse_too(tmp_path: Path) -> Non
             b.import_records(records)
     assert [m.content for m in b.list_memories(space="s1")] == ["Status: green."]
     b.close()
+
+
+def test_audit_counts_an_unusable_vector_and_repair_embeds_it_again(tmp_path: Path) -> None:
+    import numpy as np
+
+    from bli_memory.core.engine import EmbeddedBackend
+
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    saved = b.save("Deploys go out on Tuesdays after the freeze.", space="s1").memory
+    with sqlite3.connect(tmp_path / "m.sqlite") as conn:
+        conn.execute("UPDATE memories SET embedding = ? WHERE id = ?",
+                     (np.zeros(384, dtype="<f4").tobytes(), saved.id))
+    b.close()
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    report = b.audit()
+    assert report["wrong_model"] == 1 and not report["ok"]
+    assert b.audit(repair=True)["after"]["ok"]
+    hit = b.search("when do deploys go out", space="s1").hits[0]
+    assert hit.memory.id == saved.id and hit.similarity > 0.5
+    b.close()

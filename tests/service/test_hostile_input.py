@@ -278,6 +278,13 @@ def test_a_stored_zero_vector_does_not_break_search_or_forget(
     r = _post(client, owner, "forget", {"containerTag": space, "query": "Zero vector row about deploys."})
     assert r.status_code == 404 and r.json()["error"]["reason"] == "not_found", r.text
     assert _post(client, owner, "get", {"id": zid}).status_code == 200
+    # The audit counts it as an unusable vector and its repair embeds the row again.
+    report = _post(client, owner, "audit", {}).json()
+    assert report["wrong_model"] == 1 and not report["ok"], report
+    report = _post(client, owner, "audit", {"repair": True}).json()
+    assert report["after"]["ok"], report
+    hit = _post(client, owner, "search", {"containerTag": space, "q": "deploys"}).json()["results"][0]
+    assert hit["memory"]["id"] == zid and hit["similarity"] > 0.3
 
 
 # --- nesting -----------------------------------------------------------------------------
