@@ -657,6 +657,20 @@ class EmbeddedBackend:
         canonical, _ = self.store.resolve_space(space)
         return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
 
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Recorded turns of a space and its aliases, newest first (``limit`` 1..100).
+
+        Returns:
+            ``[{"id", "space", "sessionId", "source", "createdAt", "text"}, ...]``.
+        """
+        _, spaces = self.store.resolve_space(space)
+        return self.store.list_recordings(spaces, limit=max(1, min(int(limit), 100)))
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase every recorded turn of a space and its aliases; returns how many."""
+        _, spaces = self.store.resolve_space(space)
+        return self.store.delete_recordings(spaces)
+
 
 def record_problem(rec: Any) -> str | None:
     """Why an exported record cannot be imported, or None when it can.

@@ -657,7 +657,8 @@ def build_server(state_factory: Any) -> MCPServer:
         containerTag: Annotated[str | None, Field(description="Space; default: current.")] = None,
     ) -> Annotated[CallToolResult, StatusOutput]:
         """Record this project's session turns capture-only (bounded, redacted), never
-        injecting them. Off by default."""
+        injecting them. Off by default. A person reads the recorded turns back with
+        `bli-memory-mcp memory recordings` and erases them with `memory clear-recordings`."""
         from bli_memory.core.switches import set_recording
         from bli_memory.core.switches import status as switch_status
 

@@ -1,4 +1,4 @@
-"""``bli-memory-mcp memory list|get|forget|purge|export|import|audit``.
+"""``bli-memory-mcp memory list|get|forget|purge|export|import|audit|recordings|...``.
 
 The same operations the MCP tools run, for a person at a terminal: inspect what is
 kept, read one memory with its history, forget or purge one, back up and restore
@@ -97,6 +97,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--space", help="only this space (default: every space; on a service, every one you own)")
     p = sub.add_parser("import", help="read JSON Lines from a file (or - for stdin) into the store")
     p.add_argument("file")
+    p = sub.add_parser("recordings", help="recorded session turns of a space (record_session), newest first")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--limit", type=_limit, default=20, help="how many, 1-100 (default 20)")
+    p.add_argument("--json", action="store_true", help="JSON, with the full text")
+    p = sub.add_parser("clear-recordings", help="erase the recorded session turns of a space")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--yes", action="store_true", help="confirm: without it nothing is erased")
     p = sub.add_parser("audit", help="check the store's indexes; --repair rebuilds them")
     p.add_argument("--repair", action="store_true", help="rebuild the derived indexes from the rows")
     p.add_argument("--json", action="store_true", help="the full report as JSON")
@@ -156,6 +163,21 @@ def main(argv: list[str]) -> int:
                         raise InvalidInputError(message) from exc
             res = backend.import_records(records)
             out(f"imported {res['imported']}, skipped {res['skipped']} (already present)\n")
+        elif args.cmd == "recordings":
+            space = _space(args.space)
+            recs = backend.recordings(space=space, limit=args.limit)
+            if args.json:
+                out(json.dumps(recs, ensure_ascii=False, indent=2) + "\n")
+            else:
+                lines = [f"{r['id']}  [{r['createdAt'][:16]}] {' '.join(r['text'].split())[:160]}"
+                         for r in recs]
+                out("".join(line + "\n" for line in lines) or f"(no recorded turns in space {space})\n")
+        elif args.cmd == "clear-recordings":
+            space = _space(args.space)
+            if not args.yes:
+                sys.stderr.write(f"this erases every recorded turn of space {space}; add --yes to confirm\n")
+                return 2
+            out(f"erased {backend.clear_recordings(space=space)} recorded turn(s) of space {space}\n")
         elif args.cmd == "audit":
             report = backend.audit(repair=args.repair)
             if args.json:

@@ -1740,6 +1740,33 @@ class PostgresBackend:
             )
         return rec_id
 
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """This person's recorded turns of a space and its aliases, newest first.
+
+        The shape of :meth:`EmbeddedBackend.recordings`. A shared space shares its
+        memories, never another person's recordings.
+        """
+        limit = max(1, min(int(limit), 100))
+        with self._conn("list recordings") as conn:
+            view = self._view(conn, space)
+            rows = conn.execute(
+                "SELECT id, space, session_id, source, created_at, text FROM memory_session_recordings "
+                "WHERE space = ANY(%s) AND owner_id = %s ORDER BY created_at DESC, id DESC LIMIT %s",
+                (list(view.spaces), self._me(), limit),
+            ).fetchall()
+        return [{"id": str(r[0]), "space": r[1], "sessionId": r[2], "source": r[3],
+                 "createdAt": _iso(r[4]), "text": r[5]} for r in rows]
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase this person's recorded turns of a space and its aliases; returns how many."""
+        with self._tx("clear recordings") as conn:
+            view = self._view(conn, space)
+            cur = conn.execute(
+                "DELETE FROM memory_session_recordings WHERE space = ANY(%s) AND owner_id = %s",
+                (list(view.spaces), self._me()),
+            )
+            return int(cur.rowcount)
+
     # --- extract jobs (the service's worker) -------------------------------------------
 
     def claim_job(self, worker: str) -> ExtractJob | None:

@@ -489,6 +489,17 @@ class RemoteBackend:
             raise ServiceError("the memory service did not keep the recording", reason="bad_response")
         return rec_id
 
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """This person's recorded turns of a space, newest first (``POST /api/memory/recordings``)."""
+        data = self._call("POST", "/api/memory/recordings",
+                          {"containerTag": space, "limit": max(1, min(int(limit), 100))})
+        return self._parsed(lambda d: [dict(r) for r in d["recordings"]], data)  # type: ignore[no-any-return]
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase this person's recorded turns of a space (``POST /api/memory/recordings/clear``)."""
+        data = self._call("POST", "/api/memory/recordings/clear", {"containerTag": space})
+        return self._parsed(lambda d: int(d["cleared"]), data)  # type: ignore[no-any-return]
+
     def record_experience(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Ship one experience opinion (``POST /api/memory/experience``).
 

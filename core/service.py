@@ -24,8 +24,10 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``POST /api/memory/import``    exported rows, all or nothing per request (at most
                                2,000 records, 16 MB); ids present are skipped
 ``POST /api/memory/record``    keep one turn of a recorded session (capture-only:
-                               never searched, listed, exported or injected);
+                               never searched, exported or injected);
                                201 with its id
+``POST /api/memory/recordings`` the caller's recorded turns of a space, newest first
+``POST /api/memory/recordings/clear`` erase the caller's recorded turns of a space
 ``POST /api/memory/experience`` the experience log: 201 insert, 200 identical
                                retry, 400 invalid, 409 same id other content,
                                502 failed insert
@@ -613,6 +615,13 @@ def create_app(
         canonical, _ = be.resolve_space(tag)
         return 201, {"id": rec_id, "containerTag": canonical}
 
+    def recordings(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        rows = acting(p).recordings(space=_tag(body), limit=_int(body, "limit", 20, 1, 100))
+        return 200, {"recordings": rows, "count": len(rows)}
+
+    def clear_recordings(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        return 200, {"cleared": acting(p).clear_recordings(space=_tag(body))}
+
     def whoami(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         return 200, {"person": p.person, "device": p.device, "deviceId": p.device_id}
 
@@ -665,6 +674,8 @@ def create_app(
         Route("/api/memory/import", door("import", import_, max_body=MAX_IMPORT_BODY_BYTES),
               methods=["POST"]),
         Route("/api/memory/record", door("record", record), methods=["POST"]),
+        Route("/api/memory/recordings", door("recordings", recordings), methods=["POST"]),
+        Route("/api/memory/recordings/clear", door("clear_recordings", clear_recordings), methods=["POST"]),
         Route("/api/memory/experience", door("experience", experience), methods=["POST"]),
         Route("/api/memory/whoami", door("whoami", whoami, method="GET"), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -899,6 +910,19 @@ def openapi_document() -> dict[str, Any]:
                      ("text", "containerTag")),
                 {"201": answer(_obj({"id": _S, "containerTag": _S}, ("id", "containerTag")),
                                "Recorded; `info` counts it under `recordings`.")},
+            ),
+            "/api/memory/recordings": post(
+                "The caller's recorded turns of a space, newest first.",
+                _obj({"containerTag": _TAG, "limit": {"type": "integer", "minimum": 1, "maximum": 100}},
+                     ("containerTag",)),
+                {"200": answer(_obj({"recordings": {"type": "array", "items": _obj({
+                    "id": _S, "space": _S, "sessionId": {"type": ["string", "null"]}, "source": _S,
+                    "createdAt": _S, "text": _S})}, "count": {"type": "integer"}}), "The recordings.")},
+            ),
+            "/api/memory/recordings/clear": post(
+                "Erase the caller's recorded turns of a space.",
+                _obj({"containerTag": _TAG}, ("containerTag",)),
+                {"200": answer(_obj({"cleared": {"type": "integer"}}), "How many were erased.")},
             ),
             "/api/memory/experience": post(
                 "Record one agent-experience opinion; a retry under the same id is idempotent.",

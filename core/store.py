@@ -1086,6 +1086,27 @@ class SQLiteStore:
                 f"SELECT count(*) FROM session_recordings WHERE space IN ({marks})", tuple(spaces)
             ).fetchone()[0])
 
+    def list_recordings(self, spaces: Sequence[str], *, limit: int) -> list[dict[str, Any]]:
+        """Recorded turns of these spaces, newest first: ``{"id", "space", "sessionId",
+        "source", "createdAt", "text"}``."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, space, session_id, source, created_at, text FROM session_recordings "
+                f"WHERE space IN ({marks}) ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (*spaces, int(limit)),
+            ).fetchall()
+        keys = ("id", "space", "sessionId", "source", "createdAt", "text")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def delete_recordings(self, spaces: Sequence[str]) -> int:
+        """Erase every recorded turn of these spaces (``secure_delete`` is on); returns how many."""
+        marks = ",".join("?" * len(spaces))
+        with self._write() as conn:
+            cur = conn.execute(f"DELETE FROM session_recordings WHERE space IN ({marks})", tuple(spaces))
+            n = cur.rowcount
+        return int(n)
+
     # --- experience log ------------------------------------------------------------
 
     _EXPERIENCE_KEYS = ("store", "verdict", "reason", "created_at")

@@ -374,7 +374,18 @@ def test_recorded_turns_are_counted_and_never_become_memories(subject, space: st
     assert [r["id"] for r in backend.export(space=space)] == [kept.id]
 
     # Nobody else's count includes them.
-    assert subject.another().info(space=space)["recordings"] == 0
+    other = subject.another()
+    assert other.info(space=space)["recordings"] == 0
+    assert other.recordings(space=space) == []
+    assert other.clear_recordings(space=space) == 0
+
+    # The person who recorded them can read them back, newest first, and erase them.
+    recs = backend.recordings(space=alias)
+    assert [r["id"] for r in recs] == [second, first]
+    assert recs[1]["text"] == turn and recs[1]["sessionId"] == "s-rec" and recs[1]["space"] == space
+    assert backend.clear_recordings(space=alias) == 2
+    assert backend.recordings(space=space) == [] and backend.info(space=space)["recordings"] == 0
+    assert [m.id for m in backend.list_memories(space=space)] == [kept.id]  # memories untouched
 
 
 def test_audit_of_an_intact_store(backend, space: str) -> None:

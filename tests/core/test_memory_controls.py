@@ -437,3 +437,28 @@ def test_audit_counts_an_unusable_vector_and_repair_embeds_it_again(tmp_path: Pa
     hit = b.search("when do deploys go out", space="s1").hits[0]
     assert hit.memory.id == saved.id and hit.similarity > 0.5
     b.close()
+
+
+def test_recorded_turns_can_be_read_back_and_erased_from_the_cli(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from bli_memory.core.engine import EmbeddedBackend
+    from tests.conftest import bin_path
+
+    b = EmbeddedBackend(store_path())
+    b.record_turn("User: where do builds run?\n\nAssistant: On the zebrafish cluster.", space="s1",
+                  source="hook:claude", session_id="s-1")
+    b.close()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([bin_path(), "memory", *args], capture_output=True, text=True,
+                              env=dict(os.environ), cwd=tmp_path, timeout=120)
+
+    r = cli("recordings", "--space", "s1")
+    assert r.returncode == 0 and "zebrafish cluster" in r.stdout
+    r = cli("clear-recordings", "--space", "s1")
+    assert r.returncode == 2 and "--yes" in r.stderr
+    r = cli("clear-recordings", "--space", "s1", "--yes")
+    assert r.returncode == 0 and "erased 1 recorded turn(s)" in r.stdout
+    assert "(no recorded turns in space s1)" in cli("recordings", "--space", "s1").stdout
