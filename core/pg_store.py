@@ -56,15 +56,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.engine import (
-    CHANNELS,
-    FORGET_MIN_SIMILARITY,
-    MAX_VERSION,
-    PROFILE_KINDS,
-    checked_content,
-    text_problem,
-    usable_vector,
-)
+from bli_memory.core.engine import CHANNELS, FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
 from bli_memory.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -83,6 +75,7 @@ from bli_memory.core.models import (
     UpdateResult,
 )
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
+from bli_memory.core.records import record_problem, records_problem, text_problem, usable_vector
 from bli_memory.core.store import content_hash
 from bli_memory.core.terms import encode_term, query_terms, terms
 
@@ -257,23 +250,6 @@ def _check_storable(field: str, value: Any) -> None:
     problem = text_problem(value)
     if problem:
         raise InvalidInputError(f"{field} {problem}")
-
-
-def _import_problem(rec: dict[str, Any]) -> str | None:
-    """Why Postgres cannot keep an exported record that :func:`record_problem` accepts, or None."""
-    from bli_memory.core.store import MAX_CONTENT_CHARS
-
-    if len(rec["content"]) > MAX_CONTENT_CHARS:
-        return f"content is {len(rec['content'])} characters; the limit is {MAX_CONTENT_CHARS}"
-    for key in ("id", "space", "content", "customId", "sessionId", "source", "supersedes", "state",
-                "createdAt", "updatedAt", "forgottenAt", "expiresAt", "embeddingModel", "metadata"):
-        problem = text_problem(rec.get(key))
-        if problem:
-            return f"{key} {problem}"
-    version = rec.get("version")
-    if isinstance(version, int) and version > MAX_VERSION:
-        return f"version must be at most {MAX_VERSION}"
-    return None
 
 
 @contextmanager
@@ -1500,7 +1476,7 @@ class PostgresBackend:
             after = following
 
     def _usable_vector(self, record: dict[str, Any]) -> Any:
-        """The record's own vector when it can be trusted (:func:`~bli_memory.core.engine.usable_vector`)."""
+        """The record's own vector when it can be trusted (:func:`~bli_memory.core.records.usable_vector`)."""
         return usable_vector(record, model=self.model_name, dimensions=self._shared.dimensions)
 
     def import_records(
@@ -1546,8 +1522,6 @@ class PostgresBackend:
         """
         import psycopg
 
-        from bli_memory.core.engine import record_problem
-
         def refuse(n: int, problem: str) -> InvalidInputError:
             return InvalidInputError(f"record {offset + n}: {problem}; nothing was imported")
 
@@ -1555,7 +1529,7 @@ class PostgresBackend:
         links: dict[int, str] = {}
         for n, record in enumerate(records, 1):
             try:
-                problem = record_problem(record) or _import_problem(record)
+                problem = record_problem(record)
             except RecursionError:
                 problem = "metadata is nested too deeply"
             if problem:
@@ -1566,8 +1540,9 @@ class PostgresBackend:
                     links[n - 1] = str(uuid.UUID(record["supersedes"]))
             except ValueError:
                 raise refuse(n, "id and supersedes must be UUIDs") from None
-            if links.get(n - 1) == keys[-1]:
-                raise refuse(n, "a record cannot supersede itself")
+        found = records_problem(records)
+        if found:
+            raise refuse(*found)
         try:
             elsewhere = {str(uuid.UUID(str(c))) for c in chain_ids}
         except ValueError:
@@ -1589,11 +1564,7 @@ class PostgresBackend:
                 todo.append(i)
                 rec = records[i]
                 if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
-                    slot = (rec["space"], rec["customId"])
-                    if slot in live_ids:
-                        raise refuse(i + 1,
-                                     f"customId {rec['customId']!r} is live twice in space {rec['space']}")
-                    live_ids[slot] = i
+                    live_ids[(rec["space"], rec["customId"])] = i  # unique in the file: records_problem
             in_import = set(keys)
             outside = sorted({t for t in links.values() if t not in in_import})
             owners = {str(r[0]): int(r[1]) for r in conn.execute(

@@ -407,7 +407,7 @@ class RemoteBackend:
         """
         import json
 
-        from bli_memory.core.engine import record_problem, records_problem
+        from bli_memory.core.records import record_problem, records_problem
 
         parts: list[tuple[int, list[dict[str, Any]]]] = []
         start, size = 0, 0

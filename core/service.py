@@ -94,7 +94,7 @@ MAX_BODY_BYTES = 256 * 1024
 MAX_IMPORT_BODY_BYTES = 16 * 1024 * 1024
 MAX_IMPORT_RECORDS = 2000
 #: Deepest nesting of a request body (objects and arrays): a memory's metadata may be
-#: :data:`~bli_memory.core.engine.MAX_METADATA_DEPTH` levels deep inside an import.
+#: :data:`~bli_memory.core.records.MAX_METADATA_DEPTH` levels deep inside an import.
 MAX_BODY_DEPTH = 128
 #: How often a service process looks for extract jobs nobody is working on (left by a
 #: process that stopped, or waiting for a retry).

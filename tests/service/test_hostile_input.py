@@ -304,7 +304,7 @@ def test_deeply_nested_bodies_are_refused(client: Any, new_person, space: str, d
 
 
 def test_metadata_nesting_limit(client: Any, new_person, space: str) -> None:
-    from bli_memory.core.engine import MAX_METADATA_DEPTH
+    from bli_memory.core.records import MAX_METADATA_DEPTH
 
     p = new_person()
 

@@ -1,0 +1,196 @@
+"""The export record format: what ``memory export`` writes and ``memory import`` accepts.
+
+One JSON object per line (JSON Lines), one per stored version, tombstones included:
+``id``, ``space``, ``content``, ``customId``, ``metadata``, ``source``, ``sessionId``,
+``createdAt``, ``updatedAt``, ``version``, ``supersedes``, ``state``, ``forgottenAt``,
+``expiresAt``, and the vector as base64 little-endian float32 with ``embeddingModel``.
+
+The embedded store (:mod:`bli_memory.core.engine`), the Postgres store
+(:mod:`bli_memory.core.pg_store`) and the service client (:mod:`bli_memory.core.remote`)
+check records with these functions, so a file one of them accepts the others accept
+too, and a store that imports cleanly can move to the service. Standard library only,
+numpy for :func:`usable_vector`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "MAX_METADATA_DEPTH",
+    "MAX_VERSION",
+    "parse_time",
+    "record_problem",
+    "records_problem",
+    "text_problem",
+    "usable_vector",
+]
+
+#: Highest version number a record may carry (a 32-bit integer, as Postgres stores it).
+MAX_VERSION = 2**31 - 1
+
+
+def parse_time(value: str) -> datetime:
+    """A record time (``2026-11-30T04:57:01.123456Z``, the only form stores write) as UTC.
+
+    Raises:
+        ValueError: any other form.
+    """
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why an exported record cannot be imported, or None when it can.
+
+    The one check of the JSON Lines export format (``bli-memory-mcp memory export``),
+    shared by the embedded engine, the Postgres store and the service client.
+
+    Args:
+        rec: One decoded JSON Lines record.
+
+    Returns:
+        A short reason naming the field (``"createdAt is missing or not a non-empty
+        string"``), or None.
+    """
+    from bli_memory.core.spaces import validate_tag
+    from bli_memory.core.store import MAX_CONTENT_CHARS
+
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    for key in ("id", "space", "content", "createdAt", "updatedAt"):
+        if not isinstance(rec.get(key), str) or not rec[key].strip():
+            return f"{key} is missing or not a non-empty string"
+    try:
+        validate_tag(rec["space"])
+    except ValueError as exc:
+        return f"space: {exc}"
+    for key in ("createdAt", "updatedAt", "forgottenAt", "expiresAt"):
+        value = rec.get(key)
+        if value is None:
+            continue
+        try:
+            parse_time(value)
+        except (TypeError, ValueError):
+            return f"{key} {value!r} is not a time of the form 2026-11-30T04:57:01.123456Z"
+    version = rec.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION:
+        return f"version must be an integer from 1 to {MAX_VERSION}"
+    if len(rec["content"]) > MAX_CONTENT_CHARS:
+        return f"content is {len(rec['content'])} characters; the limit is {MAX_CONTENT_CHARS}"
+    if rec.get("state", "active") not in ("active", "superseded", "forgotten"):
+        return "state must be active, superseded or forgotten"
+    if rec.get("metadata") is not None and not isinstance(rec["metadata"], dict):
+        return "metadata must be a JSON object"
+    for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            return f"{key} must be a string or null"
+    for key in ("id", "supersedes"):
+        if rec.get(key) is not None and not _is_uuid(rec[key]):
+            return f"{key} {rec[key]!r} is not a UUID"
+    if rec.get("supersedes") is not None and _is_uuid(rec["supersedes"]) and (
+        uuid.UUID(rec["supersedes"]) == uuid.UUID(rec["id"])
+    ):
+        return "supersedes names the record itself"
+    for key, value in rec.items():
+        problem = text_problem(value)
+        if problem:
+            return f"{key} {problem}"
+    return None
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """What makes a whole import file unusable, as ``(1-based record, reason)``, or None.
+
+    Checks across records, after each passed :func:`record_problem`: an id given twice,
+    and a customId that two live records of one space share (only one can be live). Run
+    before anything is written, also by the service client before it sends the first
+    of several parts, so a problem in a late part never leaves the early ones written.
+    """
+    ids: dict[uuid.UUID, int] = {}
+    live: dict[tuple[str, str], int] = {}
+    for n, rec in enumerate(records, 1):
+        key = uuid.UUID(rec["id"])
+        if key in ids:
+            return n, f"id {rec['id']} is also record {ids[key]}"
+        ids[key] = n
+        if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
+            slot = (rec["space"], rec["customId"])
+            if slot in live:
+                return n, (f"customId {rec['customId']!r} is live twice in space {rec['space']} "
+                           f"(record {live[slot]})")
+            live[slot] = n
+    return None
+
+
+#: Deepest nesting of a record's metadata that import accepts.
+MAX_METADATA_DEPTH = 32
+
+
+def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:
+    """Why a JSON value cannot be stored as text (NUL, lone surrogate, too deep), or None.
+
+    SQLite would keep such text but Postgres refuses NUL and both refuse to encode a
+    lone surrogate as UTF-8, so a value that would break the move to the service is
+    refused at the door of either store. Walks nested lists and dicts without
+    recursion, to ``max_depth`` levels (default :data:`MAX_METADATA_DEPTH`).
+
+    Returns:
+        The problem as a predicate (``"contains a NUL character"``), or None.
+    """
+    limit = MAX_METADATA_DEPTH if max_depth is None else max_depth
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return f"is nested more than {limit} levels deep"
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "contains a NUL character"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "contains a lone surrogate (not valid UTF-8)"
+        elif isinstance(item, dict):
+            stack.extend((k, depth + 1) for k in item)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return None
+
+
+def usable_vector(rec: dict[str, Any], *, model: str, dimensions: int) -> Any | None:
+    """The record's embedding as a float32 array when it can be trusted, else None.
+
+    Trusted means: made by ``model``, valid base64 of exactly ``dimensions`` little-endian
+    float32 values, all finite, and unit length within 1 % (every stored vector is
+    L2-normalised; a zero or NaN vector would make cosine similarity NaN). An untrusted
+    vector is recomputed by the caller from the content.
+    """
+    import base64
+    import binascii
+
+    import numpy as np
+
+    if not rec.get("embedding") or rec.get("embeddingModel") != model:
+        return None
+    try:
+        blob = base64.b64decode(rec["embedding"], validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return None
+    if len(blob) != dimensions * 4:
+        return None
+    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+    # The norm in float64: a float32 norm of huge values overflows (a warning, then inf).
+    if not np.all(np.isfinite(vector)) or abs(float(np.linalg.norm(vector.astype(np.float64))) - 1.0) > 0.01:
+        return None
+    return vector
