@@ -109,33 +109,33 @@ class SideIndexes:
             k: How many.
             every: Every term must match (``keyword_all``) or any (``keyword_any``).
         """
-        if len(vs.seqs) < self.keyword_min_rows:
-            return None
-        slot = self._ready("keyword", spaces, vs)
-        if slot is None:
-            return None
-        with slot.lock:
-            try:
-                slot.index.sync(vs.seqs, self._fetch_terms, vs.generation)
-                return slot.index.query(groups, k, every=every)
-            except Exception as exc:  # never fail a search over a derived index
-                self._drop("keyword", spaces, exc)
-                return None
+        return self._answer("keyword", self.keyword_min_rows, spaces, vs,
+                            lambda index: index.query(groups, k, every=every))
 
     def vector_query(self, spaces: Sequence[str], vs: Any, vector: Any, k: int) -> list[int] | None:
         """The approximate ``k`` nearest seqs from the HNSW index, or None to scan exactly."""
-        if len(vs.seqs) < self.vector_min_rows:
+        return self._answer("vector", self.vector_min_rows, spaces, vs, lambda index: index.query(vector, k))
+
+    def _answer(self, kind: str, min_rows: int, spaces: Sequence[str], vs: Any,
+                ask: Callable[[Any], list[int]]) -> list[int] | None:
+        """``ask(index)`` on the index of ``kind``, synced to ``vs``; None means use the exact path."""
+        if len(vs.seqs) < min_rows:
             return None
-        slot = self._ready("vector", spaces, vs)
+        slot = self._ready(kind, spaces, vs)
         if slot is None:
             return None
         with slot.lock:
             try:
-                slot.index.sync(vs.seqs, vs.matrix, vs.generation)
-                return slot.index.query(vector, k)
+                self._sync(kind, slot.index, vs)
+                return ask(slot.index)
             except Exception as exc:  # never fail a search over a derived index
-                self._drop("vector", spaces, exc)
+                self._drop(kind, spaces, exc)
                 return None
+
+    def _sync(self, kind: str, index: Any, vs: Any) -> None:
+        """Bring an index level with the live set ``vs`` (the keyword index reads terms)."""
+        source = self._fetch_terms if kind == "keyword" else vs.matrix
+        index.sync(vs.seqs, source, vs.generation)
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for builds started so far (benchmarks, tests, shutdown)."""
@@ -208,12 +208,11 @@ class SideIndexes:
                 from bli_memory.core.keyword_index import KeywordIndex
 
                 index: Any = KeywordIndex(threads=self._threads)
-                index.sync(vs.seqs, self._fetch_terms, vs.generation)
             else:
                 from bli_memory.core.vector_index import VectorIndex
 
                 index = VectorIndex(self._dimensions, threads=self._threads)
-                index.sync(vs.seqs, vs.matrix, vs.generation)
+            self._sync(kind, index, vs)
         except Exception as exc:  # a side index is an optimisation: never break search
             slot.failed = True
             slot.failed_at = time.monotonic()
