@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 __all__ = ["main"]
 
@@ -98,7 +99,10 @@ def _dispatch(args: list[str]) -> int:
         import importlib
 
         module = importlib.import_module(_SUBCOMMANDS[args[0]])
-        return int(module.main(args[1:]) or 0)
+        code = int(module.main(args[1:]) or 0)
+        if args[0] == "daemon":
+            _leave(code)  # it may still be building a side index (see _leave)
+        return code
     if args and args[0] not in ("serve",):
         sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{USAGE}")
         return 2
@@ -127,13 +131,20 @@ def _serve() -> int:
     from bli_memory.core.mcp_server import run_stdio
 
     run_stdio(settings)
-    # The client closed stdin: we are done. Native threads may still be running (the
-    # model loading in onnxruntime, a side index being built in tantivy or usearch);
-    # finalising the interpreter under them aborts the process (SIGABRT, exit 134)
-    # instead of ending it, so flush and leave without finalising.
+    _leave(0)  # the client closed stdin: done
+
+
+def _leave(code: int) -> NoReturn:
+    """End a long-lived process (MCP server, daemon) once its work is done.
+
+    Native threads may still be running there (the model loading in onnxruntime, a
+    side index being built in tantivy or usearch); finalising the interpreter under
+    them aborts the process (SIGABRT, exit 134) instead of ending it, so flush and
+    leave without finalising. Stores are closed by the caller before this.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
