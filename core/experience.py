@@ -69,7 +69,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bli_memory.core.errors import (
     BliMemoryError,
-    ConfigError,
     InvalidInputError,
     ServiceError,
     StoreError,
@@ -77,6 +76,8 @@ from bli_memory.core.errors import (
 
 if TYPE_CHECKING:
     from bli_memory.core.settings import Settings
+
+from bli_memory.core.timezones import DEFAULT_TZ, resolve_timezone
 
 __all__ = [
     "DEFAULT_TZ",
@@ -116,8 +117,6 @@ MARKERS = {"bli": "[bli]", "supermemory": "\u25ea", "both": "[bli]+\u25ea"}
 MAX_REASON_CHARS = 500
 #: Most entries one sync tick ships (BLI Memory spec).
 SYNC_BATCH = 20
-#: Default of ``BLI_MEMORY_EXPERIENCE_TZ``: the seed's team wrote ICT.
-DEFAULT_TZ = "ICT"
 #: The memory service's experience door.
 DOOR_PATH = "/api/memory/experience"
 #: ``schema`` value of every sidecar.
@@ -125,9 +124,6 @@ SIDECAR_SCHEMA = "bli-memory-experience.v1"
 
 #: Abbreviations accepted for ``BLI_MEMORY_EXPERIENCE_TZ`` and the zone each names.
 #: tzdata writes Asia/Bangkok as "+07", so the label people use is kept here.
-_TZ_ALIASES = {"ICT": "Asia/Bangkok", "UTC": "UTC", "GMT": "UTC"}
-_TZ_LABELS = {"Asia/Bangkok": "ICT", "Asia/Ho_Chi_Minh": "ICT", "Asia/Vientiane": "ICT",
-              "Asia/Phnom_Penh": "ICT", "UTC": "UTC", "Etc/UTC": "UTC"}
 
 #: Environment variables hosts set for the commands they run, and the agent each names
 #: (docs/hosts.md; Codex and Gemini set theirs for shell commands).
@@ -224,37 +220,6 @@ def _now_iso(moment: datetime) -> str:
 def _parse_iso(value: str) -> datetime:
     moment = datetime.fromisoformat(value)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def resolve_timezone(name: str | None) -> tuple[tzinfo, str | None]:
-    """The zone a ``BLI_MEMORY_EXPERIENCE_TZ`` value names, and its fixed label if it has one.
-
-    Args:
-        name: An IANA zone name (``Asia/Bangkok``, ``Europe/Berlin``), or one of the
-            abbreviations ``ICT`` (Asia/Bangkok, UTC+7), ``UTC``, ``GMT``; empty or None
-            means :data:`DEFAULT_TZ`.
-
-    Returns:
-        ``(zone, label)``; ``label`` is None when the zone's own abbreviation at the
-        entry's moment should be used (``CET`` / ``CEST``).
-
-    Raises:
-        ConfigError: the value names no zone this machine knows.
-    """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    raw = (name or "").strip() or DEFAULT_TZ
-    key = _TZ_ALIASES.get(raw.upper(), raw)
-    try:
-        zone = ZoneInfo(key)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ConfigError(
-            f"BLI_MEMORY_EXPERIENCE_TZ is invalid: {raw!r} is not a time zone name "
-            "(use an IANA name such as Asia/Bangkok, or ICT or UTC)",
-            reason="config_invalid",
-        ) from exc
-    label = raw.upper() if raw.upper() in _TZ_ALIASES else _TZ_LABELS.get(key)
-    return zone, label
 
 
 def _tz_label(moment: datetime, label: str | None) -> str:

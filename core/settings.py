@@ -142,11 +142,8 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         from bli_memory.core.errors import ConfigError
+        from bli_memory.core.timezones import resolve_timezone
 
-        try:
-            from bli_memory.core.experience import resolve_timezone
-        except ImportError:  # pragma: no cover - a platform without fcntl checks it on use
-            return value
         try:
             resolve_timezone(value)
         except ConfigError as exc:
