@@ -46,7 +46,14 @@ from bli_memory.core.models import (
     UpdateResult,
 )
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
-from bli_memory.core.records import record_problem, records_problem, usable_vector
+from bli_memory.core.records import (
+    MAX_KEY_CHARS,
+    normalise_time,
+    record_problem,
+    records_problem,
+    text_problem,
+    usable_vector,
+)
 from bli_memory.core.terms import fts_all_query, fts_any_query, query_forms, query_terms
 
 if TYPE_CHECKING:
@@ -387,6 +394,18 @@ class EmbeddedBackend:
             raise InvalidInputError("metadata must be a JSON object")
         if custom_id is not None and not str(custom_id).strip():
             custom_id = None
+        # What the export format allows, so whatever is saved here can move to the service.
+        for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
+            if value is not None and len(value) > MAX_KEY_CHARS:
+                raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
+        problem = text_problem(metadata)
+        if problem:
+            raise InvalidInputError(f"metadata {problem}")
+        if expires_at is not None:
+            try:
+                expires_at = normalise_time(expires_at)
+            except ValueError as exc:
+                raise InvalidInputError(f"expiresAt: {exc}") from exc
         canonical, spaces = self.store.resolve_space(space)
         vector = self._embed_one(text)
         status, memory, previous = self.store.save(

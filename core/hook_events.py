@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bli_memory.core.blocks import context_block, recall_block, strip_injected
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
@@ -152,6 +152,22 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookR
     return HookResult(event="prompt", outcome="ok", block=block, fields={"hits": len(kept)})
 
 
+class _Kept(NamedTuple):
+    """The exchange as kept: redacted text and how many secrets were masked."""
+
+    text: str
+    masked: int
+
+
+def _unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced, so it encodes as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _cut(text: str, limit: int, *, keep: str) -> str:
     """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``."""
     data = text.encode("utf-8", "surrogatepass")
@@ -191,15 +207,21 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookRes
         raise
     if exchange is None:
         return HookResult(event="stop", outcome="skipped", reason="no_transcript")
-    user = strip_injected(exchange.user).strip()
-    assistant = strip_injected(exchange.assistant).strip()
+    # Lone surrogates (an emoji a UTF-16 host cut in half) cannot be stored: replaced.
+    user = _unicode(strip_injected(exchange.user).strip())
+    assistant = _unicode(strip_injected(exchange.assistant).strip())
     if not user and not assistant:
         return HookResult(event="stop", outcome="skipped", reason="no_transcript")
-    text = bounded_exchange(user, assistant)
+    # Redact before the 12 KB cut: a cut through a secret leaves a fragment no rule
+    # recognises. Each part is first cut to twice its final budget, on the side the
+    # final cut keeps, so a secret across that first cut falls away in the second.
     try:
-        redacted = redact(text, rules=rules_with_plugins(ctx.pm))
+        rules = rules_with_plugins(ctx.pm)
+        asked = redact(_cut(user, 2 * MAX_PROMPT_BYTES, keep="head"), rules=rules)
+        said = redact(_cut(assistant, 2 * MAX_EXCHANGE_BYTES, keep="tail"), rules=rules)
     except Exception:  # redaction must never let raw text through
         return HookResult(event="stop", outcome="skipped", reason="redaction_failed")
+    redacted = _Kept(bounded_exchange(asked.text, said.text), asked.masked + said.masked)
     space = space_of(hook_input)
     record_turn = getattr(ctx.backend, "record_turn", None)
     if callable(record_turn):

@@ -271,14 +271,11 @@ def _parse_expiry(value: str | None) -> str | None:
     """An ISO 8601 date or time -> the store's UTC form; None stays None."""
     if value is None or not value.strip():
         return None
-    from datetime import UTC, datetime
+    from bli_memory.core.records import normalise_time
 
     try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    except (ValueError, OverflowError) as exc:
+        return normalise_time(value)
+    except ValueError as exc:
         raise ToolError(f"invalid_input: expiresAt {value!r} is not a usable ISO 8601 date or time") from exc
 
 

@@ -54,9 +54,9 @@ def _xdg(name: str, default: str, environ: Mapping[str, str] | None) -> Path:
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Folder of the embedded store (``BLI_MEMORY_DATA_DIR`` or XDG data + ``bli-memory``)."""
-    override = _env(environ).get("BLI_MEMORY_DATA_DIR", "")
-    if override:
-        return Path(override).expanduser()
+    override = Path(_env(environ).get("BLI_MEMORY_DATA_DIR", "").strip() or ".").expanduser()
+    if override.is_absolute():  # blank or relative is refused by settings; never a cwd store
+        return override
     return _xdg("XDG_DATA_HOME", ".local/share", environ) / "bli-memory"
 
 

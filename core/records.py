@@ -14,13 +14,17 @@ numpy for :func:`usable_vector`.
 
 from __future__ import annotations
 
+import math
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "MAX_KEY_CHARS",
     "MAX_METADATA_DEPTH",
     "MAX_VERSION",
+    "normalise_time",
     "parse_time",
     "record_problem",
     "records_problem",
@@ -30,6 +34,11 @@ __all__ = [
 
 #: Highest version number a record may carry (a 32-bit integer, as Postgres stores it).
 MAX_VERSION = 2**31 - 1
+#: Longest ``customId``, ``sessionId`` and ``source`` (Postgres indexes them; a key of
+#: kilobytes does not fit an index entry).
+MAX_KEY_CHARS = 512
+
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 def parse_time(value: str) -> datetime:
@@ -38,7 +47,27 @@ def parse_time(value: str) -> datetime:
     Raises:
         ValueError: any other form.
     """
+    # strptime alone takes 2026-1-3T4:5:6.1Z too; stores compare these times as text.
+    if not isinstance(value, str) or not _TIME.fullmatch(value):
+        raise ValueError(f"{value!r} is not of the form 2026-11-30T04:57:01.123456Z")
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def normalise_time(value: str) -> str:
+    """Any ISO 8601 date or time as the stores' UTC form (``...T04:57:01.123456Z``).
+
+    A time without a zone is taken as UTC; a date alone is its midnight UTC.
+
+    Raises:
+        ValueError: not a usable ISO 8601 date or time.
+    """
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (ValueError, OverflowError, AttributeError) as exc:
+        raise ValueError(f"{value!r} is not a usable ISO 8601 date or time") from exc
 
 
 def record_problem(rec: Any) -> str | None:
@@ -86,9 +115,12 @@ def record_problem(rec: Any) -> str | None:
     for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return f"{key} must be a string or null"
+    for key in ("customId", "sessionId", "source"):
+        if rec.get(key) is not None and len(rec[key]) > MAX_KEY_CHARS:
+            return f"{key} is longer than {MAX_KEY_CHARS} characters"
     for key in ("id", "supersedes"):
         if rec.get(key) is not None and not _is_uuid(rec[key]):
-            return f"{key} {rec[key]!r} is not a UUID"
+            return f"{key} {rec[key]!r} is not a UUID in its lowercase dashed form"
     if rec.get("supersedes") is not None and _is_uuid(rec["supersedes"]) and (
         uuid.UUID(rec["supersedes"]) == uuid.UUID(rec["id"])
     ):
@@ -101,11 +133,12 @@ def record_problem(rec: Any) -> str | None:
 
 
 def _is_uuid(value: str) -> bool:
+    """True for a UUID in its canonical form (lowercase, dashed), the only form stores
+    write; stores compare ids as text, so ``ABC...`` and ``abc...`` must not both pass."""
     try:
-        uuid.UUID(value)
+        return str(uuid.UUID(value)) == value
     except (ValueError, TypeError, AttributeError):
         return False
-    return True
 
 
 def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
@@ -153,6 +186,8 @@ def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:
         item, depth = stack.pop()
         if depth > limit:
             return f"is nested more than {limit} levels deep"
+        if isinstance(item, float) and not math.isfinite(item):
+            return "holds NaN or Infinity, which JSON cannot carry"
         if isinstance(item, str):
             if "\x00" in item:
                 return "contains a NUL character"

@@ -161,6 +161,8 @@ class RemoteBackend:
             extra["timeout"] = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
         try:
             resp = client.request(method, path, json=body, **extra)
+        except (UnicodeEncodeError, ValueError) as exc:  # not JSON: NaN, a lone surrogate
+            raise InvalidInputError(f"the request cannot be sent as JSON: {type(exc).__name__}") from exc
         except httpx.TimeoutException as exc:
             raise ServiceError(f"the memory service at {self.base_url} did not answer in time",
                                reason="timeout") from exc

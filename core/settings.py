@@ -110,12 +110,20 @@ class Settings(BaseSettings):
         "extractor is chosen (an extractor without an entry point).",
     )
 
-    @field_validator("container_tag", "dashboard_url", mode="before")
+    @field_validator("container_tag", "dashboard_url", "data_dir", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():
             return None
         return value.strip() if isinstance(value, str) else value
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute_dir(cls, value: Path | None) -> Path | None:
+        # A relative folder would put a store in whatever folder each hook runs in.
+        if value is not None and not Path(value).expanduser().is_absolute():
+            raise ValueError(f"{str(value)!r} is not an absolute path (or ~/...)")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -38,14 +38,24 @@ def switches_path() -> Path:
 
 
 def load() -> dict[str, Any]:
-    """The switches; defaults when the file is missing or unreadable."""
+    """The switches; defaults when the file is missing or unreadable.
+
+    Only the known shape is kept (``global``: an object; ``spaces`` and ``recording``:
+    objects of objects); anything else in a hand-edited file counts as absent.
+    """
     try:
         data = json.loads(switches_path().read_text(encoding="utf-8"))
-        if isinstance(data, dict):
-            return data
     except (OSError, ValueError):
-        pass
-    return {}
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    shaped: dict[str, Any] = {}
+    if isinstance(data.get("global"), dict):
+        shaped["global"] = data["global"]
+    for key in ("spaces", "recording"):
+        if isinstance(data.get(key), dict):
+            shaped[key] = {k: v for k, v in data[key].items() if isinstance(v, dict)}
+    return shaped
 
 
 def _save(data: dict[str, Any]) -> None:

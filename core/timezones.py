@@ -41,7 +41,7 @@ def resolve_timezone(name: str | None) -> tuple[tzinfo, str | None]:
     key = _TZ_ALIASES.get(raw.upper(), raw)
     try:
         zone = ZoneInfo(key)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a folder, a long name
         raise ConfigError(
             f"BLI_MEMORY_EXPERIENCE_TZ is invalid: {raw!r} is not a time zone name "
             "(use an IANA name such as Asia/Bangkok, or ICT or UTC)",

@@ -37,6 +37,13 @@ def test_bad_settings_and_an_unreachable_service_fail(tmp_path: Path) -> None:
     assert r.returncode == 1
     for name in ("CONTAINER_TAG", "DASHBOARD_URL", "EXPERIENCE_TZ", "RECALL_LIMIT"):
         assert f"BLI_MEMORY_{name} is invalid" in r.stdout, name
+    # A zone folder (an OSError inside zoneinfo) and a relative store folder are settings errors too.
+    r = _doctor(tmp_path, "--json", BLI_MEMORY_EXPERIENCE_TZ="Europe", BLI_MEMORY_DATA_DIR="data")
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "BLI_MEMORY_EXPERIENCE_TZ is invalid" in rows["settings"]["detail"]
+    assert "BLI_MEMORY_DATA_DIR is invalid" in rows["settings"]["detail"]
+    assert not (tmp_path / "data").exists()
     r = _doctor(tmp_path, BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1", BLI_MEMORY_DEVICE_TOKEN="x")
     assert r.returncode == 1
     assert "[fail] memory store: the memory service at http://127.0.0.1:1 is unreachable" in r.stdout

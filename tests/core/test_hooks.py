@@ -327,3 +327,43 @@ def test_the_prompt_survives_a_big_tool_result_and_a_long_reply(project: Path, t
     assert outcome == "ok" and fields["chars"] <= 12 * 1024
     text = queued_jobs()[0]["text"]
     assert text.startswith(f"User: {prompt}") and text.endswith("Fixed by using the UTC month.")
+
+
+def test_secrets_at_the_cut_points_and_grown_redactions_stay_masked_and_bounded(
+    project: Path, tmp_path: Path
+) -> None:
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    cases = {
+        # a token across the prompt's 4 KB cut, and one across the reply's cut
+        "prompt cut": ("a" * (4 * 1024 - 20) + " " + token + " tail", "Done."),
+        "reply cut": ("Push it.", token + " " + "b" * (12 * 1024 - 40)),
+        # placeholders longer than the secrets they replace
+        "growth": ("Rotate these.", "password=Xy7qWz9k\n" * 1000),
+        # a lone surrogate, as a UTF-16 host writes half an emoji
+        "surrogate": ("What broke? \ud83d", "The \udc00 parser."),
+    }
+    for name, (prompt, reply) in cases.items():
+        transcript = tmp_path / f"{name}.jsonl"
+        with transcript.open("w") as fh:
+            fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+            fh.write(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": reply}]}}) + "\n")
+        before = len(queued_jobs())
+        r = run_hook("stop", fixture("stop.json", cwd=str(project), transcript_path=str(transcript)))
+        assert r.returncode == 0 and r.receipt[0] == "ok", (name, r.stderr)
+        text = queued_jobs()[before]["text"]
+        assert len(text.encode("utf-8")) <= 12 * 1024, name
+        assert "Z9y8X7w6" not in text and "R1q0P9o8N7m6L5k4J3i2" not in text and "Xy7qWz9k" not in text, name
+
+
+def test_a_blank_data_dir_never_puts_a_store_in_the_project(project: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"role": "user", "content": "We pin numpy below 3."}}) + "\n"
+        + json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Pinned numpy<3."}]}}) + "\n")
+    r = run_hook("stop", fixture("stop.json", cwd=str(project), transcript_path=str(transcript)),
+                 cwd=project, env={"BLI_MEMORY_DATA_DIR": ""})
+    assert r.returncode == 0 and r.receipt[0] == "ok"
+    assert not (project / "memory.sqlite3").exists()
+    assert queued_jobs()  # it went to the default store

@@ -462,3 +462,44 @@ def test_recorded_turns_can_be_read_back_and_erased_from_the_cli(tmp_path: Path)
     r = cli("clear-recordings", "--space", "s1", "--yes")
     assert r.returncode == 0 and "erased 1 recorded turn(s)" in r.stdout
     assert "(no recorded turns in space s1)" in cli("recordings", "--space", "s1").stdout
+
+
+def test_one_record_format_for_every_store_canonical_ids_strict_times_bounded_keys(tmp_path: Path) -> None:
+    import uuid
+
+    import pytest
+
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.errors import InvalidInputError
+
+    b = EmbeddedBackend(tmp_path / "m.sqlite")
+    key = str(uuid.uuid4())
+    base = {"id": key, "space": "s1", "content": "x", "createdAt": "2026-11-30T04:57:01.123456Z",
+            "updatedAt": "2026-11-30T04:57:01.123456Z"}
+    cases = {
+        "lowercase dashed form": {**base, "id": key.upper()},
+        "not a time of the form": {**base, "createdAt": "2026-1-3T4:5:6.1Z"},
+        "longer than 512": {**base, "customId": "k" * 513},
+        "NaN or Infinity": {**base, "metadata": {"score": float("nan")}},
+    }
+    for expected, record in cases.items():
+        with pytest.raises(InvalidInputError, match=expected):
+            b.import_records([record])
+    # A save through the Python API keeps only what an export can carry.
+    saved = b.save("Expires soon.", space="s1", expires_at="2027-01-01T00:00:00Z").memory
+    assert saved.expires_at == "2027-01-01T00:00:00.000000Z"
+    with pytest.raises(InvalidInputError, match="customId is longer"):
+        b.save("Long key.", space="s1", custom_id="k" * 513)
+    assert b.import_records(list(b.export())) == {"imported": 0, "skipped": 1}  # its own export is valid
+    b.close()
+
+
+def test_a_hand_edited_switches_file_of_the_wrong_shape_counts_as_absent(tmp_path: Path) -> None:
+    from bli_memory.core import switches
+
+    path = switches.switches_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"global": True, "recording": "s1X", "spaces": {"s1": "off"}}))
+    assert switches.is_enabled("s1") is True and switches.is_recording("s1") is False
+    switches.set_recording(True, "s1")
+    assert switches.is_recording("s1") is True
