@@ -69,6 +69,15 @@ def hermes_bin() -> str | None:
     return shutil.which("hermes")
 
 
+def _not_found() -> str:
+    """Why Hermes was not found, and how to point at it."""
+    override = os.environ.get("BLI_MEMORY_HERMES_BIN")
+    if override:
+        return f"BLI_MEMORY_HERMES_BIN={override} is not an executable file"
+    return ("Hermes Agent not found on PATH (installed in its own virtualenv? set "
+            "BLI_MEMORY_HERMES_BIN to its hermes)")
+
+
 @hookimpl
 def host_info() -> dict[str, Any]:
     return {"name": HOST, "display_name": "Hermes Agent", "events": dict(EVENTS),
@@ -451,7 +460,7 @@ def host_status(host: str, contract: dict[str, Any], home: Any) -> Any:
     if entry is None and not ours:
         present = host_info()["present"]
         return HostStatus(host=HOST, state="absent" if present else "not_found",
-                          details=() if present else ("Hermes Agent not found on PATH",))
+                          details=() if present else (_not_found(),))
     details: list[str] = []
     if entry != _server_entry(contract):
         details.append("MCP server entry is missing or differs from this installation"

@@ -369,7 +369,8 @@ def build_server(state_factory: Any) -> MCPServer:
             results=[_hit_out(h) for h in res.hits], profile=profile,
         )
         if res.hits:
-            lines = [f"{len(res.hits)} memories in space {res.space}, best first:"]
+            noun = "memory" if len(res.hits) == 1 else "memories"
+            lines = [f"{len(res.hits)} {noun} in space {res.space}, best first:"]
             for i, h in enumerate(res.hits, 1):
                 sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else "keyword match"
                 lines.append(f"{i}. [{_date(h.memory.created_at)}] {_one_line(h.memory.content)}")
@@ -587,7 +588,7 @@ def build_server(state_factory: Any) -> MCPServer:
         out = ListOutput(containerTag=tag, count=len(items), memories=items)
         if not items:
             return result(f"The record is silent: space {tag} holds no live memories.", out)
-        lines = [f"{len(items)} newest memories in {tag}:"]
+        lines = [f"{len(items)} newest {'memory' if len(items) == 1 else 'memories'} in {tag}:"]
         lines += [f"- [{_date(m.created_at)}] {_one_line(m.content, 200)} (id {m.id})" for m in rows]
         return result("\n".join(lines), out)
 

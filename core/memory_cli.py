@@ -76,7 +76,10 @@ def _line(m: Any) -> str:
 
 def main(argv: list[str]) -> int:
     """Run one ``memory`` subcommand; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="bli-memory-mcp memory", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="bli-memory-mcp memory",
+        description="Inspect, back up, move and check the stored memories (and recorded session turns).",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("list", help="newest live memories of a space")
     p.add_argument("--space", help="container tag (default: this folder's)")
