@@ -34,6 +34,9 @@ preference (``X over Y``). Outcomes:
   ``metadata.conflicts_with = [ids]``.
 - ``added``: everything else.
 
+A statement that restates a forgotten memory (a tombstone) is reported ``unchanged`` and
+nothing is written (:mod:`bli_memory.core.tombstones`).
+
 Thresholds are calibrated on the real model by ``bench/extraction.py`` (numbers in
 ``docs/benchmarks.md``): paraphrases of one fact score 0.6-0.95, facts sharing
 only a topic 0.3-0.6, unrelated text about 0. Secrets are redacted again before
@@ -295,9 +298,18 @@ def distil(
     statements: list[Statement] = list(extractor.extract(clean)) if clean.strip() else []
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
+    from bli_memory.core import tombstones
+
+    forgotten = tombstones.fetch(backend, space) if statements else []
     for st in statements:
         content = redact(st.text).text.strip()
         if not content:
+            continue
+        if tombstones.restates(content, forgotten) is not None:
+            counts["unchanged"] += 1  # forgotten on purpose: capture never brings it back
+            if trace is not None:
+                trace.append({"text": content, "kind": st.kind, "action": "unchanged", "id": None,
+                              "related": [], "suppressed": True})
             continue
         result = backend.search(content, space=space, limit=SEARCH_LIMIT)
         action, ids = decide(content, _hits(result.hits))
