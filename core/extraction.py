@@ -247,6 +247,8 @@ def specific_terms(text: str) -> frozenset[str]:
     for span in re.findall(_CODE_SPAN, text):
         out.add(span.strip().lower())
     plain = re.sub(_CODE_SPAN, " ", text)
+    for quoted in re.findall(r"(?<!\w)['\"]([^'\"\s]{1,30})['\"](?!\w)", plain):
+        out.add(quoted.lower())  # a quoted value: 'all', "md"
     for m in re.finditer(_WORD, plain):
         word = m.group(0)
         before = m.start() - 1

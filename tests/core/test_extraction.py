@@ -334,3 +334,28 @@ def test_labelled_set_is_well_formed() -> None:
             assert f["kind"] in ("decision", "preference", "convention", "fact", "command", "fix")
             assert f["text"].strip()
     assert any(not r["facts"] for r in rows) and sum(len(r["facts"]) for r in rows) >= 40
+
+
+def test_a_correction_supersedes_the_stale_value_and_other_subjects_are_added(backend) -> None:
+    rules = RuleExtractor()
+    distil("User: The API listens on port 8443. I run Claude Code on WSL.\n\nAssistant: Noted.",
+           backend=backend, space="c", source="test", session_id="s1", extractor=rules)
+    trace: list[dict[str, Any]] = []
+    out = distil("User: The API now listens on port 9443. I would prefer an export run on demand "
+                 "instead of a background process.\n\nAssistant: Ok.",
+                 backend=backend, space="c", source="test", session_id="s2", extractor=rules, trace=trace)
+    assert (out["updated"], out["corrected"], out["added"]) == (1, 1, 1), trace
+    live = [m.content for m in backend.store.recent(["c"], limit=10)]
+    assert any("9443" in c for c in live) and not any("8443" in c for c in live)
+    assert any("WSL" in c for c in live)  # the unrelated preference did not replace it
+    port = next(m for m in backend.store.recent(["c"], limit=10) if "9443" in m.content)
+    assert "8443" in backend.history(port.id)[1].content  # the stale value stays as history
+
+
+def test_decide_needs_the_same_subject_to_supersede() -> None:
+    assert decide("The API now listens on port 9443.", [("a", "The API listens on port 8443.", 0.9)]) == (
+        "correct", ["a"])
+    assert decide("Service 4 now listens on port 8004.",
+                  [("a", "Service 3 listens on port 8003.", 0.8)])[0] != "correct"
+    assert decide("We use the export script instead of a background watcher.",
+                  [("a", "The export script lives in ~/claude_sessions.", 0.68)]) == ("add", [])
