@@ -24,6 +24,9 @@ so they hold for anyone's sessions:
   one-off action (commit, push, examine, create, write, test, check, run this), unless it
   carries a cue of generality ("always", "never", "every", "from now on", "by default",
   "in this repo", "whenever", "all").
+- **Drawings and proposals**: box-drawing characters (a directory tree), and "My
+  recommendation: ...", "I'd suggest ...", "you could ...", "this would ...": an option
+  offered, not a decision taken (the person's answer is what decides).
 - **Findings of a search**: "I found", "I discovered", "based on my research", "it turns
   out" (the fact they introduce, when it is one, is kept from its own sentence).
 
@@ -80,6 +83,10 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"\b(?:most|all|some|none) (?:of them )?(?:are|were|is) "
             r"(?:compliant|correct|fine|ok|good|valid)\b|"
             r"^(?:the )?main (?:issues|problems|findings|violations) (?:are|were)\b", i),
+        "proposal": re.compile(
+            r"^(?:(?:my )?recommendations?\s*:|i(?:'d| would)? (?:recommend|suggest|propose)|i recommend|"
+            r"we could|you could|you might|consider\b|one option|alternatively|an alternative|option [a-z1-9]\b|"
+            r"this (?:would|could|might|gets)|that (?:would|could|might|gets))", i),
         "finding": re.compile(
             r"^(?:i (?:found|discovered|noticed|see|can see|checked|verified|confirmed)|"
             r"based on (?:my|the) (?:research|analysis|findings|review)|it turns out|"
@@ -113,6 +120,8 @@ def is_transient(sentence: str) -> bool:
     s = sentence.strip()
     if p["mark"].match(s) or p["cheer"].search(s):
         return True
+    if re.search(r"[\u2500-\u257f]", s) or p["proposal"].match(s):
+        return True  # a drawn directory tree or table; a proposal not yet taken
     if p["finding"].match(s) or p["moment"].search(s):
         return True
     return bool(p["report"].search(s)) and not p["reason"].search(s)
