@@ -85,7 +85,8 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"^(?:the )?main (?:issues|problems|findings|violations) (?:are|were)\b", i),
         "proposal": re.compile(
             r"^(?:(?:my )?recommendations?\s*:|i(?:'d| would)? (?:recommend|suggest|propose)|i recommend|"
-            r"we could|you could|you might|consider\b|one option|alternatively|an alternative|option [a-z1-9]\b|"
+            r"we could|you could|you might|consider\b|one option|alternatively|an alternative|"
+            r"option [a-z1-9]\b|"
             r"this (?:would|could|might|gets)|that (?:would|could|might|gets))", i),
         "finding": re.compile(
             r"^(?:i (?:found|discovered|noticed|see|can see|checked|verified|confirmed)|"
