@@ -300,6 +300,10 @@ def main(argv: list[str]) -> int:
     text = _doc(results, pairs, machine)
     sys.stdout.write(text)
     if "--write" in argv:
+        old = DOC.read_text() if DOC.exists() else ""
+        marker = "<!-- real-sessions:begin -->"  # bench/extraction_sessions.py owns the rest
+        if marker in old:
+            text = text.rstrip("\n") + "\n\n" + old[old.index(marker):]
         DOC.write_text(text)
         log(f"wrote {DOC}")
     return 0

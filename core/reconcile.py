@@ -352,10 +352,11 @@ def distil(
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
     from bli_memory.core import tombstones
+    from bli_memory.core.rephrase import home_to_tilde
 
     forgotten = tombstones.fetch(backend, space) if statements else []
     for st in statements:
-        content = redact(st.text).text.strip()
+        content = home_to_tilde(redact(st.text).text.strip())  # any extractor: no home paths kept
         if not content:
             continue
         if tombstones.restates(content, forgotten) is not None:
