@@ -82,7 +82,8 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"\b(?:correctly|properly|incorrectly) (?:uses?|used|set|named|formatted|qualified)\b|"
             r"\b(?:most|all|some|none) (?:of them )?(?:are|were|is) "
             r"(?:compliant|correct|fine|ok|good|valid)\b|"
-            r"^(?:the )?main (?:issues|problems|findings|violations) (?:are|were)\b", i),
+            r"^(?:the )?main (?:issues|problems|findings|violations) (?:are|were)\b|"
+            r"\bmaking it (?:easy|easier|simple|simpler|possible|perfect|ideal)\b|\bperfect for your\b", i),
         "proposal": re.compile(
             r"^(?:(?:my )?recommendations?\s*:|i(?:'d| would)? (?:recommend|suggest|propose)|i recommend|"
             r"we could|you could|you might|consider\b|one option|alternatively|an alternative|"

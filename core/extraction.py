@@ -487,7 +487,8 @@ def _rules() -> _Rules:
             r"hosted|deployed|stored|configured|located|points? to|sits? in|belongs? to|owns?|maintains?|"
             r"written in|targets?|requires?|talks? to|calls?|reads?|loads?|serves?|expires?|"
             r"defined|kept|goes|go|holds?|contains?|needs?|supports?|has|have|owned|generated|"
-            r"published|built with|pinned|takes? (?:priority|precedence)|overrides?|follows?|conforms? to)\b",
+            r"published|built with|pinned|takes? (?:priority|precedence)|overrides?|follows?|conforms? to|"
+            r"stores?)\b",
             i,
         ),
     )
