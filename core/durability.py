@@ -40,8 +40,8 @@ import re
 from functools import cache
 
 __all__ = [
-    "is_fragment", "is_general", "is_preference", "is_rule_label", "is_setup", "is_task_request",
-    "is_transient",
+    "is_context", "is_fragment", "is_general", "is_preference", "is_rule_label", "is_setup",
+    "is_task_request", "is_transient",
 ]
 
 _DONE_VERBS = (
@@ -222,3 +222,17 @@ def is_rule_label(sentence: str) -> bool:
     """True for a summary line that states a rule as "label: values" ("Prohibited words:
     Strategic, Leading", "Avoid: 'Learn more', 'Get started'", "Naming: snake_case")."""
     return bool(_RULE_LABEL.match(sentence.strip()))
+
+
+_CONTEXT = re.compile(
+    r"^(?:the|our|my|this) (?:[a-z-]+ ){1,3}(?:is|are) (?:a|an|the|for|in|on|at|built|written|used|meant)\b",
+    re.IGNORECASE,
+)
+
+
+def is_context(sentence: str) -> bool:
+    """True for the person's plain statement of context ("The audience is a hiring team",
+    "Our API is a FastAPI app"): kept even without a named value, since a person's own
+    description of the project is rarely chatter."""
+    s = sentence.strip()
+    return len(s.split()) >= 5 and bool(_CONTEXT.match(s)) and "?" not in s

@@ -745,6 +745,8 @@ class RuleExtractor:
                 if role == "assistant" and acknowledged:
                     continue  # "Got it: ..." repeats what the person just said
                 cleaned = rephrase.standalone(rephrase.label_value(cleaned))
+                if role == "user":
+                    cleaned = rephrase.project_subject(cleaned)
                 if durability.is_fragment(cleaned):
                     continue
                 kind = _classify(cleaned, role, answers_question=role == "assistant" and asked)
@@ -752,7 +754,8 @@ class RuleExtractor:
                     kind = "preference"  # "I would prefer this to run on demand"
                 elif kind is None and durability.is_rule_label(cleaned):
                     kind = "convention"  # "Prohibited words: Strategic, Leading, ..."
-                elif kind is None and role == "user" and durability.is_setup(cleaned):
+                elif kind is None and role == "user" and (durability.is_setup(cleaned) or
+                                                          durability.is_context(cleaned)):
                     kind = "fact"  # "I am running Claude Code on WSL": the person's setup
                 if kind is None or durability.is_transient(cleaned):
                     continue

@@ -27,8 +27,8 @@ import os
 import re
 
 __all__ = [
-    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "label_value", "product_case", "standalone",
-    "user_clauses",
+    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "label_value", "product_case", "project_subject",
+    "standalone", "user_clauses",
 ]
 
 #: Lower-case spellings people type, and the product's own spelling.
@@ -169,7 +169,7 @@ def attribute_user(sentence: str) -> str:
             out = s
         else:
             out = "Per the user, " + (s[0].lower() + s[1:] if s[:1].isupper() and not s[:2].isupper() else s)
-    if out.startswith(("The user", "The team", "The project's")):
+    if out.startswith(("The user", "The team", "The project's", "Per the user")):
         out = re.sub(r"\bmy\b", "the user's", out)
         out = re.sub(r"\b(?:I'm|I am)\b", "the user is", out)
         out = re.sub(r"\bI\b", "the user", out)
@@ -248,3 +248,21 @@ def standalone(sentence: str) -> str:
     if m:
         return "The project is " + m.group(1)
     return sentence
+
+
+_REQUIREMENT = re.compile(
+    r"^it(?:'s| is)? (also |still |really )?(needs? to|must|should|has to|is required to|requires)\b",
+    re.IGNORECASE,
+)
+
+
+def project_subject(sentence: str) -> str:
+    """A requirement the person states about "it" is about the project being built.
+
+    "It needs to be posted as a public repo on GitHub." becomes "The project needs to be
+    posted as a public repo on GitHub."; other sentences are returned unchanged.
+    """
+    m = _REQUIREMENT.match(sentence.strip())
+    if not m:
+        return sentence
+    return "The project " + (m.group(1) or "") + m.group(2) + sentence.strip()[m.end():]

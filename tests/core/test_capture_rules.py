@@ -81,3 +81,10 @@ def test_summary_lines_stand_alone() -> None:
 ])
 def test_attribute_user(said: str, fact: str) -> None:
     assert attribute_user(said) == fact
+
+
+def test_the_persons_requirements_and_context_are_kept_as_facts() -> None:
+    out = kept("Please initialize this brand new, empty repo. It needs to be posted as a public repo on "
+               "GitHub. The audience is a hiring team interested in me.")
+    assert out == ["Per the user, the project needs to be posted as a public repo on GitHub.",
+                   "Per the user, the audience is a hiring team interested in the user."]
