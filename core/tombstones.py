@@ -14,9 +14,11 @@ A statement restates a tombstone when, after normalising case and spaces:
 
 - the texts are equal; or
 - they have the same polarity, name the same specific values (paths, numbers, names:
-  :func:`~bli_memory.core.extraction.specific_terms`), and the tombstone's subject words
-  are nearly all in the statement (:data:`CONTAINED_SHARE`), so a lead-in such as
-  "Reminder:" or "As agreed," does not make it new.
+  :func:`~bli_memory.core.extraction.specific_terms`), and either the tombstone's subject
+  words are nearly all in the statement (:data:`CONTAINED_SHARE`), so a lead-in such as
+  "Reminder:" or "As agreed," does not make it new; or, when they name at least one value,
+  most of the statement's subject words are in the tombstone (:data:`SHORTER_SHARE`), so
+  a shorter restatement ("Reminder: we decided the API port is 8443.") is covered too.
 
 The comparison is lexical on purpose: a tombstone has no vector (a forget drops it), and
 re-embedding forgotten text on every capture would cost one embedding per tombstone.
@@ -31,12 +33,15 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-__all__ = ["CONTAINED_SHARE", "TOMBSTONE_LIMIT", "fetch", "restates"]
+__all__ = ["CONTAINED_SHARE", "SHORTER_SHARE", "TOMBSTONE_LIMIT", "fetch", "restates"]
 
 #: Share of the tombstone's subject words that must appear in the statement. "Reminder:
 #: we decided the API port is 8443." against "We decided the API port is 8443." is 1.0;
 #: a statement about another attribute of the same subject shares less than half.
 CONTAINED_SHARE = 0.8
+
+#: Share of a shorter statement's subject words found in a tombstone naming the same values.
+SHORTER_SHARE = 0.6
 
 #: Most tombstones compared per capture (newest first); forgets are rare and explicit.
 TOMBSTONE_LIMIT = 500
@@ -83,6 +88,9 @@ def restates(statement: str, tombstones: list[str]) -> str | None:
         old_terms = content_terms(old)
         if not old_terms or negated(old) != polarity or specific_terms(old) != specifics:
             continue
-        if len(old_terms & terms) / len(old_terms) >= CONTAINED_SHARE:
+        shared = len(old_terms & terms)
+        if shared / len(old_terms) >= CONTAINED_SHARE:
+            return old
+        if specifics and terms and shared / len(terms) >= SHORTER_SHARE:
             return old
     return None

@@ -76,3 +76,15 @@ def test_a_statement_about_another_value_is_not_suppressed(project: Path, tmp_pa
     (line,) = done_lines(worker().stderr)
     assert line["added"] == 1, line
     assert [m.content for m in live(project) if "9443" in m.content]
+
+
+def test_restates_covers_lead_ins_and_shorter_restatements_only() -> None:
+    from bli_memory.core.tombstones import restates
+
+    gone = [DECISION]
+    assert restates(DECISION, gone) == DECISION
+    assert restates("Reminder: " + DECISION, gone) == DECISION
+    assert restates("Reminder: we decided the API port is 8443.", gone) == DECISION
+    assert restates("We decided the admin UI listens on port 9443.", gone) is None  # another value
+    assert restates("We decided the public API never listens on port 8443.", gone) is None  # negated
+    assert restates("The load balancer expects health checks on /healthz.", gone) is None
