@@ -173,7 +173,7 @@ def _said(text: str) -> _Said:
     )
 
 
-def content_terms_of(text: str) -> frozenset[str]:
+def _content_terms(text: str) -> frozenset[str]:
     """Stemmed subject words of ``text`` (see :func:`~bli_memory.core.extraction.content_terms`)."""
     from bli_memory.core.extraction import content_terms
 
@@ -213,7 +213,7 @@ def _supersedes(a: _Said, b: _Said, sim: float) -> bool:
     # the memory ("CI runs on Travis." / "We moved CI from Travis to ..." share "ci"). A
     # preference that merely says "instead of" something is not an update of every memory
     # that happens to name that thing.
-    old_stems = {t for v in old for t in (v, *content_terms_of(v))}
+    old_stems = {t for v in old for t in (v, *_content_terms(v))}
     return bool((a.terms & b.terms) - old_stems - a.specifics - b.specifics) or bool(
         (a.specifics & b.specifics) - old)
 
