@@ -41,7 +41,7 @@ from functools import cache
 
 __all__ = [
     "is_context", "is_fragment", "is_general", "is_preference", "is_rule_label", "is_setup",
-    "is_task_request", "is_transient",
+    "is_task_request", "is_transient", "teaches",
 ]
 
 _DONE_VERBS = (
@@ -142,9 +142,24 @@ def is_task_request(sentence: str) -> bool:
     """
     p = _patterns()
     s = sentence.strip()
-    if p["general"].search(s):
+    if p["general"].search(s) or teaches(s):
         return False
     return bool(p["pronoun_object"].search(s) or p["one_off"].match(s))
+
+
+_TEACHING = re.compile(
+    r"\b(?:with|using|via|to (?:run|build|test|start|stop|deploy|install|lint|format|release|publish|"
+    r"migrate|serve|debug|reset|seed|generate|update)|so (?:that|it|the|broken|tests?|ci)|because|since)\b",
+    re.IGNORECASE,
+)
+
+
+def teaches(sentence: str) -> bool:
+    """True when the sentence says how a recurring task is done: it names a command or a
+    flag and how or why to use it ("Run migrations with `alembic upgrade head`.", "Use
+    `pytest -q` to run the tests."). Such an instruction is kept even inside a request."""
+    s = sentence.strip()
+    return bool(re.search(r"`[^`]+`|(?<!\w)--?[a-z][\w-]+", s)) and bool(_TEACHING.search(s))
 
 
 def is_general(sentence: str) -> bool:

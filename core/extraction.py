@@ -759,7 +759,8 @@ class RuleExtractor:
                     kind = "fact"  # "I am running Claude Code on WSL": the person's setup
                 if kind is None or durability.is_transient(cleaned):
                     continue
-                scoped = request and kind in ("convention", "command") and not durability.is_general(cleaned)
+                scoped = (request and kind in ("convention", "command") and not durability.is_general(cleaned)
+                          and not durability.teaches(cleaned))
                 if role == "user" and (scoped or durability.is_task_request(cleaned)):
                     continue  # "Commit and push it. Use the --no-verify flag.": this task only
                 statement = _rewrite(cleaned, role)

@@ -88,3 +88,12 @@ def test_the_persons_requirements_and_context_are_kept_as_facts() -> None:
                "GitHub. The audience is a hiring team interested in me.")
     assert out == ["Per the user, the project needs to be posted as a public repo on GitHub.",
                    "Per the user, the audience is a hiring team interested in the user."]
+
+
+@pytest.mark.parametrize(("prompt", "fact"), [
+    ("Run migrations with `alembic upgrade head`.", "Per the user, run migrations with `alembic upgrade head`."),
+    ("Please fix the login bug. Use `pytest -q` to run the tests.",
+     "Per the user, use `pytest -q` to run the tests."),
+])
+def test_an_instruction_that_teaches_a_command_is_kept_even_in_a_request(prompt: str, fact: str) -> None:
+    assert kept(prompt) == [fact]
