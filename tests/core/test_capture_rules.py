@@ -91,7 +91,8 @@ def test_the_persons_requirements_and_context_are_kept_as_facts() -> None:
 
 
 @pytest.mark.parametrize(("prompt", "fact"), [
-    ("Run migrations with `alembic upgrade head`.", "Per the user, run migrations with `alembic upgrade head`."),
+    ("Run migrations with `alembic upgrade head`.",
+     "Per the user, run migrations with `alembic upgrade head`."),
     ("Please fix the login bug. Use `pytest -q` to run the tests.",
      "Per the user, use `pytest -q` to run the tests."),
 ])
