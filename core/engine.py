@@ -495,6 +495,14 @@ class EmbeddedBackend:
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
         )
 
+    def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
+        """Forgotten contents of ``space`` and its aliases, newest first.
+
+        Automatic capture does not write them again (:mod:`bli_memory.core.tombstones`).
+        """
+        _, spaces = self.store.resolve_space(space)
+        return self.store.forgotten(spaces, limit=limit)
+
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """User Profile (durable preferences, conventions, decisions) and Recent Context.
 

@@ -247,6 +247,8 @@ def specific_terms(text: str) -> frozenset[str]:
     for span in re.findall(_CODE_SPAN, text):
         out.add(span.strip().lower())
     plain = re.sub(_CODE_SPAN, " ", text)
+    for quoted in re.findall(r"(?<!\w)['\"]([^'\"\s]{1,30})['\"](?!\w)", plain):
+        out.add(quoted.lower())  # a quoted value: 'all', "md"
     for m in re.finditer(_WORD, plain):
         word = m.group(0)
         before = m.start() - 1
@@ -485,7 +487,8 @@ def _rules() -> _Rules:
             r"hosted|deployed|stored|configured|located|points? to|sits? in|belongs? to|owns?|maintains?|"
             r"written in|targets?|requires?|talks? to|calls?|reads?|loads?|serves?|expires?|"
             r"defined|kept|goes|go|holds?|contains?|needs?|supports?|has|have|owned|generated|"
-            r"published|built with|pinned)\b",
+            r"published|built with|pinned|takes? (?:priority|precedence)|overrides?|follows?|conforms? to|"
+            r"stores?)\b",
             i,
         ),
     )
@@ -560,6 +563,8 @@ def _units(body: str) -> list[str]:
             stripped = re.sub(r"^#{1,6}\s+", "", stripped)
             if r.bullet.match(stripped) or not items:
                 items.append(r.bullet.sub("", stripped))
+            elif items[-1].rstrip().endswith(":") and re.fullmatch(r"`[^`]+`", stripped):
+                items[-1] += " " + stripped  # "Output location:" + "`~/exports/`" on the next line
             elif items[-1].rstrip().endswith(":"):
                 items.append(stripped)
             else:
@@ -617,12 +622,11 @@ _USER_PRONOUNS = (
 
 def _rewrite(sentence: str, role: str) -> str:
     """Third person for the person's own words; a full stop at the end."""
-    s = sentence
+    from bli_memory.core.rephrase import attribute_user, home_to_tilde, product_case
+
+    s = product_case(home_to_tilde(sentence))
     if role == "user":
-        for pattern, repl in _USER_PRONOUNS:
-            s = re.sub(pattern, repl, s, count=1)
-        if s.startswith("The user"):
-            s = re.sub(r"\bmy\b", "the user's", s)
+        s = attribute_user(s)
     elif role == "text":
         s = re.sub(r"^Let's\b", "We decided to", s, count=1)
     s = s.rstrip()
@@ -727,16 +731,38 @@ class RuleExtractor:
         out: list[Statement] = []
         seen: set[str] = set()
         asked = False
+        from bli_memory.core import durability, rephrase
+
         for role, body in _turns(strip_injected(text or "")):
+            units = _units(body)
+            request = False
             if role == "user":
                 asked = _is_question(body)
-            for unit in _units(body):
+                units = [c for u in units for c in rephrase.user_clauses(u)]
+                request = any(durability.is_task_request(_clean(u)[0]) for u in units)
+            for unit in units:
                 cleaned, acknowledged = _clean(unit)
                 if role == "assistant" and acknowledged:
                     continue  # "Got it: ..." repeats what the person just said
-                kind = _classify(cleaned, role, answers_question=role == "assistant" and asked)
-                if kind is None:
+                cleaned = rephrase.standalone(rephrase.label_value(cleaned))
+                if role == "user":
+                    cleaned = rephrase.project_subject(cleaned)
+                if durability.is_fragment(cleaned):
                     continue
+                kind = _classify(cleaned, role, answers_question=role == "assistant" and asked)
+                if kind is None and role == "user" and durability.is_preference(cleaned):
+                    kind = "preference"  # "I would prefer this to run on demand"
+                elif kind is None and durability.is_rule_label(cleaned):
+                    kind = "convention"  # "Prohibited words: Strategic, Leading, ..."
+                elif kind is None and role == "user" and (durability.is_setup(cleaned) or
+                                                          durability.is_context(cleaned)):
+                    kind = "fact"  # "I am running Claude Code on WSL": the person's setup
+                if kind is None or durability.is_transient(cleaned):
+                    continue
+                scoped = (request and kind in ("convention", "command") and not durability.is_general(cleaned)
+                          and not durability.teaches(cleaned))
+                if role == "user" and (scoped or durability.is_task_request(cleaned)):
+                    continue  # "Commit and push it. Use the --no-verify flag.": this task only
                 statement = _rewrite(cleaned, role)
                 key = " ".join(statement.lower().split())
                 if key in seen:

@@ -1159,6 +1159,20 @@ class PostgresBackend:
         facts = [m for m in recent if str(m.metadata.get("kind", "")).lower() in PROFILE_KINDS]
         return Profile(space=view.canonical, facts=tuple(facts[:limit]), recent=tuple(recent[:limit]))
 
+    def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
+        """Forgotten contents this person can read in ``space``, newest first.
+
+        Automatic capture does not write them again (:mod:`bli_memory.core.tombstones`).
+        """
+        with self._conn("tombstones") as conn:
+            view = self._view(conn, space)
+            rows = conn.execute(
+                "SELECT content FROM memories WHERE space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) "
+                "AND state = 'forgotten' ORDER BY forgotten_at DESC NULLS LAST, seq DESC LIMIT %(limit)s",
+                {"spaces": list(view.spaces), "owners": list(view.readers), "limit": int(limit)},
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """User Profile (durable preferences, conventions, decisions) and Recent Context."""
         with self._conn("profile") as conn:

@@ -32,7 +32,15 @@ preference (``X over Y``). Outcomes:
   words, different specific values) without any change language to say which is
   current. Both are kept; the new memory carries ``metadata.conflict = true`` and
   ``metadata.conflicts_with = [ids]``.
+- ``corrected`` (an update): the same contradiction, but the statement says the old value
+  is stale ("the default is now 'all'", "it actually listens on 9443", "changed it to
+  X"). The stale memory is superseded and kept as history; the job outcome counts it.
+- An update or supersession needs the same subject: a change statement supersedes a
+  memory only when, besides the value it leaves, they share a subject word.
 - ``added``: everything else.
+
+A statement that restates a forgotten memory (a tombstone) is reported ``unchanged`` and
+nothing is written (:mod:`bli_memory.core.tombstones`).
 
 Thresholds are calibrated on the real model by ``bench/extraction.py`` (numbers in
 ``docs/benchmarks.md``): paraphrases of one fact score 0.6-0.95, facts sharing
@@ -66,7 +74,7 @@ __all__ = [
 ]
 
 #: Keys of the outcome :func:`distil` returns (and the worker records on the job row).
-OUTCOME_KEYS = ("added", "updated", "unchanged", "conflicted", "extract_ms", "reconcile_ms")
+OUTCOME_KEYS = ("added", "updated", "unchanged", "conflicted", "corrected", "extract_ms", "reconcile_ms")
 
 #: At or above this cosine, same polarity and no new specific value: a duplicate.
 DUPLICATE_SIMILARITY = 0.90
@@ -103,6 +111,15 @@ _OLD_VALUE = re.compile(
     r"(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)",
     re.IGNORECASE,
 )
+#: A statement that says the old value is stale: "the default is now 'all'", "it actually
+#: runs on 9443", "changed it to all". With a contradiction this supersedes the stale memory.
+_CORRECTION = re.compile(
+    r"\b(?:(?:is|are|was|were) now|now (?:is|are|uses?|defaults?|runs?|lives?|listens?|points?|goes|"
+    r"has|have|returns?|writes?|reads?|starts?)|actually|in fact|correct(?:ed|ion)|(?:changed?|updated?|"
+    r"set|switched?|moved?|renamed?) (?:it |this |that |the \w+ )?to|from now on|going forward|"
+    r"no longer|not anymore|any ?more|instead)\b|\bnow\s*[.!]?$",
+    re.IGNORECASE,
+)
 _DIRECTION = re.compile(
     r"([\w.@/+#-]+)`?\s+(?:over|instead of|rather than|not)\s+`?([\w.@/+#-]+)", re.IGNORECASE
 )
@@ -119,6 +136,7 @@ class _Said:
     frame: frozenset[str]
     negated: bool
     change: bool
+    correction: bool
     old_values: frozenset[str]
     preferred: frozenset[str]
     rejected: frozenset[str]
@@ -148,10 +166,18 @@ def _said(text: str) -> _Said:
         frame=frozenset(t for t in terms if t not in spec_stems),
         negated=negated(text),
         change=bool(_CHANGE.search(text)),
+        correction=bool(_CORRECTION.search(text)),
         old_values=old_values,
         preferred=frozenset(preferred),
         rejected=frozenset(rejected),
     )
+
+
+def _content_terms(text: str) -> frozenset[str]:
+    """Stemmed subject words of ``text`` (see :func:`~bli_memory.core.extraction.content_terms`)."""
+    from bli_memory.core.extraction import content_terms
+
+    return content_terms(text)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -181,7 +207,15 @@ def _supersedes(a: _Said, b: _Said, sim: float) -> bool:
     if not a.change or sim < UPDATE_SIMILARITY:
         return False
     old = a.old_values or (a.rejected)
-    return bool(old & (b.specifics | b.terms))
+    if not old & (b.specifics | b.terms):
+        return False
+    # Same subject: besides the value it leaves, the statement shares a subject word with
+    # the memory ("CI runs on Travis." / "We moved CI from Travis to ..." share "ci"). A
+    # preference that merely says "instead of" something is not an update of every memory
+    # that happens to name that thing.
+    old_stems = {t for v in old for t in (v, *_content_terms(v))}
+    return bool((a.terms & b.terms) - old_stems - a.specifics - b.specifics) or bool(
+        (a.specifics & b.specifics) - old)
 
 
 def _enriches(a: _Said, b: _Said, sim: float) -> bool:
@@ -206,6 +240,22 @@ def _contradicts(a: _Said, b: _Said, sim: float) -> bool:
     return bool(only_a and only_b) and _jaccard(a.frame, b.frame) >= FRAME_OVERLAP and bool(a.frame)
 
 
+def _corrects(a: _Said, b: _Said, sim: float) -> bool:
+    """``a`` says ``b``'s value is stale: correction language, the same subject (a shared
+    named thing, or half the subject words), another value."""
+    if not a.correction or sim < RELATED_SIMILARITY:
+        return False
+    overlap = _jaccard(a.terms, b.terms)
+    if a.negated != b.negated and sim >= CONTRADICTION_SIMILARITY and overlap >= FRAME_OVERLAP:
+        return True  # "We no longer run the nightly job." / "We run the nightly job."
+    only_a, only_b = a.specifics - b.specifics, b.specifics - a.specifics
+    # One value changed ("port 8443" -> "port 9443"); two changed on both sides is another
+    # subject ("Service 3 ... 8003" / "Service 4 ... 8004"), left to the conflict rule.
+    if not (only_a and only_b) or min(len(only_a), len(only_b)) != 1 or not (a.frame & b.frame):
+        return False
+    return bool(a.specifics & b.specifics) or _jaccard(a.frame, b.frame) >= 0.5
+
+
 def decide(statement: str, hits: list[tuple[str, str, float]]) -> tuple[str, list[str]]:
     """Decide what one statement does to a space, from its search hits.
 
@@ -216,7 +266,8 @@ def decide(statement: str, hits: list[tuple[str, str, float]]) -> tuple[str, lis
 
     Returns:
         ``(action, ids)``: ``("unchanged", [dup_id])``, ``("update", [old_id])``,
-        ``("conflict", [ids...])`` or ``("add", [])``.
+        ``("correct", [stale_id])`` (a contradiction that says the old value is stale:
+        supersede it), ``("conflict", [ids...])`` or ``("add", [])``.
     """
     a = _said(statement)
     related = [(i, c, s) for i, c, s in hits if s >= RELATED_SIMILARITY]
@@ -233,6 +284,9 @@ def decide(statement: str, hits: list[tuple[str, str, float]]) -> tuple[str, lis
     for mid, b, sim in analysed:
         if _enriches(a, b, sim):
             return "update", [mid]
+    stale = [mid for mid, b, sim in analysed if _corrects(a, b, sim)]
+    if stale:
+        return "correct", stale[:1]
     conflicts = [mid for mid, b, sim in analysed if _contradicts(a, b, sim)]
     if conflicts:
         return "conflict", conflicts
@@ -273,9 +327,11 @@ def distil(
             ``{"text", "kind", "action", "id", "related"}`` (tests, benchmarks).
 
     Returns:
-        ``{"added", "updated", "unchanged", "conflicted", "extract_ms", "reconcile_ms"}``:
-        counts of statements per outcome and the milliseconds spent extracting and
-        reconciling.
+        ``{"added", "updated", "unchanged", "conflicted", "corrected", "extract_ms",
+        "reconcile_ms"}``: counts of statements per outcome (``corrected`` counts the
+        updates that replaced a contradicting, stale memory; they are in ``updated`` too,
+        and the stale text stays in the memory's history) and the milliseconds spent
+        extracting and reconciling.
 
     Raises:
         BliMemoryError: the extractor or the backend failed; statements reconciled
@@ -285,7 +341,7 @@ def distil(
     from bli_memory.core.errors import NotFoundError
     from bli_memory.core.redaction import redact
 
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "conflicted": 0}
+    counts = {"added": 0, "updated": 0, "unchanged": 0, "conflicted": 0, "corrected": 0}
     t0 = time.perf_counter()
     clean = redact(strip_injected(text or "")).text
     if extractor is None:
@@ -295,9 +351,19 @@ def distil(
     statements: list[Statement] = list(extractor.extract(clean)) if clean.strip() else []
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
+    from bli_memory.core import tombstones
+    from bli_memory.core.rephrase import home_to_tilde
+
+    forgotten = tombstones.fetch(backend, space) if statements else []
     for st in statements:
-        content = redact(st.text).text.strip()
+        content = home_to_tilde(redact(st.text).text.strip())  # any extractor: no home paths kept
         if not content:
+            continue
+        if tombstones.restates(content, forgotten) is not None:
+            counts["unchanged"] += 1  # forgotten on purpose: capture never brings it back
+            if trace is not None:
+                trace.append({"text": content, "kind": st.kind, "action": "unchanged", "id": None,
+                              "related": [], "suppressed": True})
             continue
         result = backend.search(content, space=space, limit=SEARCH_LIMIT)
         action, ids = decide(content, _hits(result.hits))
@@ -305,10 +371,11 @@ def distil(
         memory_id: str | None = ids[0] if ids else None
         if action == "unchanged":
             counts["unchanged"] += 1
-        elif action == "update":
+        elif action in ("update", "correct"):
             try:
                 memory_id = backend.update(content, space=space, id=ids[0]).memory.id
                 counts["updated"] += 1
+                counts["corrected"] += action == "correct"
             except NotFoundError:  # another writer superseded it meanwhile: keep ours as new
                 action = "add"
         if action in ("add", "conflict"):

@@ -409,6 +409,17 @@ class SQLiteStore:
             ).fetchall()
         return [_row_to_memory(r) for r in rows]
 
+    def forgotten(self, spaces: Sequence[str], *, limit: int = 500) -> list[str]:
+        """Contents of the tombstones (state ``forgotten``) of these spaces, newest first."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT content FROM memories WHERE state = 'forgotten' AND space IN ({marks}) "
+                "ORDER BY forgotten_at DESC, seq DESC LIMIT ?",
+                (*spaces, int(limit)),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def recent_of_kinds(
         self, spaces: Sequence[str], kinds: Sequence[str], *, limit: int = 10
     ) -> list[Memory]:

@@ -21,7 +21,7 @@ Guarantees, on the embedded store (:class:`~bli_memory.core.store.SQLiteStore`):
   model endpoint keeps failing, the last attempt falls back to the offline rules so
   the exchange is still distilled.
 - **Outcome on the row and in the log.** ``done`` jobs record ``{added, updated,
-  unchanged, conflicted, extract_ms, reconcile_ms}`` in ``outcome`` and write one
+  unchanged, conflicted, corrected, extract_ms, reconcile_ms}`` in ``outcome`` and write one
   stderr line ``[bli-memory] extract job done {"job": ..., "added": ..., ...}``; a
   failed attempt writes ``[bli-memory] extract job failed {"job", "reason",
   "attempts", "retry_in_s"}`` (reasons from the closed set, never text or secrets).

@@ -55,7 +55,7 @@ def test_keeps_durable_statements_and_drops_chatter() -> None:
     out = RuleExtractor().extract(text)
     kinds = {s.text: s.kind for s in out}
     assert kinds == {
-        "We decided to switch from npm to pnpm, CI installs take forever.": "decision",
+        "The team decided to switch from npm to pnpm, CI installs take forever.": "decision",
         "The user prefers small commits.": "preference",
         "The lint job failed because `ruff` was pinned to 0.1.0 in requirements-dev.txt; pinning "
         "`ruff==0.6.9` fixes it.": "fix",
@@ -83,7 +83,7 @@ def test_injected_recall_and_context_blocks_are_never_extracted() -> None:
         "</bli-memory-context>\nWe deploy the docs with `mkdocs gh-deploy`.\n\n"
         "Assistant: <hook_context>The worker lives in services/worker.</hook_context>Noted."
     )
-    assert texts(RuleExtractor().extract(text)) == ["We deploy the docs with `mkdocs gh-deploy`."]
+    assert texts(RuleExtractor().extract(text)) == ["The team deploys the docs with `mkdocs gh-deploy`."]
 
 
 def test_code_blocks_are_dropped_but_a_short_command_block_is_kept_with_its_lead_in() -> None:
@@ -298,13 +298,13 @@ def test_distil_through_the_contract_dedupes_updates_and_flags(backend) -> None:
     by_action = {t["action"]: t for t in trace}
     assert set(by_action) == {"update", "conflict"}
     live = {m.content: m for m in backend.store.recent(["p"], limit=10)}
-    assert set(live) == {"We moved from npm to pnpm for package management.",
-                         "The user prefers squash merges.", "Production deploys go to Heroku.",
-                         "Production deploys go to Fly.io."}
-    fly = live["Production deploys go to Fly.io."]
-    assert fly.metadata["conflicts_with"] == [live["Production deploys go to Heroku."].id]
-    pnpm = live["We moved from npm to pnpm for package management."]
-    assert [m.content for m in backend.history(pnpm.id)][1] == "We use npm for package management."
+    assert set(live) == {"The team moved from npm to pnpm for package management.",
+                         "The user prefers squash merges.", "Per the user, production deploys go to Heroku.",
+                         "Per the user, production deploys go to Fly.io."}
+    fly = live["Per the user, production deploys go to Fly.io."]
+    assert fly.metadata["conflicts_with"] == [live["Per the user, production deploys go to Heroku."].id]
+    pnpm = live["The team moved from npm to pnpm for package management."]
+    assert [m.content for m in backend.history(pnpm.id)][1] == "The team uses npm for package management."
     # The profile picks extracted memories by their kind: the preference, not the plain facts.
     squash = live["The user prefers squash merges."]
     assert squash.metadata == {"kind": "preference", "extracted": True, "extractor": "default"}
@@ -334,3 +334,28 @@ def test_labelled_set_is_well_formed() -> None:
             assert f["kind"] in ("decision", "preference", "convention", "fact", "command", "fix")
             assert f["text"].strip()
     assert any(not r["facts"] for r in rows) and sum(len(r["facts"]) for r in rows) >= 40
+
+
+def test_a_correction_supersedes_the_stale_value_and_other_subjects_are_added(backend) -> None:
+    rules = RuleExtractor()
+    distil("User: The API listens on port 8443. I run Claude Code on WSL.\n\nAssistant: Noted.",
+           backend=backend, space="c", source="test", session_id="s1", extractor=rules)
+    trace: list[dict[str, Any]] = []
+    out = distil("User: The API now listens on port 9443. I would prefer an export run on demand "
+                 "instead of a background process.\n\nAssistant: Ok.",
+                 backend=backend, space="c", source="test", session_id="s2", extractor=rules, trace=trace)
+    assert (out["updated"], out["corrected"], out["added"]) == (1, 1, 1), trace
+    live = [m.content for m in backend.store.recent(["c"], limit=10)]
+    assert any("9443" in c for c in live) and not any("8443" in c for c in live)
+    assert any("WSL" in c for c in live)  # the unrelated preference did not replace it
+    port = next(m for m in backend.store.recent(["c"], limit=10) if "9443" in m.content)
+    assert "8443" in backend.history(port.id)[1].content  # the stale value stays as history
+
+
+def test_decide_needs_the_same_subject_to_supersede() -> None:
+    assert decide("The API now listens on port 9443.", [("a", "The API listens on port 8443.", 0.9)]) == (
+        "correct", ["a"])
+    assert decide("Service 4 now listens on port 8004.",
+                  [("a", "Service 3 listens on port 8003.", 0.8)])[0] != "correct"
+    assert decide("We use the export script instead of a background watcher.",
+                  [("a", "The export script lives in ~/claude_sessions.", 0.68)]) == ("add", [])

@@ -156,7 +156,8 @@ def test_real_claude_fixture_through_stop_hook_and_worker(project: Path, tmp_pat
 
     proc = worker()
     (line,) = done_lines(proc.stderr)
-    assert set(line) == {"job", "added", "updated", "unchanged", "conflicted", "extract_ms", "reconcile_ms"}
+    assert set(line) == {"job", "added", "updated", "unchanged", "conflicted", "corrected", "extract_ms",
+                         "reconcile_ms"}
     assert line["added"] == 1
     (job,) = jobs()
     assert job["state"] == "done" and job["attempts"] == 1 and job["id"] == line["job"]

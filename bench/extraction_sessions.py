@@ -1,0 +1,300 @@
+"""Automatic capture on real, public coding-agent sessions: what is kept, before and after.
+
+Data: ``bench/data/real_sessions.jsonl`` (sources and licences in ``bench/data/README.md``).
+Each line is one exchange of a real session as the stop hook queues it (``User: ...``
+and the assistant's text of that turn; tool calls and results left out, as the host
+adapters do), with the durable facts it holds (``facts``) and statements it makes that
+are true but only for the moment (``transient``). Sessions are split ``tuning`` /
+``test`` by session, never by line; the test part is reported and was not looked at
+while writing the rules.
+
+Protocol, per version (``before``: the extractor and reconcile of the ``--before``
+revision, loaded from git; ``after``: this tree) and per session:
+
+1. **Replay.** A fresh space in a real SQLite store; every exchange in order goes through
+   :func:`bli_memory.core.reconcile.distil` with the default extractor, as the worker
+   drains the queue after each stop hook.
+2. **Label what was written.** Each memory an exchange added, updated or flagged is
+   matched one-to-one (best cosine first, all-MiniLM-L6-v2 int8, the product's embedder)
+   to that exchange's facts: matched at cosine >= the threshold is **durable**;
+   otherwise it is **transient** when it matches one of the exchange's transient
+   statements at that threshold, else **noise**.
+3. **Scores.** Precision = durable / kept; recall = facts matched / facts present; per
+   session and over the split, at 0.6 and 0.7.
+4. **Hygiene counts.** Verbatim prompts (a kept memory that is, once case and spaces are
+   normalised, a run of at least six words of the exchange's user prompt); absolute home
+   paths (``/home/<name>``, ``/Users/<name>``, ``C:\\Users\\<name>``); unrelated
+   supersessions (an update whose old and new texts match different facts of the
+   session, or score below cosine 0.5).
+5. **Whole-session replay.** Live memories at the end of each session, and the facts of
+   the session the ``before`` live set matched (cosine >= 0.6) that the ``after`` live
+   set no longer matches.
+
+Run: ``python bench/extraction_sessions.py [--before REV] [--write]``; prints markdown,
+writes ``bench/results/extraction_sessions.json``; ``--write`` replaces the section of
+``docs/benchmarks-extraction.md`` between its ``real-sessions`` markers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from common import REPO_ROOT, RESULTS_DIR, log, machine_description, markdown_table, write_json
+
+__all__ = ["load_version", "main", "replay"]
+
+DATA = REPO_ROOT / "bench" / "data" / "real_sessions.jsonl"
+DOC = REPO_ROOT / "docs" / "benchmarks-extraction.md"
+#: The revision whose extractor is "before" (the tree before the capture rework).
+BEFORE = "a74adae"
+THRESHOLDS = (0.6, 0.7)
+_BEGIN, _END = "<!-- real-sessions:begin -->", "<!-- real-sessions:end -->"
+_HOME = re.compile(r"/home/[A-Za-z0-9._-]+|/Users/[A-Za-z0-9._-]+|[A-Za-z]:\\Users\\")
+
+
+class _Cosines:
+    """Cosine similarity with the product's embedder, cached per text."""
+
+    def __init__(self) -> None:
+        from bli_memory.core.embeddings import get_embedder
+
+        self._embedder = get_embedder()
+        self._cache: dict[str, Any] = {}
+
+    def __call__(self, a: str, b: str) -> float:
+        for t in (a, b):
+            if t not in self._cache:
+                self._cache[t] = self._embedder.embed([t])[0]
+        return float(self._cache[a] @ self._cache[b])
+
+
+def _pairs(left: list[str], right: list[str], cosine: _Cosines, threshold: float) -> dict[int, int]:
+    """Greedy one-to-one matching, best cosine first: ``{left index: right index}``."""
+    ranked = sorted(((cosine(a, b), i, j) for i, a in enumerate(left) for j, b in enumerate(right)),
+                    reverse=True)
+    out: dict[int, int] = {}
+    used: set[int] = set()
+    for sim, i, j in ranked:
+        if sim < threshold:
+            break
+        if i not in out and j not in used:
+            out[i] = j
+            used.add(j)
+    return out
+
+
+def load_version(rev: str | None) -> tuple[Any, Any]:
+    """``(RuleExtractor class, distil function)`` of revision ``rev`` (None: this tree)."""
+    if rev is None:
+        from bli_memory.core.extraction import RuleExtractor
+        from bli_memory.core.reconcile import distil
+
+        return RuleExtractor, distil
+    modules: dict[str, types.ModuleType] = {}
+    for name in ("extraction", "reconcile"):
+        source = subprocess.run(["git", "show", f"{rev}:core/{name}.py"], cwd=REPO_ROOT, check=True,
+                                capture_output=True, text=True).stdout
+        spec = importlib.util.spec_from_loader(f"_before_{name}", loader=None)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up
+        exec(compile(source, f"{rev}:core/{name}.py", "exec"), module.__dict__)  # noqa: S102
+        modules[name] = module
+    return modules["extraction"].RuleExtractor, modules["reconcile"].distil
+
+
+def _user_prompt(text: str) -> str:
+    return text.split("\n\nAssistant:", 1)[0].removeprefix("User:").strip()
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _verbatim(memory: str, prompt: str) -> bool:
+    words = _norm(memory).split()
+    return len(words) >= 6 and " ".join(words) in _norm(prompt)
+
+
+def replay(rows: list[dict[str, Any]], rev: str | None, cosine: _Cosines) -> dict[str, Any]:
+    """Replay every session through ``distil`` of revision ``rev``; per-exchange traces."""
+    from bli_memory.core.engine import EmbeddedBackend
+
+    extractor_cls, distil = load_version(rev)
+    extractor = extractor_cls()
+    sessions: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        backend = EmbeddedBackend(Path(tmp) / "memory.sqlite3")
+        try:
+            for row in rows:
+                s = sessions.setdefault(row["session"], {"split": row["split"], "exchanges": []})
+                space = "bench_" + re.sub(r"\W", "_", row["session"])
+                trace: list[dict[str, Any]] = []
+                t0 = time.perf_counter()
+                extractor.extract(row["text"])
+                extract_ms = (time.perf_counter() - t0) * 1000
+                distil(row["text"], backend=backend, space=space, source="bench",
+                       session_id=row["session"], extractor=extractor, trace=trace)
+                old = {}
+                for t in trace:
+                    if t["action"] == "update" and t.get("related"):
+                        history = backend.history(t["id"])
+                        old[t["text"]] = history[1].content if len(history) > 1 else ""
+                s["exchanges"].append({"row": row, "trace": trace, "replaced": old, "extract_ms": extract_ms})
+                s["live"] = [m.content for m in backend.store.recent([space], limit=1000)]
+        finally:
+            backend.close()
+    return sessions
+
+
+def score(sessions: dict[str, Any], cosine: _Cosines, threshold: float) -> dict[str, Any]:
+    """Labels, precision, recall and hygiene counts per session, at ``threshold``."""
+    out: dict[str, Any] = {}
+    for name, s in sessions.items():
+        kept = durable = transient = noise = facts = found = verbatim = home = unrelated = 0
+        labelled: list[dict[str, Any]] = []
+        all_facts = [f for e in s["exchanges"] for f in e["row"]["facts"]]
+        for e in s["exchanges"]:
+            row = e["row"]
+            written = [t["text"] for t in e["trace"] if t["action"] in ("add", "update", "conflict")]
+            matched = _pairs(written, row["facts"], cosine, threshold)
+            rest = [i for i in range(len(written)) if i not in matched]
+            trans = _pairs([written[i] for i in rest], row.get("transient", []), cosine, threshold)
+            for i, text in enumerate(written):
+                label = "durable" if i in matched else (
+                    "transient" if rest.index(i) in trans else "noise")
+                labelled.append({"text": text, "label": label})
+                durable += label == "durable"
+                transient += label == "transient"
+                noise += label == "noise"
+                verbatim += _verbatim(text, _user_prompt(row["text"]))
+                home += bool(_HOME.search(text))
+            kept += len(written)
+            facts += len(row["facts"])
+            found += len(matched)
+            for new, old in e["replaced"].items():
+                a = _pairs([new], all_facts, cosine, threshold)
+                b = _pairs([old], all_facts, cosine, threshold)
+                if cosine(new, old) < 0.5 or (a and b and a[0] != b[0]):
+                    unrelated += 1
+        out[name] = {"split": s["split"], "kept": kept, "durable": durable, "transient": transient,
+                     "noise": noise, "facts": facts, "found": found,
+                     "precision": durable / kept if kept else 1.0, "recall": found / facts if facts else 1.0,
+                     "verbatim": verbatim, "home_paths": home, "unrelated_supersessions": unrelated,
+                     "live": len(s["live"]), "labelled": labelled}
+    return out
+
+
+def _totals(per: dict[str, Any], split: str) -> dict[str, Any]:
+    chosen = [v for v in per.values() if split == "all" or v["split"] == split]
+    t = {k: sum(v[k] for v in chosen) for k in ("kept", "durable", "transient", "noise", "facts", "found",
+                                                 "verbatim", "home_paths", "unrelated_supersessions", "live")}
+    t["precision"] = t["durable"] / t["kept"] if t["kept"] else 1.0
+    t["recall"] = t["found"] / t["facts"] if t["facts"] else 1.0
+    t["sessions"] = len(chosen)
+    return t
+
+
+def _lost(before: dict[str, Any], after: dict[str, Any], cosine: _Cosines) -> list[str]:
+    """Facts the before live set matched (>= 0.6) that the after live set does not."""
+    lost = []
+    for name, s in before.items():
+        facts = [f for e in s["exchanges"] for f in e["row"]["facts"]]
+        had = set(_pairs(facts, s["live"], cosine, 0.6))
+        has = set(_pairs(facts, after[name]["live"], cosine, 0.6))
+        lost += [facts[i] for i in sorted(had - has)]
+    return lost
+
+
+def _doc(results: dict[str, Any], machine: dict[str, Any], rev: str) -> str:
+    head = ["version", "split", "sessions", "kept", "durable", "transient", "noise", "precision",
+            "facts", "recall", "verbatim prompts", "home paths", "unrelated supersessions"]
+    rows = []
+    for t in THRESHOLDS:
+        for version in ("before", "after"):
+            for split in ("test", "tuning"):
+                x = results[version][f"{t}"]["totals"][split]
+                rows.append([f"{version} @{t}", split, x["sessions"], x["kept"], x["durable"], x["transient"],
+                             x["noise"], x["precision"], x["facts"], x["recall"], x["verbatim"],
+                             x["home_paths"], x["unrelated_supersessions"]])
+    per_head = ["session", "split", "kept before", "kept after", "P before", "P after", "R before", "R after"]
+    per_rows = []
+    for name, a in results["after"]["0.6"]["sessions"].items():
+        b = results["before"]["0.6"]["sessions"][name]
+        per_rows.append([name, a["split"], b["kept"], a["kept"], b["precision"], a["precision"], b["recall"],
+                         a["recall"]])
+    live_b = sum(v["live"] for v in results["before"]["0.6"]["sessions"].values())
+    live_a = sum(v["live"] for v in results["after"]["0.6"]["sessions"].values())
+    lost = results["lost"]
+    return "\n".join([
+        _BEGIN,
+        "## Real sessions: automatic capture before and after",
+        "",
+        "Generated by `python bench/extraction_sessions.py --write`; protocol in that file's docstring, "
+        "data and sources in `bench/data/` (public Claude Code sessions, split by session into `tuning` "
+        "and `test`; the test part is the number to expect).",
+        f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, Python {machine.get('python')}, "
+        f"commit {machine.get('commit', 'unknown')}; before = revision `{rev}`, after = this tree, same run.",
+        "",
+        markdown_table(head, rows),
+        "",
+        "Per session at cosine 0.6:",
+        "",
+        markdown_table(per_head, per_rows),
+        "",
+        f"Whole-session replay: {live_b} live memories before, {live_a} after "
+        f"({live_a / live_b:.2f} of before); durable facts the before set held and the after set lost: "
+        f"{len(lost)}" + (" (" + "; ".join(lost) + ")" if lost else "") + ".",
+        "",
+        f"Extraction time after: {results['after']['extract_ms']:.2f} ms per exchange (mean), before "
+        f"{results['before']['extract_ms']:.2f} ms.",
+        "",
+        _END,
+    ])
+
+
+def main(argv: list[str]) -> int:
+    """Run before and after in one process; ``--write`` updates the doc section."""
+    rev = argv[argv.index("--before") + 1] if "--before" in argv else BEFORE
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    log(f"{len(rows)} exchanges in {len({r['session'] for r in rows})} sessions")
+    cosine = _Cosines()
+    results: dict[str, Any] = {}
+    replays = {"before": replay(rows, rev, cosine), "after": replay(rows, None, cosine)}
+    for version, sessions in replays.items():
+        entry: dict[str, Any] = {}
+        for t in THRESHOLDS:
+            per = score(sessions, cosine, t)
+            totals = {s: _totals(per, s) for s in ("test", "tuning", "all")}
+            entry[f"{t}"] = {"sessions": per, "totals": totals}
+        times = [e["extract_ms"] for s in sessions.values() for e in s["exchanges"]]
+        entry["extract_ms"] = sum(times) / len(times)
+        results[version] = entry
+    results["lost"] = _lost(replays["before"], replays["after"], cosine)
+    machine = machine_description()
+    write_json(RESULTS_DIR / "extraction_sessions.json",
+               {"machine": machine, "before": rev, "results": results})
+    text = _doc(results, machine, rev)
+    sys.stdout.write(text + "\n")
+    if "--write" in argv:
+        doc = DOC.read_text()
+        if _BEGIN in doc:
+            doc = doc[: doc.index(_BEGIN)] + text + doc[doc.index(_END) + len(_END):]
+        else:
+            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
+        DOC.write_text(doc)
+        log(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
