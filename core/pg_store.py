@@ -56,7 +56,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.engine import CHANNELS, FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
+from bli_memory.core.engine import (
+    CHANNELS,
+    FORGET_MIN_SIMILARITY,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    PROFILE_KINDS,
+    checked_content,
+)
 from bli_memory.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -65,6 +72,7 @@ from bli_memory.core.errors import (
     NotFoundError,
     StoreError,
 )
+from bli_memory.core.expiry import expiry_datetime
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -135,18 +143,6 @@ def _iso(value: datetime | None) -> str | None:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _parse_expiry(value: str | None) -> datetime | None:
-    if value is None or not str(value).strip():
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(value).strip())
-    except ValueError as exc:
-        raise InvalidInputError(f"expiresAt {value!r} is not an ISO 8601 time") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 
 
 def hash_token(token: str) -> str:
@@ -241,9 +237,20 @@ def _data_error_name(exc: BaseException) -> str:
         return "text that is not valid Unicode"
     if "NUL" in str(exc) or "\\u0000" in str(exc):
         return "a NUL character"
+    if type(exc).__name__ == "StatementTooComplex":
+        return "a request too large for the store to plan, such as a search of thousands of words"
     if type(exc).__name__ == "ProgramLimitExceeded":
         return "a value too long for the store's index, such as a customId or sessionId of kilobytes"
     return type(exc).__name__
+
+
+def _checked_tag(tag: Any) -> str:
+    from bli_memory.core.spaces import validate_tag
+
+    try:
+        return validate_tag(tag)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)[:300]) from None
 
 
 def _check_storable(field: str, value: Any) -> None:
@@ -263,7 +270,8 @@ def _converted(action: str) -> Iterator[None]:
     except PoolTimeout as exc:
         raise StoreError(f"{action}: no database connection free in time",
                          reason="store_unavailable") from exc
-    except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, UnicodeEncodeError) as exc:
+    except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex,
+            UnicodeEncodeError) as exc:
         # The request holds a value Postgres cannot keep (a NUL character, a lone
         # surrogate, a number out of range, a key too long for its index): the
         # caller's to fix, not a failure to retry.
@@ -580,6 +588,14 @@ class PostgresBackend:
             row = conn.execute("SELECT id FROM memory_people WHERE name = %s", (name,)).fetchone()
         return int(row[0])
 
+    def _known_person(self, name: str) -> int:
+        try:
+            return self._person_id(name)
+        except NotFoundError:
+            shown = name if len(name) <= 200 else name[:200] + "…"
+            raise NotFoundError(f"no person named {shown!r}: check the spelling, or give --create-person "
+                                "to create them") from None
+
     def _person_id(self, name: str) -> int:
         with self._conn("find a person") as conn:
             row = conn.execute("SELECT id FROM memory_people WHERE name = %s", (name,)).fetchone()
@@ -663,15 +679,31 @@ class PostgresBackend:
                 conn.execute("UPDATE memory_device_tokens SET last_used_at = now() WHERE id = %s", (row[0],))
         return Principal(person_id=int(row[1]), person=row[2], device_id=str(row[0]), device=row[3])
 
-    def share_space(self, *, owner: str, space: str, grantee: str, access: str = "read") -> None:
+    def share_space(self, *, owner: str, space: str, grantee: str, access: str = "read",
+                    create_people: bool = False) -> None:
         """Let ``grantee`` read (or also change) ``owner``'s space ``space`` and its aliases.
 
+        Args:
+            owner: The name of the person whose space it is.
+            space: A container tag (``[A-Za-z0-9_.:-]{1,128}``); an alias shares its
+                canonical space.
+            grantee: The name of the person who gets access.
+            access: ``read`` or ``write``.
+            create_people: Create ``owner`` and ``grantee`` when they are new; without
+                it a name nobody has (a typo) is refused, never silently created.
+
         Raises:
-            InvalidInputError: ``access`` is not ``read`` or ``write``, or owner is grantee.
+            InvalidInputError: ``access`` is not ``read`` or ``write``, an invalid tag,
+                or owner is grantee.
+            NotFoundError: ``owner`` or ``grantee`` is nobody, without ``create_people``.
         """
         if access not in ("read", "write"):
             raise InvalidInputError("access must be read or write")
-        owner_id, grantee_id = self.ensure_person(owner), self.ensure_person(grantee)
+        space = _checked_tag(space)
+        if create_people:
+            owner_id, grantee_id = self.ensure_person(owner), self.ensure_person(grantee)
+        else:
+            owner_id, grantee_id = self._known_person(owner), self._known_person(grantee)
         if owner_id == grantee_id:
             raise InvalidInputError("a person always has their own spaces; nothing to share")
         canonical = self._canonical(space)
@@ -684,7 +716,13 @@ class PostgresBackend:
             )
 
     def unshare_space(self, *, owner: str, space: str, grantee: str) -> bool:
-        """Withdraw a share; returns False when there was none."""
+        """Withdraw a share; returns False when there was none.
+
+        Raises:
+            InvalidInputError: an invalid tag.
+            NotFoundError: ``owner`` or ``grantee`` is nobody.
+        """
+        space = _checked_tag(space)
         owner_id, grantee_id = self._person_id(owner), self._person_id(grantee)
         with self._tx("withdraw a share") as conn:
             cur = conn.execute(
@@ -694,7 +732,12 @@ class PostgresBackend:
             return cur.rowcount > 0
 
     def add_alias(self, alias: str, canonical: str) -> None:
-        """Declare that the tag ``alias`` names the same space as ``canonical``."""
+        """Declare that the tag ``alias`` names the same space as ``canonical``.
+
+        Raises:
+            InvalidInputError: either is not a valid container tag.
+        """
+        alias, canonical = _checked_tag(alias), _checked_tag(canonical)
         if alias == canonical:
             return
         with self._tx("record a space alias") as conn:
@@ -773,7 +816,9 @@ class PostgresBackend:
         """
         cfg = ranking or self.ranking
         limit = max(1, min(int(limit), 100))
-        q = (query or "").strip()
+        # The embedded engine's caps, so both stores search the same text: thousands of
+        # distinct words would make a tsquery Postgres cannot plan (stack depth).
+        q = (query or "").strip()[:MAX_QUERY_CHARS]
         with self._conn("search") as conn:
             view = self._view(conn, space)
             profile = self._profile(conn, view, limit=10) if include_profile else None
@@ -798,7 +843,7 @@ class PostgresBackend:
                         args,
                     )
                 ]
-            words = query_terms(q)
+            words = query_terms(q)[:MAX_QUERY_TERMS]
             # Both keyword channels in one round trip, each ranked by ts_rank (length
             # normalised, the nearest Postgres has to bm25).
             channels: dict[str, str] = {}
@@ -963,7 +1008,7 @@ class PostgresBackend:
         for field, value in (("content", text), ("customId", custom_id), ("metadata", metadata),
                              ("source", source), ("sessionId", session_id)):
             _check_storable(field, value)
-        expires = _parse_expiry(expires_at)
+        expires = expiry_datetime(expires_at)
         me = self._me()
         vector = self._embed_one(text)
         sha = content_hash(text)
@@ -1082,7 +1127,7 @@ class PostgresBackend:
                 created_at=_iso(at) or "", updated_at=_iso(at) or "", version=previous.version + 1,
                 supersedes=previous.id, expires_at=previous.expires_at,
             )
-            self._insert(conn, memory, found[1], vector, _parse_expiry(previous.expires_at))
+            self._insert(conn, memory, found[1], vector, expiry_datetime(previous.expires_at))
         return UpdateResult(memory=memory, previous=previous)
 
     def forget(
