@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.expiry import parse_expiry
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -48,7 +49,6 @@ from bli_memory.core.models import (
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.records import (
     MAX_KEY_CHARS,
-    normalise_time,
     record_problem,
     records_problem,
     text_problem,
@@ -84,7 +84,10 @@ FORGET_MIN_SIMILARITY = 0.85
 #: 12 KB; a bigger paste is cut into parts by the caller).
 MAX_EXTRACT_CHARS = 100_000
 
-#: Longest query text searched, in characters, and most keyword terms taken from it.
+#: Longest query text searched, in characters, and most keyword terms taken from it
+#: (both stores; the rest is ignored, not refused). A query is a question: the model
+#: reads its first 256 tokens anyway, and each distinct term adds a branch to the
+#: keyword query (thousands of them exceed Postgres' stack depth when it plans one).
 MAX_QUERY_CHARS = 8000
 MAX_QUERY_TERMS = 64
 
@@ -401,11 +404,7 @@ class EmbeddedBackend:
         problem = text_problem(metadata)
         if problem:
             raise InvalidInputError(f"metadata {problem}")
-        if expires_at is not None:
-            try:
-                expires_at = normalise_time(expires_at)
-            except ValueError as exc:
-                raise InvalidInputError(f"expiresAt: {exc}") from exc
+        expires_at = parse_expiry(expires_at)
         canonical, spaces = self.store.resolve_space(space)
         vector = self._embed_one(text)
         status, memory, previous = self.store.save(

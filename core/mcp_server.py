@@ -268,15 +268,13 @@ def _require_enabled(space: str) -> None:
 
 
 def _parse_expiry(value: str | None) -> str | None:
-    """An ISO 8601 date or time -> the store's UTC form; None stays None."""
-    if value is None or not value.strip():
-        return None
-    from bli_memory.core.records import normalise_time
+    """An ISO 8601 date or time -> the store's UTC form (:func:`bli_memory.core.expiry.parse_expiry`)."""
+    from bli_memory.core.expiry import parse_expiry
 
     try:
-        return normalise_time(value)
-    except ValueError as exc:
-        raise ToolError(f"invalid_input: expiresAt {value!r} is not a usable ISO 8601 date or time") from exc
+        return parse_expiry(value)
+    except BliMemoryError as exc:
+        raise ToolError(f"{exc.reason}: {exc.message}") from exc
 
 
 def build_server(state_factory: Any) -> MCPServer:

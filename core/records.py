@@ -65,7 +65,8 @@ def normalise_time(value: str) -> str:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        # isoformat, not strftime: glibc's %Y writes year 1 as "1", not "0001".
+        return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     except (ValueError, OverflowError, AttributeError) as exc:
         raise ValueError(f"{value!r} is not a usable ISO 8601 date or time") from exc
 
