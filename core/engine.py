@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.expiry import parse_expiry
+from bli_memory.core.import_links import supersede_cycle
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -628,7 +629,8 @@ class EmbeddedBackend:
             problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
-        found = records_problem(records) or self._store_problem(records)
+        found = records_problem(records) or self._store_problem(records) or supersede_cycle(
+            records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
         if found:
             raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
         vectors: dict[str, Any] = {}

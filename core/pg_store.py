@@ -73,6 +73,7 @@ from bli_memory.core.errors import (
     StoreError,
 )
 from bli_memory.core.expiry import expiry_datetime
+from bli_memory.core.import_links import supersede_cycle
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -1631,6 +1632,14 @@ class PostgresBackend:
                     if (space, custom_id) in live_ids:
                         raise refuse(live_ids[(space, custom_id)] + 1,
                                      f"customId {custom_id!r} is already live in space {space}")
+            def stored_link(row_id: str) -> str | None:
+                row = conn.execute("SELECT supersedes FROM memories WHERE id = %s AND owner_id = %s",
+                                   (row_id, me)).fetchone()
+                return str(row[0]) if row and row[0] else None
+
+            loop = supersede_cycle(records, stored_link)
+            if loop:
+                raise refuse(*loop)
             return todo, len(records) - len(todo)
 
         with self._conn("plan an import") as conn:

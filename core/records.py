@@ -146,7 +146,8 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
     """What makes a whole import file unusable, as ``(1-based record, reason)``, or None.
 
     Checks across records, after each passed :func:`record_problem`: an id given twice,
-    and a customId that two live records of one space share (only one can be live). Run
+    a customId that two live records of one space share (only one can be live), and
+    ``supersedes`` links that loop (:func:`bli_memory.core.import_links.supersede_cycle`). Run
     before anything is written, also by the service client before it sends the first
     of several parts, so a problem in a late part never leaves the early ones written.
     """
@@ -163,7 +164,9 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
                 return n, (f"customId {rec['customId']!r} is live twice in space {rec['space']} "
                            f"(record {live[slot]})")
             live[slot] = n
-    return None
+    from bli_memory.core.import_links import supersede_cycle
+
+    return supersede_cycle(records)
 
 
 #: Deepest nesting of a record's metadata that import accepts.

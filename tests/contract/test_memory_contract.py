@@ -471,3 +471,33 @@ def test_context_channel_brings_the_reply_within_one_session_only(backend, space
     by_id = {h.memory.id: h for h in res.hits}
     assert ids[1] in by_id and "context" in by_id[ids[1]].channels
     assert other not in by_id or "context" not in by_id[other].channels
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-01:00", "next tuesday"])
+def test_an_expiry_no_calendar_holds_is_a_clear_error(backend, space: str, when: str) -> None:
+    with pytest.raises(InvalidInputError, match="expiresAt"):
+        backend.save("Rotate the signing key.", space=space, expires_at=when)
+    assert backend.list_memories(space=space) == []
+
+
+def _row(space: str, content: str, **extra) -> dict:
+    t = "2026-11-30T04:57:01.123456Z"
+    return {"id": str(uuid.uuid4()), "space": space, "content": content, "createdAt": t, "updatedAt": t,
+            **extra}
+
+
+def test_import_refuses_a_supersede_loop(backend, space: str) -> None:
+    a, b, c = (_row(space, f"Version {n} of the deploy note.", state="superseded") for n in "abc")
+    a["supersedes"], b["supersedes"] = b["id"], a["id"]
+    with pytest.raises(InvalidInputError, match="record 1: supersedes makes a loop"):
+        backend.import_records([a, b])
+    c["supersedes"], a["supersedes"], b["supersedes"] = a["id"], b["id"], c["id"]
+    live = _row(space, "An unrelated live note.")
+    with pytest.raises(InvalidInputError, match="record 2: supersedes makes a loop"):
+        backend.import_records([live, a, b, c])
+    assert list(backend.export(space=space)) == []  # nothing written
+    # The same rows as a chain that ends at one live version import as before.
+    b["supersedes"] = None
+    c["state"] = "active"
+    assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0}
+    assert [m.id for m in backend.history(b["id"])] == [c["id"], a["id"], b["id"]]
