@@ -56,6 +56,7 @@ from bli_memory.core.records import (
     usable_vector,
 )
 from bli_memory.core.terms import fts_all_query, fts_any_query, query_forms, query_terms
+from bli_memory.core.version_ids import live_head
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -255,13 +256,16 @@ class EmbeddedBackend:
 
     # --- helpers -------------------------------------------------------------------
 
-    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> Memory:
-        memory = self.store.get(id)
-        if memory is None or memory.state != "active" or not self.store.rows_by_seq_ids([id]):
-            raise NotFoundError(f"no live memory with id {id}")
+    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> tuple[Memory, Memory | None]:
+        """The live head of the memory ``id`` names (any version's id), and the older
+        version ``id`` names when it is not the head (see :func:`live_head`)."""
+        start = self.store.get(id)
+        head = start if start is None or start.state == "active" else self.store.history(id)[0]
+        memory, named = live_head(id, start, head, live=head is not None and bool(
+            self.store.rows_by_seq_ids([head.id])))
         if memory.space not in spaces:
             raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
-        return memory
+        return memory, named
 
     # --- the contract --------------------------------------------------------------
 
@@ -429,8 +433,9 @@ class EmbeddedBackend:
             raise InvalidInputError("give exactly one of id or customId")
         text = checked_content(content)
         _, spaces = self.store.resolve_space(space)
+        named = None
         if id is not None:
-            previous = self._live_in_space(id, spaces)
+            previous, named = self._live_in_space(id, spaces)
         else:
             found = self.store.find_live(spaces, custom_id=custom_id)
             if found is None:
@@ -439,9 +444,9 @@ class EmbeddedBackend:
         from bli_memory.core.store import content_hash
 
         if content_hash(previous.content) == content_hash(text):
-            return UpdateResult(memory=previous, previous=previous, status="unchanged")
+            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
         memory = self.store.supersede(previous, text, self._embed_one(text))
-        return UpdateResult(memory=memory, previous=previous)
+        return UpdateResult(memory=memory, previous=previous, named=named)
 
     def forget(
         self,
@@ -465,8 +470,8 @@ class EmbeddedBackend:
             raise InvalidInputError("give exactly one of id, content or query")
         _, spaces = self.store.resolve_space(space)
         if id is not None and id.strip():
-            memory = self._live_in_space(id.strip(), spaces)
-            return ForgetResult(memory=self.store.forget(memory), matched_by="id")
+            memory, named = self._live_in_space(id.strip(), spaces)
+            return ForgetResult(memory=self.store.forget(memory), matched_by="id", named=named)
         if content is not None and content.strip():
             from bli_memory.core.store import content_hash
 
@@ -579,16 +584,23 @@ class EmbeddedBackend:
         """One memory and its version history (newest first).
 
         Args:
-            id: Any version's id.
-            include_inactive: Allow a superseded or forgotten version, and include the
-                superseded versions and the tombstone in the history.
+            id: Any version's id: without ``include_inactive`` the memory's live version
+                is answered (its ``id`` differs from the one given when that named an
+                older version, which is then in the history).
+            include_inactive: Answer exactly the version ``id`` names, even superseded or
+                forgotten, and include the superseded versions and the tombstone in the
+                history.
 
         Raises:
-            NotFoundError: unknown id, or an inactive one without ``include_inactive``.
+            NotFoundError: unknown id, or a memory with no live version without
+                ``include_inactive``.
         """
         memory = self.store.get(id)
         if memory is None and include_inactive:
             raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
+        if memory is not None and memory.state == "superseded" and not include_inactive:
+            head = self.store.history(id)[0]  # an id names the memory: read its live head
+            memory = head if head.state == "active" else memory
         if memory is None or (memory.state != "active" and not include_inactive):
             hint = " (include_inactive / --include-inactive reads old versions)"
             raise NotFoundError(f"no live memory with id {id}{hint}")

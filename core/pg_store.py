@@ -87,6 +87,7 @@ from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior,
 from bli_memory.core.records import record_problem, records_problem, text_problem, usable_vector
 from bli_memory.core.store import content_hash
 from bli_memory.core.terms import encode_term, query_terms, terms
+from bli_memory.core.version_ids import live_head
 
 if TYPE_CHECKING:
     import psycopg
@@ -1108,15 +1109,19 @@ class PostgresBackend:
         _check_storable("content", text)
         vector = None
         at = _now()
+        named = None
         with self._tx("update") as conn:
             view = self._view(conn, space)
-            found = self._find_live(conn, view, id=id, custom_id=custom_id)
+            if id is not None:
+                found, named = self._live_head(conn, view, id)
+            else:
+                found = self._find_live(conn, view, custom_id=custom_id)
             if found is None:
                 which = f"id {id}" if id is not None else f"customId {custom_id!r}"
                 raise NotFoundError(f"no live memory with {which} in space {view.canonical}")
             previous = self._writable(view, found)
             if content_hash(previous.content) == content_hash(text):
-                return UpdateResult(memory=previous, previous=previous, status="unchanged")
+                return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
             self._lock_space(conn, found[1], previous.space)
             if vector is None:
                 vector = self._embed_one(text)
@@ -1129,7 +1134,7 @@ class PostgresBackend:
                 supersedes=previous.id, expires_at=previous.expires_at,
             )
             self._insert(conn, memory, found[1], vector, expiry_datetime(previous.expires_at))
-        return UpdateResult(memory=memory, previous=previous)
+        return UpdateResult(memory=memory, previous=previous, named=named)
 
     def forget(
         self,
@@ -1153,8 +1158,9 @@ class PostgresBackend:
         with self._tx("forget") as conn:
             view = self._view(conn, space)
             similarity: float | None = None
+            named = None
             if id is not None and id.strip():
-                found = self._find_live(conn, view, id=id.strip())
+                found, named = self._live_head(conn, view, id.strip())
                 if found is None:
                     raise NotFoundError(f"no live memory with id {id.strip()} in space {view.canonical}")
                 matched_by = "id"
@@ -1193,7 +1199,8 @@ class PostgresBackend:
         from dataclasses import replace
 
         gone = replace(memory, state="forgotten", forgotten_at=_iso(at), updated_at=_iso(at) or "")
-        return ForgetResult(memory=gone, matched_by=matched_by, similarity=similarity)  # type: ignore[arg-type]
+        return ForgetResult(memory=gone, matched_by=matched_by, similarity=similarity,  # type: ignore[arg-type]
+                            named=named)
 
     def _profile(self, conn: psycopg.Connection[Any], view: _View, *, limit: int) -> Profile:
         rows = conn.execute(
@@ -1210,23 +1217,29 @@ class PostgresBackend:
         with self._conn("profile") as conn:
             return self._profile(conn, self._view(conn, space), limit=max(1, int(limit)))
 
-    def _chain(self, conn: psycopg.Connection[Any], id: str) -> tuple[list[Memory], int]:
+    def _start(self, conn: psycopg.Connection[Any], id: str) -> tuple[Memory, int]:
+        """The row ``id`` names and its owner, when this person may read it."""
+        shown = id if len(str(id)) <= 100 else str(id)[:100] + "…"
         try:
             uuid.UUID(str(id))
         except ValueError as exc:
-            raise NotFoundError(f"no memory with id {id}") from exc
+            raise NotFoundError(f"no memory with id {shown}") from exc
         # A lookup by id alone (the contract gives no space): the one query that does
         # not start from a space, so it is a point lookup on the unique id.
         row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (id,)).fetchone()
         if row is None:
-            raise NotFoundError(f"no memory with id {id}")
+            raise NotFoundError(f"no memory with id {shown}")
         start, owner_id = _row_to_memory(row), int(row[15])
         view = self._view(conn, start.space)
         if owner_id not in view.readers:
-            raise NotFoundError(f"no memory with id {id}")
-        # Both walks stay in the starting row's space *and* owner: a version of a memory
-        # is always its owner's row (a shared writer's update is stored as the owner's),
-        # so a row of someone else that names this one in ``supersedes`` is never part of
+            raise NotFoundError(f"no memory with id {shown}")
+        return start, owner_id
+
+    @staticmethod
+    def _newest(conn: psycopg.Connection[Any], start: Memory, owner_id: int) -> Memory:
+        # Walks stay in the starting row's space *and* owner: a version of a memory is
+        # always its owner's row (a shared writer's update is stored as the owner's), so
+        # a row of someone else that names this one in ``supersedes`` is never part of
         # its history. ``seen`` ends a walk on a loop (a row that supersedes itself).
         newest = start
         seen = {start.id}
@@ -1237,11 +1250,25 @@ class PostgresBackend:
                 (newest.space, owner_id, newest.id),
             ).fetchone()
             if nxt is None or str(nxt[1]) in seen:
-                break
+                return newest
             newest = _row_to_memory(nxt)
             seen.add(newest.id)
-        chain = [newest]
-        seen = {newest.id}
+
+    def _live_head(self, conn: psycopg.Connection[Any], view: _View,
+                   id: str) -> tuple[tuple[Memory, int] | None, Memory | None]:
+        """As :meth:`_find_live` for the live head of the memory any version's ``id``
+        names, and the older version ``id`` named (:func:`live_head`)."""
+        try:
+            start, owner_id = self._start(conn, id)
+        except NotFoundError:
+            return None, None
+        head, named = live_head(id, start, self._newest(conn, start, owner_id), live=True)
+        return self._find_live(conn, view, id=head.id), named
+
+    def _chain(self, conn: psycopg.Connection[Any], id: str) -> tuple[list[Memory], int]:
+        start, owner_id = self._start(conn, id)
+        chain = [self._newest(conn, start, owner_id)]
+        seen = {chain[0].id}
         while chain[-1].supersedes and chain[-1].supersedes not in seen:
             prev = conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE space = %s AND owner_id = %s AND id = %s",
@@ -1367,6 +1394,9 @@ class PostgresBackend:
                 raise NotFoundError(f"no live memory with id {id}{hint}") from None
         key = str(uuid.UUID(str(id)))
         memory = next((m for m in chain if m.id == key), None)
+        if memory is not None and memory.state == "superseded" and not include_inactive \
+                and chain[0].state == "active":
+            memory = chain[0]  # an id names the memory: read its live head
         if memory is None or (memory.state != "active" and not include_inactive):
             raise NotFoundError(f"no live memory with id {id}{hint}")
         history = [m for m in chain if m.id != memory.id]

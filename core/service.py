@@ -560,13 +560,14 @@ def create_app(
     def update(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).update(_str(body, "content", required=True) or "", space=_tag(body),
                                id=_str(body, "id"), custom_id=_str(body, "customId"))
-        return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict()}
+        return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
+                     "named": _memory_json(res.named)}
 
     def forget(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).forget(space=_tag(body), id=_str(body, "id"), content=_str(body, "content"),
                                query=_str(body, "query"))
         return 200, {"matchedBy": res.matched_by, "similarity": res.similarity,
-                     "memory": res.memory.to_dict()}
+                     "memory": res.memory.to_dict(), "named": _memory_json(res.named)}
 
     def profile(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).profile(space=_tag(body), limit=_int(body, "limit", 10, 1, 100))
@@ -854,15 +855,19 @@ def openapi_document() -> dict[str, Any]:
                 _obj({"content": _S, "containerTag": _TAG, "id": _S, "customId": _S},
                      ("content", "containerTag")),
                 {"200": answer(_obj({"status": {"enum": ["updated", "unchanged"]}, "memory": ref,
-                                     "previous": ref}), "The new version and the one it replaced."),
+                                     "previous": ref, "named": nullable_ref}),
+                               "The new version and the one it replaced; `named` is the older "
+                               "version `id` named, when it named one."),
                  "403": err, "404": err},
             ),
             "/api/memory/forget": post(
                 "Tombstone a memory by id, exact text or closest match (cosine >= 0.85).",
                 _obj({"containerTag": _TAG, "id": _S, "content": _S, "query": _S}, ("containerTag",)),
                 {"200": answer(_obj({"matchedBy": {"enum": ["id", "content", "query"]},
-                                     "similarity": {"type": ["number", "null"]}, "memory": ref}),
-                               "The tombstoned version."),
+                                     "similarity": {"type": ["number", "null"]}, "memory": ref,
+                                     "named": nullable_ref}),
+                               "The tombstoned (live) version; `named` is the older version `id` "
+                               "named, when it named one."),
                  "403": err, "404": err},
             ),
             "/api/memory/v4/profile": post(

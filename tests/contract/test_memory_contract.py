@@ -312,8 +312,8 @@ def test_list_and_get_with_history_after_two_updates(backend, space: str) -> Non
     assert [(m.id, m.version, m.state) for m in history] == [
         (v2.id, 2, "superseded"), (v1.id, 1, "superseded")]
 
-    with pytest.raises(NotFoundError):
-        backend.get_memory(v1.id)  # superseded: only with include_inactive
+    head, head_history = backend.get_memory(v1.id)  # an old version's id reads the live memory
+    assert head.id == v3.id and [m.id for m in head_history] == [v2.id, v1.id]
     old, old_history = backend.get_memory(v1.id, include_inactive=True)
     assert old.state == "superseded" and [m.id for m in old_history] == [v3.id, v2.id]
 
@@ -501,3 +501,36 @@ def test_import_refuses_a_supersede_loop(backend, space: str) -> None:
     c["state"] = "active"
     assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0}
     assert [m.id for m in backend.history(b["id"])] == [c["id"], a["id"], b["id"]]
+
+
+def test_an_id_names_the_memory_across_its_versions(backend, space: str) -> None:
+    v1 = backend.save("The cache TTL is 60 seconds.", space=space).memory
+    v2 = backend.update("The cache TTL is 120 seconds.", space=space, id=v1.id).memory
+
+    # update through the first version's id replaces the live head, and says so
+    res = backend.update("The cache TTL is 300 seconds.", space=space, id=v1.id)
+    assert res.previous.id == v2.id and res.memory.version == 3 and res.memory.supersedes == v2.id
+    assert res.named is not None and res.named.id == v1.id and res.named.version == 1
+    same = backend.update("The cache TTL is 300 seconds.", space=space, id=v2.id)
+    assert same.status == "unchanged" and same.memory.id == res.memory.id and same.named.id == v2.id
+    assert backend.update("The cache TTL is 600 seconds.", space=space, id=same.memory.id).named is None
+    head = backend.list_memories(space=space)[0]
+
+    memory, history = backend.get_memory(v1.id)
+    assert memory.id == head.id and memory.state == "active" and v1.id in [m.id for m in history]
+    exact, _ = backend.get_memory(v1.id, include_inactive=True)
+    assert exact.id == v1.id and exact.state == "superseded"
+    with pytest.raises(NotFoundError):  # the right chain, the wrong space
+        backend.forget(space=space + "_elsewhere", id=v1.id)
+
+    gone = backend.forget(space=space, id=v1.id)
+    assert gone.memory.id == head.id and gone.memory.state == "forgotten"
+    assert gone.named is not None and gone.named.id == v1.id
+    assert backend.list_memories(space=space) == []
+    assert [m.state for m in backend.history(v1.id)] == ["forgotten", "superseded", "superseded",
+                                                          "superseded"]
+    for call in (lambda: backend.forget(space=space, id=v2.id),
+                 lambda: backend.update("x", space=space, id=v1.id),
+                 lambda: backend.get_memory(v1.id)):
+        with pytest.raises(NotFoundError, match="no longer live|no live memory"):
+            call()
