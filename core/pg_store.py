@@ -412,10 +412,9 @@ class _Shared:
     """The parts every per-person view of one database shares: pool, model, ranking."""
 
     def __init__(self, database_url: str, *, embedder: Any, ranking: RankingConfig,
-                 pool_size: int, connect_timeout: float) -> None:
-        from psycopg_pool import ConnectionPool
-
+                 pool_size: int, pool_wait: float) -> None:
         from bli_memory.core import embeddings
+        from bli_memory.core.pg_pool import make_pool
 
         self.database_url = _libpq_url(database_url)
         self.ranking = ranking
@@ -423,11 +422,8 @@ class _Shared:
         self._embedder_lock = threading.Lock()
         self.model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
         self.dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
-        self.pool: ConnectionPool = ConnectionPool(
-            self.database_url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
-            configure=_configure_connection, name="bli-memory",
-        )
+        self.pool: ConnectionPool = make_pool(self.database_url, max_size=pool_size, pool_wait=pool_wait,
+                                              configure=_configure_connection, name="bli-memory")
 
     @property
     def embedder(self) -> Any:
@@ -453,7 +449,11 @@ class PostgresBackend:
             the shipped all-MiniLM-L6-v2 int8 model, loaded on first use.
         ranking: Fusion weights (default :class:`RankingConfig`, as the engine).
         pool_size: Most connections held open.
-        connect_timeout: Seconds to wait for a connection.
+        connect_timeout: Seconds to wait for the database when opening.
+        pool_wait: Seconds a request waits for a connection before it fails with
+            :class:`StoreError` ``store_unavailable`` (default
+            :data:`~bli_memory.core.pg_pool.POOL_WAIT_SECONDS`: a Postgres outage fails
+            fast, see :mod:`bli_memory.core.pg_pool`).
         run_migrations: Migrate the schema to the newest revision first.
 
     Raises:
@@ -474,13 +474,17 @@ class PostgresBackend:
         pool_size: int = 10,
         connect_timeout: float = 10.0,
         run_migrations: bool = True,
+        pool_wait: float | None = None,
     ) -> None:
+        from bli_memory.core.pg_pool import POOL_WAIT_SECONDS
+
         if run_migrations:
             applied = migrate(database_url)
             if applied:
                 _log.info("service database migrated: %s", ", ".join(applied))
         self._shared = _Shared(database_url, embedder=embedder, ranking=ranking or RankingConfig(),
-                               pool_size=pool_size, connect_timeout=connect_timeout)
+                               pool_size=pool_size,
+                               pool_wait=POOL_WAIT_SECONDS if pool_wait is None else pool_wait)
         self._root = True
         self.person_id: int | None = None
         self.device_id: str | None = None
@@ -569,9 +573,13 @@ class PostgresBackend:
             )
 
     def ready(self) -> bool:
-        """True when the database answers and its schema is current."""
+        """True when the database answers and its schema is current; never waits more than
+        :data:`~bli_memory.core.pg_pool.READY_WAIT_SECONDS` for a connection."""
+        from bli_memory.core.pg_pool import READY_WAIT_SECONDS
+
         try:
-            with self._conn("check readiness") as conn:
+            pool = self._shared.pool
+            with _converted("check readiness"), pool.connection(timeout=READY_WAIT_SECONDS) as conn:
                 return schema_is_current(conn)
         except StoreError:
             return False
