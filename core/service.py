@@ -788,7 +788,7 @@ def openapi_document() -> dict[str, Any]:
         return {"description": text, "content": {"application/json": {"schema": schema}}}
 
     err = answer({"$ref": "#/components/schemas/Error"}, "Error with a closed-set reason.")
-    common = {"400": err, "401": err, "503": err}
+    common = {"400": err, "401": err, "408": err, "413": err, "415": err, "503": err}
 
     def post(summary: str, request: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:
         return {"post": {
