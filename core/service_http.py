@@ -117,9 +117,11 @@ async def read_body(request: Request, *, max_body: int, timeout: float) -> bytes
 
     Raises:
         DoorError: 413 ``too_large`` past ``max_body`` bytes (the rest is never read);
-            408 ``timeout`` when the body has not arrived within ``timeout`` seconds.
+            408 ``timeout`` when the body has not arrived within ``timeout`` seconds;
+            400 ``invalid_input`` when the client hung up before sending all of it.
     """
     import anyio
+    from starlette.requests import ClientDisconnect
 
     data = bytearray()
     try:
@@ -130,4 +132,6 @@ async def read_body(request: Request, *, max_body: int, timeout: float) -> bytes
                     raise DoorError(413, "too_large", f"the body is over {max_body} bytes")
     except TimeoutError:
         raise DoorError(408, "timeout", f"the body did not arrive within {timeout:g} seconds") from None
+    except ClientDisconnect:  # nobody is left to answer; not a failure of the service
+        raise DoorError(400, "invalid_input", "the connection closed before the body arrived") from None
     return bytes(data)

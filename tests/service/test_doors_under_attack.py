@@ -140,6 +140,24 @@ def test_a_body_that_trickles_in_is_refused_after_the_timeout(served: str, new_p
     assert b'"reason":"timeout"' in answered and elapsed < 4
 
 
+def test_a_client_that_hangs_up_mid_body_is_no_service_failure(served: str, new_person, caplog) -> None:
+    import logging
+
+    alice = new_person()
+    url = urlsplit(served)
+    caplog.set_level(logging.INFO, logger="bli_memory.service")
+    with socket.create_connection((url.hostname, url.port), timeout=5) as sock:
+        sock.sendall((f"POST /api/memory/save HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice.token}\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"content\"").encode())
+        time.sleep(0.3)
+    deadline = time.monotonic() + 5
+    while not any("door save ->" in r.getMessage() for r in caplog.records) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("door save -> 400" in m for m in lines), lines
+    assert not any(r.levelno >= logging.ERROR for r in caplog.records), lines
+
+
 # --- values that overflow, searches that cannot be planned, echoes ------------------------
 
 
