@@ -36,8 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import InvalidInputError, NotFoundError
-from bli_memory.core.expiry import parse_expiry
-from bli_memory.core.import_links import supersede_cycle
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -56,7 +54,6 @@ from bli_memory.core.records import (
     usable_vector,
 )
 from bli_memory.core.terms import fts_all_query, fts_any_query, query_forms, query_terms
-from bli_memory.core.version_ids import live_head
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -259,6 +256,8 @@ class EmbeddedBackend:
     def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> tuple[Memory, Memory | None]:
         """The live head of the memory ``id`` names (any version's id), and the older
         version ``id`` names when it is not the head (see :func:`live_head`)."""
+        from bli_memory.core.version_ids import live_head
+
         start = self.store.get(id)
         head = start if start is None or start.state == "active" else self.store.history(id)[0]
         memory, named = live_head(id, start, head, live=head is not None and bool(
@@ -409,6 +408,8 @@ class EmbeddedBackend:
         problem = text_problem(metadata)
         if problem:
             raise InvalidInputError(f"metadata {problem}")
+        from bli_memory.core.expiry import parse_expiry
+
         expires_at = parse_expiry(expires_at)
         canonical, spaces = self.store.resolve_space(space)
         vector = self._embed_one(text)
@@ -641,6 +642,8 @@ class EmbeddedBackend:
             problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
+        from bli_memory.core.import_links import supersede_cycle
+
         found = records_problem(records) or self._store_problem(records) or supersede_cycle(
             records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
         if found:
