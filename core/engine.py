@@ -48,7 +48,6 @@ from bli_memory.core.models import (
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.records import (
     MAX_KEY_CHARS,
-    normalise_time,
     record_problem,
     records_problem,
     text_problem,
@@ -84,7 +83,10 @@ FORGET_MIN_SIMILARITY = 0.85
 #: 12 KB; a bigger paste is cut into parts by the caller).
 MAX_EXTRACT_CHARS = 100_000
 
-#: Longest query text searched, in characters, and most keyword terms taken from it.
+#: Longest query text searched, in characters, and most keyword terms taken from it
+#: (both stores; the rest is ignored, not refused). A query is a question: the model
+#: reads its first 256 tokens anyway, and each distinct term adds a branch to the
+#: keyword query (thousands of them exceed Postgres' stack depth when it plans one).
 MAX_QUERY_CHARS = 8000
 MAX_QUERY_TERMS = 64
 
@@ -251,13 +253,18 @@ class EmbeddedBackend:
 
     # --- helpers -------------------------------------------------------------------
 
-    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> Memory:
-        memory = self.store.get(id)
-        if memory is None or memory.state != "active" or not self.store.rows_by_seq_ids([id]):
-            raise NotFoundError(f"no live memory with id {id}")
+    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> tuple[Memory, Memory | None]:
+        """The live head of the memory ``id`` names (any version's id), and the older
+        version ``id`` names when it is not the head (see :func:`live_head`)."""
+        from bli_memory.core.version_ids import live_head
+
+        start = self.store.get(id)
+        head = start if start is None or start.state == "active" else self.store.history(id)[0]
+        memory, named = live_head(id, start, head, live=head is not None and bool(
+            self.store.rows_by_seq_ids([head.id])))
         if memory.space not in spaces:
             raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
-        return memory
+        return memory, named
 
     # --- the contract --------------------------------------------------------------
 
@@ -401,11 +408,9 @@ class EmbeddedBackend:
         problem = text_problem(metadata)
         if problem:
             raise InvalidInputError(f"metadata {problem}")
-        if expires_at is not None:
-            try:
-                expires_at = normalise_time(expires_at)
-            except ValueError as exc:
-                raise InvalidInputError(f"expiresAt: {exc}") from exc
+        from bli_memory.core.expiry import parse_expiry
+
+        expires_at = parse_expiry(expires_at)
         canonical, spaces = self.store.resolve_space(space)
         vector = self._embed_one(text)
         status, memory, previous = self.store.save(
@@ -429,8 +434,9 @@ class EmbeddedBackend:
             raise InvalidInputError("give exactly one of id or customId")
         text = checked_content(content)
         _, spaces = self.store.resolve_space(space)
+        named = None
         if id is not None:
-            previous = self._live_in_space(id, spaces)
+            previous, named = self._live_in_space(id, spaces)
         else:
             found = self.store.find_live(spaces, custom_id=custom_id)
             if found is None:
@@ -439,9 +445,9 @@ class EmbeddedBackend:
         from bli_memory.core.store import content_hash
 
         if content_hash(previous.content) == content_hash(text):
-            return UpdateResult(memory=previous, previous=previous, status="unchanged")
+            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
         memory = self.store.supersede(previous, text, self._embed_one(text))
-        return UpdateResult(memory=memory, previous=previous)
+        return UpdateResult(memory=memory, previous=previous, named=named)
 
     def forget(
         self,
@@ -465,8 +471,8 @@ class EmbeddedBackend:
             raise InvalidInputError("give exactly one of id, content or query")
         _, spaces = self.store.resolve_space(space)
         if id is not None and id.strip():
-            memory = self._live_in_space(id.strip(), spaces)
-            return ForgetResult(memory=self.store.forget(memory), matched_by="id")
+            memory, named = self._live_in_space(id.strip(), spaces)
+            return ForgetResult(memory=self.store.forget(memory), matched_by="id", named=named)
         if content is not None and content.strip():
             from bli_memory.core.store import content_hash
 
@@ -587,16 +593,23 @@ class EmbeddedBackend:
         """One memory and its version history (newest first).
 
         Args:
-            id: Any version's id.
-            include_inactive: Allow a superseded or forgotten version, and include the
-                superseded versions and the tombstone in the history.
+            id: Any version's id: without ``include_inactive`` the memory's live version
+                is answered (its ``id`` differs from the one given when that named an
+                older version, which is then in the history).
+            include_inactive: Answer exactly the version ``id`` names, even superseded or
+                forgotten, and include the superseded versions and the tombstone in the
+                history.
 
         Raises:
-            NotFoundError: unknown id, or an inactive one without ``include_inactive``.
+            NotFoundError: unknown id, or a memory with no live version without
+                ``include_inactive``.
         """
         memory = self.store.get(id)
         if memory is None and include_inactive:
             raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
+        if memory is not None and memory.state == "superseded" and not include_inactive:
+            head = self.store.history(id)[0]  # an id names the memory: read its live head
+            memory = head if head.state == "active" else memory
         if memory is None or (memory.state != "active" and not include_inactive):
             hint = " (include_inactive / --include-inactive reads old versions)"
             raise NotFoundError(f"no live memory with id {id}{hint}")
@@ -637,7 +650,10 @@ class EmbeddedBackend:
             problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
-        found = records_problem(records) or self._store_problem(records)
+        from bli_memory.core.import_links import supersede_cycle
+
+        found = records_problem(records) or self._store_problem(records) or supersede_cycle(
+            records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
         if found:
             raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
         vectors: dict[str, Any] = {}

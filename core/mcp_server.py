@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from bli_memory.core._version import VERSION
 from bli_memory.core.errors import BliMemoryError
+from bli_memory.core.version_ids import version_note
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -131,6 +132,8 @@ class UpdateOutput(BaseModel):
     containerTag: str
     memory: MemoryOut
     previous: MemoryOut
+    named: MemoryOut | None = Field(
+        default=None, description="The older version the given id named; the live version was acted on.")
 
 
 class ForgetOutput(BaseModel):
@@ -140,6 +143,8 @@ class ForgetOutput(BaseModel):
     matchedBy: Literal["id", "content", "query"]
     similarity: float | None = None
     forgotten: MemoryOut
+    named: MemoryOut | None = Field(
+        default=None, description="The older version the given id named; the live version was acted on.")
 
 
 class InfoOutput(BaseModel):
@@ -268,15 +273,13 @@ def _require_enabled(space: str) -> None:
 
 
 def _parse_expiry(value: str | None) -> str | None:
-    """An ISO 8601 date or time -> the store's UTC form; None stays None."""
-    if value is None or not value.strip():
-        return None
-    from bli_memory.core.records import normalise_time
+    """An ISO 8601 date or time -> the store's UTC form (:func:`bli_memory.core.expiry.parse_expiry`)."""
+    from bli_memory.core.expiry import parse_expiry
 
     try:
-        return normalise_time(value)
-    except ValueError as exc:
-        raise ToolError(f"invalid_input: expiresAt {value!r} is not a usable ISO 8601 date or time") from exc
+        return parse_expiry(value)
+    except BliMemoryError as exc:
+        raise ToolError(f"{exc.reason}: {exc.message}") from exc
 
 
 def build_server(state_factory: Any) -> MCPServer:
@@ -473,14 +476,15 @@ def build_server(state_factory: Any) -> MCPServer:
         res = await call(state.backend.update, content, space=tag, id=id, custom_id=customId)
         out = UpdateOutput(
             status=res.status, containerTag=res.memory.space, memory=_memory_out(res.memory),
-            previous=_memory_out(res.previous),
+            previous=_memory_out(res.previous), named=_memory_out(res.named) if res.named else None,
         )
+        note = version_note(id, res.previous, res.named)
         if res.status == "unchanged":
-            text = f"Unchanged: memory {res.memory.id} already says exactly that."
+            text = f"Unchanged: memory {res.memory.id} already says exactly that.{note}"
         else:
             text = (
                 f"Updated: memory {res.memory.id} (version {res.memory.version}) replaces "
-                f"{res.previous.id}, which is kept as history."
+                f"{res.previous.id}, which is kept as history.{note}"
             )
         return result(text, out)
 
@@ -505,10 +509,11 @@ def build_server(state_factory: Any) -> MCPServer:
         res = await call(state.backend.forget, space=tag, id=id, content=content, query=query)
         out = ForgetOutput(
             containerTag=res.memory.space, matchedBy=res.matched_by, similarity=res.similarity,
-            forgotten=_memory_out(res.memory),
+            forgotten=_memory_out(res.memory), named=_memory_out(res.named) if res.named else None,
         )
         how = {"id": "by id", "content": "by exact text", "query": f"by closest match ({res.similarity})"}
-        return result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.", out)
+        note = version_note(id, res.memory, res.named)
+        return result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.{note}", out)
 
     server.add_tool(
         search_memory,
@@ -601,8 +606,10 @@ def build_server(state_factory: Any) -> MCPServer:
         """Read one memory in full, with its version history."""
         memory, history = await call(backend_method("get_memory"), id, include_inactive=include_inactive)
         out = GetOutput(memory=_memory_out(memory), history=[_memory_out(m) for m in history])
+        note = version_note(id, memory, history=history)
         lines = [f"[{_date(memory.created_at)}] {memory.content}",
-                 f"(id {memory.id}, version {memory.version}, {memory.state}, space {memory.space})"]
+                 f"(id {memory.id}, version {memory.version}, {memory.state}, space {memory.space})"
+                 + (f"\n{note.strip()}" if note else "")]
         for m in history:
             lines.append(
                 f"history: version {m.version} ({m.state}, {_date(m.created_at)}): {_one_line(m.content)}"

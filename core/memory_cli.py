@@ -112,6 +112,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true", help="the full report as JSON")
     args = parser.parse_args(argv)
     out = sys.stdout.write
+    from bli_memory.core.version_ids import version_note
+
     backend = _backend()
     try:
         if args.cmd == "list":
@@ -129,11 +131,17 @@ def main(argv: list[str]) -> int:
             else:
                 out(f"{memory.content}\n\nid {memory.id} · version {memory.version} · {memory.state} · "
                     f"space {memory.space} · created {memory.created_at}\n")
+                note = version_note(args.id, memory, history=history)
+                if note:
+                    out(note.strip() + "\n")
                 for m in history:
                     out(f"  v{m.version} {m.state} {m.created_at}: {' '.join(m.content.split())[:160]}\n")
         elif args.cmd == "forget":
             res = backend.forget(space=_space(args.space), id=args.id)
             out(f"forgotten: {res.memory.id}\n")
+            note = version_note(args.id, res.memory, res.named)
+            if note:
+                out(note.strip() + "\n")
         elif args.cmd == "purge":
             if not args.yes:
                 sys.stderr.write("purge erases every version of the memory for good; add --yes to confirm\n")

@@ -176,11 +176,15 @@ class UpdateResult:
     """Answer of an update: the new live version and the one it superseded.
 
     ``status`` is ``updated``, or ``unchanged`` when the content was already the same.
+    ``named`` is the older version whose id was given, when the id named one: an id
+    names a memory across its versions, so the update replaced the live head
+    (``previous``), not that version.
     """
 
     memory: Memory
     previous: Memory
     status: Literal["updated", "unchanged"] = "updated"
+    named: Memory | None = None
 
 
 @dataclass(frozen=True)
@@ -191,11 +195,14 @@ class ForgetResult:
         memory: The version that was tombstoned.
         matched_by: ``id``, ``content`` (exact text) or ``query`` (closest match).
         similarity: For ``query``: the cosine similarity of the match (>= 0.85).
+        named: For ``id``: the older version whose id was given, when the id named one
+            (the live head, ``memory``, was tombstoned); None when it named the head.
     """
 
     memory: Memory
     matched_by: Literal["id", "content", "query"]
     similarity: float | None = None
+    named: Memory | None = None
 
 
 # --- hooks ------------------------------------------------------------------------

@@ -56,7 +56,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.engine import CHANNELS, FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
+from bli_memory.core.engine import (
+    CHANNELS,
+    FORGET_MIN_SIMILARITY,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    PROFILE_KINDS,
+    checked_content,
+)
 from bli_memory.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -65,6 +72,8 @@ from bli_memory.core.errors import (
     NotFoundError,
     StoreError,
 )
+from bli_memory.core.expiry import expiry_datetime
+from bli_memory.core.import_links import supersede_cycle
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -78,6 +87,7 @@ from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior,
 from bli_memory.core.records import record_problem, records_problem, text_problem, usable_vector
 from bli_memory.core.store import content_hash
 from bli_memory.core.terms import encode_term, query_terms, terms
+from bli_memory.core.version_ids import live_head
 
 if TYPE_CHECKING:
     import psycopg
@@ -135,18 +145,6 @@ def _iso(value: datetime | None) -> str | None:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _parse_expiry(value: str | None) -> datetime | None:
-    if value is None or not str(value).strip():
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(value).strip())
-    except ValueError as exc:
-        raise InvalidInputError(f"expiresAt {value!r} is not an ISO 8601 time") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 
 
 def hash_token(token: str) -> str:
@@ -241,9 +239,20 @@ def _data_error_name(exc: BaseException) -> str:
         return "text that is not valid Unicode"
     if "NUL" in str(exc) or "\\u0000" in str(exc):
         return "a NUL character"
+    if type(exc).__name__ == "StatementTooComplex":
+        return "a request too large for the store to plan, such as a search of thousands of words"
     if type(exc).__name__ == "ProgramLimitExceeded":
         return "a value too long for the store's index, such as a customId or sessionId of kilobytes"
     return type(exc).__name__
+
+
+def _checked_tag(tag: Any) -> str:
+    from bli_memory.core.spaces import validate_tag
+
+    try:
+        return validate_tag(tag)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)[:300]) from None
 
 
 def _check_storable(field: str, value: Any) -> None:
@@ -263,7 +272,8 @@ def _converted(action: str) -> Iterator[None]:
     except PoolTimeout as exc:
         raise StoreError(f"{action}: no database connection free in time",
                          reason="store_unavailable") from exc
-    except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, UnicodeEncodeError) as exc:
+    except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex,
+            UnicodeEncodeError) as exc:
         # The request holds a value Postgres cannot keep (a NUL character, a lone
         # surrogate, a number out of range, a key too long for its index): the
         # caller's to fix, not a failure to retry.
@@ -402,10 +412,9 @@ class _Shared:
     """The parts every per-person view of one database shares: pool, model, ranking."""
 
     def __init__(self, database_url: str, *, embedder: Any, ranking: RankingConfig,
-                 pool_size: int, connect_timeout: float) -> None:
-        from psycopg_pool import ConnectionPool
-
+                 pool_size: int, pool_wait: float) -> None:
         from bli_memory.core import embeddings
+        from bli_memory.core.pg_pool import make_pool
 
         self.database_url = _libpq_url(database_url)
         self.ranking = ranking
@@ -413,11 +422,8 @@ class _Shared:
         self._embedder_lock = threading.Lock()
         self.model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
         self.dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
-        self.pool: ConnectionPool = ConnectionPool(
-            self.database_url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
-            configure=_configure_connection, name="bli-memory",
-        )
+        self.pool: ConnectionPool = make_pool(self.database_url, max_size=pool_size, pool_wait=pool_wait,
+                                              configure=_configure_connection, name="bli-memory")
 
     @property
     def embedder(self) -> Any:
@@ -443,7 +449,11 @@ class PostgresBackend:
             the shipped all-MiniLM-L6-v2 int8 model, loaded on first use.
         ranking: Fusion weights (default :class:`RankingConfig`, as the engine).
         pool_size: Most connections held open.
-        connect_timeout: Seconds to wait for a connection.
+        connect_timeout: Seconds to wait for the database when opening.
+        pool_wait: Seconds a request waits for a connection before it fails with
+            :class:`StoreError` ``store_unavailable`` (default
+            :data:`~bli_memory.core.pg_pool.POOL_WAIT_SECONDS`: a Postgres outage fails
+            fast, see :mod:`bli_memory.core.pg_pool`).
         run_migrations: Migrate the schema to the newest revision first.
 
     Raises:
@@ -464,13 +474,17 @@ class PostgresBackend:
         pool_size: int = 10,
         connect_timeout: float = 10.0,
         run_migrations: bool = True,
+        pool_wait: float | None = None,
     ) -> None:
+        from bli_memory.core.pg_pool import POOL_WAIT_SECONDS
+
         if run_migrations:
             applied = migrate(database_url)
             if applied:
                 _log.info("service database migrated: %s", ", ".join(applied))
         self._shared = _Shared(database_url, embedder=embedder, ranking=ranking or RankingConfig(),
-                               pool_size=pool_size, connect_timeout=connect_timeout)
+                               pool_size=pool_size,
+                               pool_wait=POOL_WAIT_SECONDS if pool_wait is None else pool_wait)
         self._root = True
         self.person_id: int | None = None
         self.device_id: str | None = None
@@ -559,9 +573,13 @@ class PostgresBackend:
             )
 
     def ready(self) -> bool:
-        """True when the database answers and its schema is current."""
+        """True when the database answers and its schema is current; never waits more than
+        :data:`~bli_memory.core.pg_pool.READY_WAIT_SECONDS` for a connection."""
+        from bli_memory.core.pg_pool import READY_WAIT_SECONDS
+
         try:
-            with self._conn("check readiness") as conn:
+            pool = self._shared.pool
+            with _converted("check readiness"), pool.connection(timeout=READY_WAIT_SECONDS) as conn:
                 return schema_is_current(conn)
         except StoreError:
             return False
@@ -579,6 +597,14 @@ class PostgresBackend:
             )
             row = conn.execute("SELECT id FROM memory_people WHERE name = %s", (name,)).fetchone()
         return int(row[0])
+
+    def _known_person(self, name: str) -> int:
+        try:
+            return self._person_id(name)
+        except NotFoundError:
+            shown = name if len(name) <= 200 else name[:200] + "…"
+            raise NotFoundError(f"no person named {shown!r}: check the spelling, or give --create-person "
+                                "to create them") from None
 
     def _person_id(self, name: str) -> int:
         with self._conn("find a person") as conn:
@@ -663,15 +689,31 @@ class PostgresBackend:
                 conn.execute("UPDATE memory_device_tokens SET last_used_at = now() WHERE id = %s", (row[0],))
         return Principal(person_id=int(row[1]), person=row[2], device_id=str(row[0]), device=row[3])
 
-    def share_space(self, *, owner: str, space: str, grantee: str, access: str = "read") -> None:
+    def share_space(self, *, owner: str, space: str, grantee: str, access: str = "read",
+                    create_people: bool = False) -> None:
         """Let ``grantee`` read (or also change) ``owner``'s space ``space`` and its aliases.
 
+        Args:
+            owner: The name of the person whose space it is.
+            space: A container tag (``[A-Za-z0-9_.:-]{1,128}``); an alias shares its
+                canonical space.
+            grantee: The name of the person who gets access.
+            access: ``read`` or ``write``.
+            create_people: Create ``owner`` and ``grantee`` when they are new; without
+                it a name nobody has (a typo) is refused, never silently created.
+
         Raises:
-            InvalidInputError: ``access`` is not ``read`` or ``write``, or owner is grantee.
+            InvalidInputError: ``access`` is not ``read`` or ``write``, an invalid tag,
+                or owner is grantee.
+            NotFoundError: ``owner`` or ``grantee`` is nobody, without ``create_people``.
         """
         if access not in ("read", "write"):
             raise InvalidInputError("access must be read or write")
-        owner_id, grantee_id = self.ensure_person(owner), self.ensure_person(grantee)
+        space = _checked_tag(space)
+        if create_people:
+            owner_id, grantee_id = self.ensure_person(owner), self.ensure_person(grantee)
+        else:
+            owner_id, grantee_id = self._known_person(owner), self._known_person(grantee)
         if owner_id == grantee_id:
             raise InvalidInputError("a person always has their own spaces; nothing to share")
         canonical = self._canonical(space)
@@ -684,7 +726,13 @@ class PostgresBackend:
             )
 
     def unshare_space(self, *, owner: str, space: str, grantee: str) -> bool:
-        """Withdraw a share; returns False when there was none."""
+        """Withdraw a share; returns False when there was none.
+
+        Raises:
+            InvalidInputError: an invalid tag.
+            NotFoundError: ``owner`` or ``grantee`` is nobody.
+        """
+        space = _checked_tag(space)
         owner_id, grantee_id = self._person_id(owner), self._person_id(grantee)
         with self._tx("withdraw a share") as conn:
             cur = conn.execute(
@@ -694,7 +742,12 @@ class PostgresBackend:
             return cur.rowcount > 0
 
     def add_alias(self, alias: str, canonical: str) -> None:
-        """Declare that the tag ``alias`` names the same space as ``canonical``."""
+        """Declare that the tag ``alias`` names the same space as ``canonical``.
+
+        Raises:
+            InvalidInputError: either is not a valid container tag.
+        """
+        alias, canonical = _checked_tag(alias), _checked_tag(canonical)
         if alias == canonical:
             return
         with self._tx("record a space alias") as conn:
@@ -773,7 +826,9 @@ class PostgresBackend:
         """
         cfg = ranking or self.ranking
         limit = max(1, min(int(limit), 100))
-        q = (query or "").strip()
+        # The embedded engine's caps, so both stores search the same text: thousands of
+        # distinct words would make a tsquery Postgres cannot plan (stack depth).
+        q = (query or "").strip()[:MAX_QUERY_CHARS]
         with self._conn("search") as conn:
             view = self._view(conn, space)
             profile = self._profile(conn, view, limit=10) if include_profile else None
@@ -798,7 +853,7 @@ class PostgresBackend:
                         args,
                     )
                 ]
-            words = query_terms(q)
+            words = query_terms(q)[:MAX_QUERY_TERMS]
             # Both keyword channels in one round trip, each ranked by ts_rank (length
             # normalised, the nearest Postgres has to bm25).
             channels: dict[str, str] = {}
@@ -963,7 +1018,7 @@ class PostgresBackend:
         for field, value in (("content", text), ("customId", custom_id), ("metadata", metadata),
                              ("source", source), ("sessionId", session_id)):
             _check_storable(field, value)
-        expires = _parse_expiry(expires_at)
+        expires = expiry_datetime(expires_at)
         me = self._me()
         vector = self._embed_one(text)
         sha = content_hash(text)
@@ -1062,15 +1117,19 @@ class PostgresBackend:
         _check_storable("content", text)
         vector = None
         at = _now()
+        named = None
         with self._tx("update") as conn:
             view = self._view(conn, space)
-            found = self._find_live(conn, view, id=id, custom_id=custom_id)
+            if id is not None:
+                found, named = self._live_head(conn, view, id)
+            else:
+                found = self._find_live(conn, view, custom_id=custom_id)
             if found is None:
                 which = f"id {id}" if id is not None else f"customId {custom_id!r}"
                 raise NotFoundError(f"no live memory with {which} in space {view.canonical}")
             previous = self._writable(view, found)
             if content_hash(previous.content) == content_hash(text):
-                return UpdateResult(memory=previous, previous=previous, status="unchanged")
+                return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
             self._lock_space(conn, found[1], previous.space)
             if vector is None:
                 vector = self._embed_one(text)
@@ -1082,8 +1141,8 @@ class PostgresBackend:
                 created_at=_iso(at) or "", updated_at=_iso(at) or "", version=previous.version + 1,
                 supersedes=previous.id, expires_at=previous.expires_at,
             )
-            self._insert(conn, memory, found[1], vector, _parse_expiry(previous.expires_at))
-        return UpdateResult(memory=memory, previous=previous)
+            self._insert(conn, memory, found[1], vector, expiry_datetime(previous.expires_at))
+        return UpdateResult(memory=memory, previous=previous, named=named)
 
     def forget(
         self,
@@ -1107,8 +1166,9 @@ class PostgresBackend:
         with self._tx("forget") as conn:
             view = self._view(conn, space)
             similarity: float | None = None
+            named = None
             if id is not None and id.strip():
-                found = self._find_live(conn, view, id=id.strip())
+                found, named = self._live_head(conn, view, id.strip())
                 if found is None:
                     raise NotFoundError(f"no live memory with id {id.strip()} in space {view.canonical}")
                 matched_by = "id"
@@ -1147,7 +1207,8 @@ class PostgresBackend:
         from dataclasses import replace
 
         gone = replace(memory, state="forgotten", forgotten_at=_iso(at), updated_at=_iso(at) or "")
-        return ForgetResult(memory=gone, matched_by=matched_by, similarity=similarity)  # type: ignore[arg-type]
+        return ForgetResult(memory=gone, matched_by=matched_by, similarity=similarity,  # type: ignore[arg-type]
+                            named=named)
 
     def _profile(self, conn: psycopg.Connection[Any], view: _View, *, limit: int) -> Profile:
         rows = conn.execute(
@@ -1178,23 +1239,29 @@ class PostgresBackend:
         with self._conn("profile") as conn:
             return self._profile(conn, self._view(conn, space), limit=max(1, int(limit)))
 
-    def _chain(self, conn: psycopg.Connection[Any], id: str) -> tuple[list[Memory], int]:
+    def _start(self, conn: psycopg.Connection[Any], id: str) -> tuple[Memory, int]:
+        """The row ``id`` names and its owner, when this person may read it."""
+        shown = id if len(str(id)) <= 100 else str(id)[:100] + "…"
         try:
             uuid.UUID(str(id))
         except ValueError as exc:
-            raise NotFoundError(f"no memory with id {id}") from exc
+            raise NotFoundError(f"no memory with id {shown}") from exc
         # A lookup by id alone (the contract gives no space): the one query that does
         # not start from a space, so it is a point lookup on the unique id.
         row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (id,)).fetchone()
         if row is None:
-            raise NotFoundError(f"no memory with id {id}")
+            raise NotFoundError(f"no memory with id {shown}")
         start, owner_id = _row_to_memory(row), int(row[15])
         view = self._view(conn, start.space)
         if owner_id not in view.readers:
-            raise NotFoundError(f"no memory with id {id}")
-        # Both walks stay in the starting row's space *and* owner: a version of a memory
-        # is always its owner's row (a shared writer's update is stored as the owner's),
-        # so a row of someone else that names this one in ``supersedes`` is never part of
+            raise NotFoundError(f"no memory with id {shown}")
+        return start, owner_id
+
+    @staticmethod
+    def _newest(conn: psycopg.Connection[Any], start: Memory, owner_id: int) -> Memory:
+        # Walks stay in the starting row's space *and* owner: a version of a memory is
+        # always its owner's row (a shared writer's update is stored as the owner's), so
+        # a row of someone else that names this one in ``supersedes`` is never part of
         # its history. ``seen`` ends a walk on a loop (a row that supersedes itself).
         newest = start
         seen = {start.id}
@@ -1205,11 +1272,25 @@ class PostgresBackend:
                 (newest.space, owner_id, newest.id),
             ).fetchone()
             if nxt is None or str(nxt[1]) in seen:
-                break
+                return newest
             newest = _row_to_memory(nxt)
             seen.add(newest.id)
-        chain = [newest]
-        seen = {newest.id}
+
+    def _live_head(self, conn: psycopg.Connection[Any], view: _View,
+                   id: str) -> tuple[tuple[Memory, int] | None, Memory | None]:
+        """As :meth:`_find_live` for the live head of the memory any version's ``id``
+        names, and the older version ``id`` named (:func:`live_head`)."""
+        try:
+            start, owner_id = self._start(conn, id)
+        except NotFoundError:
+            return None, None
+        head, named = live_head(id, start, self._newest(conn, start, owner_id), live=True)
+        return self._find_live(conn, view, id=head.id), named
+
+    def _chain(self, conn: psycopg.Connection[Any], id: str) -> tuple[list[Memory], int]:
+        start, owner_id = self._start(conn, id)
+        chain = [self._newest(conn, start, owner_id)]
+        seen = {chain[0].id}
         while chain[-1].supersedes and chain[-1].supersedes not in seen:
             prev = conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE space = %s AND owner_id = %s AND id = %s",
@@ -1335,6 +1416,9 @@ class PostgresBackend:
                 raise NotFoundError(f"no live memory with id {id}{hint}") from None
         key = str(uuid.UUID(str(id)))
         memory = next((m for m in chain if m.id == key), None)
+        if memory is not None and memory.state == "superseded" and not include_inactive \
+                and chain[0].state == "active":
+            memory = chain[0]  # an id names the memory: read its live head
         if memory is None or (memory.state != "active" and not include_inactive):
             raise NotFoundError(f"no live memory with id {id}{hint}")
         history = [m for m in chain if m.id != memory.id]
@@ -1600,6 +1684,14 @@ class PostgresBackend:
                     if (space, custom_id) in live_ids:
                         raise refuse(live_ids[(space, custom_id)] + 1,
                                      f"customId {custom_id!r} is already live in space {space}")
+            def stored_link(row_id: str) -> str | None:
+                row = conn.execute("SELECT supersedes FROM memories WHERE id = %s AND owner_id = %s",
+                                   (row_id, me)).fetchone()
+                return str(row[0]) if row and row[0] else None
+
+            loop = supersede_cycle(records, stored_link)
+            if loop:
+                raise refuse(*loop)
             return todo, len(records) - len(todo)
 
         with self._conn("plan an import") as conn:

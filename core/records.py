@@ -65,7 +65,8 @@ def normalise_time(value: str) -> str:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        # isoformat, not strftime: glibc's %Y writes year 1 as "1", not "0001".
+        return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     except (ValueError, OverflowError, AttributeError) as exc:
         raise ValueError(f"{value!r} is not a usable ISO 8601 date or time") from exc
 
@@ -145,7 +146,8 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
     """What makes a whole import file unusable, as ``(1-based record, reason)``, or None.
 
     Checks across records, after each passed :func:`record_problem`: an id given twice,
-    and a customId that two live records of one space share (only one can be live). Run
+    a customId that two live records of one space share (only one can be live), and
+    ``supersedes`` links that loop (:func:`bli_memory.core.import_links.supersede_cycle`). Run
     before anything is written, also by the service client before it sends the first
     of several parts, so a problem in a late part never leaves the early ones written.
     """
@@ -162,7 +164,9 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
                 return n, (f"customId {rec['customId']!r} is live twice in space {rec['space']} "
                            f"(record {live[slot]})")
             live[slot] = n
-    return None
+    from bli_memory.core.import_links import supersede_cycle
+
+    return supersede_cycle(records)
 
 
 #: Deepest nesting of a record's metadata that import accepts.

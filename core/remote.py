@@ -279,7 +279,7 @@ class RemoteBackend:
         data = self._call("POST", "/api/memory/update", body)
         return self._parsed(lambda d: UpdateResult(  # type: ignore[no-any-return]
             memory=_memory(d["memory"]), previous=_memory(d["previous"]),
-            status=d.get("status", "updated")), data)
+            status=d.get("status", "updated"), named=_optional(d.get("named"))), data)
 
     def forget(self, *, space: str, id: str | None = None, content: str | None = None,
                query: str | None = None) -> ForgetResult:
@@ -291,7 +291,8 @@ class RemoteBackend:
         data = self._call("POST", "/api/memory/forget", body)
         return self._parsed(lambda d: ForgetResult(  # type: ignore[no-any-return]
             memory=_memory(d["memory"]), matched_by=d["matchedBy"],
-            similarity=float(d["similarity"]) if d.get("similarity") is not None else None), data)
+            similarity=float(d["similarity"]) if d.get("similarity") is not None else None,
+            named=_optional(d.get("named"))), data)
 
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """Profile and recent context (``POST /api/memory/v4/profile``)."""

@@ -67,6 +67,7 @@ from bli_memory.core.errors import (
     StoreError,
 )
 from bli_memory.core.models import Memory, Profile, SearchResult
+from bli_memory.core.service_http import DoorError as _DoorError
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -139,16 +140,6 @@ def _search_json(res: SearchResult) -> dict[str, Any]:
 
 
 # --- request helpers -----------------------------------------------------------------
-
-
-class _DoorError(Exception):
-    """An answer other than success, with its HTTP status and closed-set reason."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
 
 
 def _str(body: dict[str, Any], key: str, *, required: bool = False, alt: str | None = None) -> str | None:
@@ -378,6 +369,7 @@ def create_app(
     backend: PostgresBackend | None = None,
     run_jobs: bool = True,
     warm_model: bool = True,
+    body_timeout: float | None = None,
 ) -> Starlette:
     """Build the ASGI app.
 
@@ -386,6 +378,9 @@ def create_app(
         backend: An open administrative backend instead (tests); not closed on exit.
         run_jobs: Distil extract jobs in this process.
         warm_model: Load the embedding model at startup (readiness waits for it).
+        body_timeout: Seconds a request body may take to arrive, for every door
+            (default :data:`~bli_memory.core.service_http.BODY_TIMEOUT_SECONDS`, and
+            :data:`~bli_memory.core.service_http.BULK_BODY_TIMEOUT_SECONDS` for import).
 
     Returns:
         A Starlette app; its ``state.service`` is the :class:`ServiceState` once started.
@@ -396,8 +391,17 @@ def create_app(
     import anyio
     from starlette.applications import Starlette
     from starlette.background import BackgroundTask
+    from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Route
+
+    from bli_memory.core.service_http import (
+        BODY_TIMEOUT_SECONDS,
+        BULK_BODY_TIMEOUT_SECONDS,
+        check_headers,
+        error_payload,
+        read_body,
+    )
 
     if database_url is None and backend is None:
         raise ConfigError("the service needs --database-url", reason="config_invalid")
@@ -452,6 +456,11 @@ def create_app(
 
     Handler = Callable[["Request", "Principal", dict[str, Any]], Any]
 
+    def body_timeout_of(max_body: int) -> float:
+        if body_timeout is not None:
+            return body_timeout
+        return BULK_BODY_TIMEOUT_SECONDS if max_body > MAX_BODY_BYTES else BODY_TIMEOUT_SECONDS
+
     def door(
         name: str, handler: Handler, *, method: str = "POST", max_body: int = MAX_BODY_BYTES
     ) -> Callable[[Request], Awaitable[Response]]:
@@ -466,19 +475,25 @@ def create_app(
                     st.auth_failures.inc()
                     raise _DoorError(401, "unauthorized",
                                      "send a device token: Authorization: Bearer <token>")
-                raw = await request.body() if method == "POST" else b""
+                if method == "POST":  # headers first: nothing of a refused body is read
+                    check_headers(request, max_body=max_body)
 
-                def work() -> tuple[Principal, Any]:
-                    # One trip to the thread pool: token check, body, then the door.
-                    principal = st.backend.authenticate(token)
+                def who_is(tok: str) -> Principal:
+                    principal = st.backend.authenticate(tok)
                     if principal is None:
                         st.auth_failures.inc()
                         raise _DoorError(401, "unauthorized", "this device token is unknown or revoked")
                     who["person"] = principal.person
+                    return principal
+
+                principal = await anyio.to_thread.run_sync(who_is, token)
+                raw = b""
+                if method == "POST":
+                    raw = await read_body(request, max_body=max_body, timeout=body_timeout_of(max_body))
+
+                def work() -> Any:
                     body: dict[str, Any] = {}
                     if method == "POST":
-                        if len(raw) > max_body:
-                            raise _DoorError(413, "too_large", f"the body is over {max_body} bytes")
                         try:
                             body = json.loads(raw or b"{}")
                         except ValueError as exc:
@@ -489,9 +504,9 @@ def create_app(
                         if not isinstance(body, dict):
                             raise InvalidInputError("the body must be a JSON object")
                         _check_body(body)
-                    return principal, handler(request, principal, body)
+                    return handler(request, principal, body)
 
-                _, result = await anyio.to_thread.run_sync(work)
+                result = await anyio.to_thread.run_sync(work)
                 status, payload = result[0], result[1]
                 background = None
                 if len(result) > 2 and result[2] is not None:
@@ -502,9 +517,8 @@ def create_app(
                 status = err.status
                 if status >= 500:
                     _log.error("door %s failed: %s", name, type(exc).__name__)
-                message = err.message.encode("utf-8", "replace").decode("utf-8")
-                return JSONResponse({"error": {"reason": err.reason, "message": message}},
-                                    status_code=status)
+                return JSONResponse(error_payload(err.reason, err.message), status_code=status,
+                                    headers=err.headers or None)
             finally:
                 elapsed = time.monotonic() - started
                 st.requests.labels(door=name, status=str(status)).inc()
@@ -546,13 +560,14 @@ def create_app(
     def update(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).update(_str(body, "content", required=True) or "", space=_tag(body),
                                id=_str(body, "id"), custom_id=_str(body, "customId"))
-        return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict()}
+        return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
+                     "named": _memory_json(res.named)}
 
     def forget(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).forget(space=_tag(body), id=_str(body, "id"), content=_str(body, "content"),
                                query=_str(body, "query"))
         return 200, {"matchedBy": res.matched_by, "similarity": res.similarity,
-                     "memory": res.memory.to_dict()}
+                     "memory": res.memory.to_dict(), "named": _memory_json(res.named)}
 
     def profile(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).profile(space=_tag(body), limit=_int(body, "limit", 10, 1, 100))
@@ -683,7 +698,20 @@ def create_app(
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    async def no_door(request: Request, exc: Exception) -> Response:
+        # Starlette's own 404 and 405 answer plain text; every answer here is the
+        # documented error object, and never echoes the path it was asked for.
+        code = exc.status_code if isinstance(exc, HTTPException) else 500
+        if code == 405:
+            reason, message = "method_not_allowed", "this door does not take that method; see /openapi.json"
+        elif code == 404:
+            reason, message = "not_found", "there is no such door; see /openapi.json"
+        else:
+            reason, message = "invalid_input", "the request could not be read"
+        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else None
+        return JSONResponse(error_payload(reason, message), status_code=code, headers=headers)
+
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: no_door})
 
 
 def _experience_entry(body: dict[str, Any]) -> dict[str, Any]:
@@ -760,7 +788,7 @@ def openapi_document() -> dict[str, Any]:
         return {"description": text, "content": {"application/json": {"schema": schema}}}
 
     err = answer({"$ref": "#/components/schemas/Error"}, "Error with a closed-set reason.")
-    common = {"400": err, "401": err, "503": err}
+    common = {"400": err, "401": err, "408": err, "413": err, "415": err, "503": err}
 
     def post(summary: str, request: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:
         return {"post": {
@@ -827,15 +855,19 @@ def openapi_document() -> dict[str, Any]:
                 _obj({"content": _S, "containerTag": _TAG, "id": _S, "customId": _S},
                      ("content", "containerTag")),
                 {"200": answer(_obj({"status": {"enum": ["updated", "unchanged"]}, "memory": ref,
-                                     "previous": ref}), "The new version and the one it replaced."),
+                                     "previous": ref, "named": nullable_ref}),
+                               "The new version and the one it replaced; `named` is the older "
+                               "version `id` named, when it named one."),
                  "403": err, "404": err},
             ),
             "/api/memory/forget": post(
                 "Tombstone a memory by id, exact text or closest match (cosine >= 0.85).",
                 _obj({"containerTag": _TAG, "id": _S, "content": _S, "query": _S}, ("containerTag",)),
                 {"200": answer(_obj({"matchedBy": {"enum": ["id", "content", "query"]},
-                                     "similarity": {"type": ["number", "null"]}, "memory": ref}),
-                               "The tombstoned version."),
+                                     "similarity": {"type": ["number", "null"]}, "memory": ref,
+                                     "named": nullable_ref}),
+                               "The tombstoned (live) version; `named` is the older version `id` "
+                               "named, when it named one."),
                  "403": err, "404": err},
             ),
             "/api/memory/v4/profile": post(

@@ -7,7 +7,7 @@
     bli-memory-mcp service token create --person alice --device laptop [--json]
     bli-memory-mcp service token list [--person alice] [--json]
     bli-memory-mcp service token revoke TOKEN_ID
-    bli-memory-mcp service share grant --owner alice --space TAG --to bob [--write]
+    bli-memory-mcp service share grant --owner alice --space TAG --to bob [--write] [--create-person]
     bli-memory-mcp service share revoke --owner alice --space TAG --to bob
     bli-memory-mcp service alias add ALIAS CANONICAL
 
@@ -72,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--to", required=True, dest="grantee", help="the person who gets (or loses) access")
         if name == "grant":
             p.add_argument("--write", action="store_true", help="also let them change memories")
+            p.add_argument("--create-person", action="store_true",
+                           help="create the owner or the grantee when nobody has that name yet")
 
     alias = sub.add_parser("alias", parents=[common], help="tags that name the same space").add_subparsers(
         dest="action")
@@ -221,7 +223,8 @@ def _admin_command(admin: Any, args: argparse.Namespace) -> int:
         return 0
     if args.command == "share" and args.action == "grant":
         access = "write" if args.write else "read"
-        admin.share_space(owner=args.owner, space=args.space, grantee=args.grantee, access=access)
+        admin.share_space(owner=args.owner, space=args.space, grantee=args.grantee, access=access,
+                          create_people=args.create_person)
         out.write(f"{args.grantee} may {access} {args.owner}'s space {args.space}\n")
         return 0
     if args.command == "share" and args.action == "revoke":

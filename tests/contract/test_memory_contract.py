@@ -312,8 +312,8 @@ def test_list_and_get_with_history_after_two_updates(backend, space: str) -> Non
     assert [(m.id, m.version, m.state) for m in history] == [
         (v2.id, 2, "superseded"), (v1.id, 1, "superseded")]
 
-    with pytest.raises(NotFoundError):
-        backend.get_memory(v1.id)  # superseded: only with include_inactive
+    head, head_history = backend.get_memory(v1.id)  # an old version's id reads the live memory
+    assert head.id == v3.id and [m.id for m in head_history] == [v2.id, v1.id]
     old, old_history = backend.get_memory(v1.id, include_inactive=True)
     assert old.state == "superseded" and [m.id for m in old_history] == [v3.id, v2.id]
 
@@ -471,3 +471,66 @@ def test_context_channel_brings_the_reply_within_one_session_only(backend, space
     by_id = {h.memory.id: h for h in res.hits}
     assert ids[1] in by_id and "context" in by_id[ids[1]].channels
     assert other not in by_id or "context" not in by_id[other].channels
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-01:00", "next tuesday"])
+def test_an_expiry_no_calendar_holds_is_a_clear_error(backend, space: str, when: str) -> None:
+    with pytest.raises(InvalidInputError, match="expiresAt"):
+        backend.save("Rotate the signing key.", space=space, expires_at=when)
+    assert backend.list_memories(space=space) == []
+
+
+def _row(space: str, content: str, **extra) -> dict:
+    t = "2026-11-30T04:57:01.123456Z"
+    return {"id": str(uuid.uuid4()), "space": space, "content": content, "createdAt": t, "updatedAt": t,
+            **extra}
+
+
+def test_import_refuses_a_supersede_loop(backend, space: str) -> None:
+    a, b, c = (_row(space, f"Version {n} of the deploy note.", state="superseded") for n in "abc")
+    a["supersedes"], b["supersedes"] = b["id"], a["id"]
+    with pytest.raises(InvalidInputError, match="record 1: supersedes makes a loop"):
+        backend.import_records([a, b])
+    c["supersedes"], a["supersedes"], b["supersedes"] = a["id"], b["id"], c["id"]
+    live = _row(space, "An unrelated live note.")
+    with pytest.raises(InvalidInputError, match="record 2: supersedes makes a loop"):
+        backend.import_records([live, a, b, c])
+    assert list(backend.export(space=space)) == []  # nothing written
+    # The same rows as a chain that ends at one live version import as before.
+    b["supersedes"] = None
+    c["state"] = "active"
+    assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0}
+    assert [m.id for m in backend.history(b["id"])] == [c["id"], a["id"], b["id"]]
+
+
+def test_an_id_names_the_memory_across_its_versions(backend, space: str) -> None:
+    v1 = backend.save("The cache TTL is 60 seconds.", space=space).memory
+    v2 = backend.update("The cache TTL is 120 seconds.", space=space, id=v1.id).memory
+
+    # update through the first version's id replaces the live head, and says so
+    res = backend.update("The cache TTL is 300 seconds.", space=space, id=v1.id)
+    assert res.previous.id == v2.id and res.memory.version == 3 and res.memory.supersedes == v2.id
+    assert res.named is not None and res.named.id == v1.id and res.named.version == 1
+    same = backend.update("The cache TTL is 300 seconds.", space=space, id=v2.id)
+    assert same.status == "unchanged" and same.memory.id == res.memory.id and same.named.id == v2.id
+    assert backend.update("The cache TTL is 600 seconds.", space=space, id=same.memory.id).named is None
+    head = backend.list_memories(space=space)[0]
+
+    memory, history = backend.get_memory(v1.id)
+    assert memory.id == head.id and memory.state == "active" and v1.id in [m.id for m in history]
+    exact, _ = backend.get_memory(v1.id, include_inactive=True)
+    assert exact.id == v1.id and exact.state == "superseded"
+    with pytest.raises(NotFoundError):  # the right chain, the wrong space
+        backend.forget(space=space + "_elsewhere", id=v1.id)
+
+    gone = backend.forget(space=space, id=v1.id)
+    assert gone.memory.id == head.id and gone.memory.state == "forgotten"
+    assert gone.named is not None and gone.named.id == v1.id
+    assert backend.list_memories(space=space) == []
+    assert [m.state for m in backend.history(v1.id)] == ["forgotten", "superseded", "superseded",
+                                                          "superseded"]
+    for call in (lambda: backend.forget(space=space, id=v2.id),
+                 lambda: backend.update("x", space=space, id=v1.id),
+                 lambda: backend.get_memory(v1.id)):
+        with pytest.raises(NotFoundError, match="no longer live|no live memory"):
+            call()

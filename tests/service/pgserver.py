@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["PgInstance", "Unavailable", "acquire", "create_database", "drop_database", "release"]
+__all__ = ["PgInstance", "Unavailable", "acquire", "create_database", "drop_database", "outage", "release",
+           "start_dedicated", "stop_dedicated"]
 
 PG_USER = "postgres"
 
@@ -49,6 +50,7 @@ class PgInstance:
     root: Path | None = None
     users: int = 0
     databases: list[str] = field(default_factory=list)
+    options: str = ""  # the pg_ctl -o options it was started with (local servers)
 
     def url(self, database: str) -> str:
         parts = urlsplit(self.base_url)
@@ -153,6 +155,7 @@ def _start_local() -> PgInstance:
         bin_dir=bin_dir,
         run_as=PG_USER if user else None,
         root=root,
+        options=opts,
     )
 
 
@@ -219,3 +222,39 @@ def drop_database(inst: PgInstance, name: str) -> None:
         pass
     if name in inst.databases:
         inst.databases.remove(name)
+
+
+def start_dedicated() -> PgInstance:
+    """A server of its own (never shared with other tests), for tests that stop it.
+
+    Raises:
+        Unavailable: as :func:`acquire`, or when only an external server is configured.
+    """
+    if os.environ.get("BLI_MEMORY_TEST_DATABASE_URL", "").strip():
+        raise Unavailable("an external test server is configured; a dedicated one cannot be started")
+    return _start_local()
+
+
+def stop_dedicated(inst: PgInstance) -> None:
+    """Stop a server of :func:`start_dedicated` and remove its files."""
+    _stop_local(inst)
+
+
+class outage:  # noqa: N801 - used as a context manager, like contextlib's
+    """``with outage(inst):`` stops a dedicated server (fast shutdown, connections cut)
+    and starts it again, on the same port and data, when the block ends."""
+
+    def __init__(self, inst: PgInstance) -> None:
+        assert inst.datadir is not None and inst.bin_dir is not None, "a local server only"
+        self.inst = inst
+        self.user = pwd.getpwnam(inst.run_as) if inst.run_as else None
+        self.pg_ctl = [str(inst.bin_dir / "pg_ctl"), "-D", str(inst.datadir), "-w", "-t", "60"]
+
+    def __enter__(self) -> outage:
+        _run([*self.pg_ctl, "-m", "fast", "stop"], user=self.user, cwd=self.inst.datadir.parent)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        log = str(self.inst.datadir.parent / "log")
+        _run([*self.pg_ctl, "-o", self.inst.options, "-l", log, "start"], user=self.user,
+             cwd=self.inst.datadir.parent, timeout=90)

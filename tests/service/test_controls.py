@@ -160,7 +160,8 @@ def test_mcp_controls_answer_with_the_service_configured(
     assert listing.structured_content["count"] == 2
     assert [h["id"] for h in full.structured_content["history"]][-1] == mid
     assert [h["version"] for h in full.structured_content["history"]] == [2, 1]
-    assert old.is_error and "not_found" in text_of(old)
+    assert old.structured_content["memory"]["id"] == newest  # an old id reads the live version
+    assert f"Id {mid} is version 1 of this memory; its live version is 3" in text_of(old)
     assert audit.structured_content["ok"] is True
 
     # Break the person's rows in the database; the audit tool finds it and repairs it.

@@ -68,8 +68,25 @@ def test_token_commands(service_db: str) -> None:
     assert again.returncode == 1
     assert _cli("migrate", db=service_db).stdout.strip() == "schema is current"
 
+    # A name nobody has (a typo) is refused, not created; so is a malformed tag.
+    for owner, grantee in (("carol", "dave"), ("ghost", "carol")):
+        typo = _cli("share", "grant", "--owner", owner, "--space", "repo_x__1", "--to", grantee,
+                    db=service_db, check=False)
+        assert typo.returncode != 0 and "--create-person" in typo.stderr, typo.stderr
+    for bad_tag in ("repo x", "", "a" * 129, "repo/x"):
+        bad = _cli("share", "grant", "--owner", "carol", "--space", bad_tag, "--to", "dave",
+                   "--create-person", db=service_db, check=False)
+        assert bad.returncode != 0 and "invalid container tag" in bad.stderr, bad.stderr
+    import psycopg
+
+    with psycopg.connect(service_db) as conn:
+        made = conn.execute("SELECT name FROM memory_people WHERE name IN ('dave', 'ghost')").fetchall()
+    assert made == []
+    bad_alias = _cli("alias", "add", "old tag", "repo_x__1", db=service_db, check=False)
+    assert bad_alias.returncode != 0 and "invalid container tag" in bad_alias.stderr
     grant = _cli(
-        "share", "grant", "--owner", "carol", "--space", "repo_x__1", "--to", "dave", "--write", db=service_db
+        "share", "grant", "--owner", "carol", "--space", "repo_x__1", "--to", "dave", "--write",
+        "--create-person", db=service_db,
     )
     assert "dave may write carol's space repo_x__1" in grant.stdout
     assert _cli(

@@ -124,11 +124,16 @@ def test_a_foreign_link_already_stored_neither_leaks_nor_purges(
     assert len(_post(client, victim, "history", {"id": vid}).json()["versions"]) == 2
 
 
-def test_a_loop_of_links_does_not_hang_history_or_purge(client: Any, new_person, space: str) -> None:
+def test_a_loop_of_links_does_not_hang_history_or_purge(
+    client: Any, new_person, admin: Any, space: str
+) -> None:
     p = new_person()
     a, b = _rec(space, "loop row a"), _rec(space, "loop row b", state="superseded")
-    a["supersedes"], b["supersedes"] = b["id"], a["id"]
     assert _post(client, p, "import", {"records": [a, b]}).status_code == 200
+    # Import refuses a loop now; an older service could have stored one.
+    with psycopg.connect(admin._shared.database_url, autocommit=True) as conn:
+        conn.execute("UPDATE memories SET supersedes = %s WHERE id = %s", (b["id"], a["id"]))
+        conn.execute("UPDATE memories SET supersedes = %s WHERE id = %s", (a["id"], b["id"]))
     started = time.monotonic()
     versions = _post(client, p, "history", {"id": a["id"]}).json()["versions"]
     assert sorted(v["id"] for v in versions) == sorted([a["id"], b["id"]])
@@ -379,3 +384,19 @@ def test_ids_in_another_uuid_spelling_are_refused(client: Any, new_person, space
 
 def test_an_empty_recording_is_refused(client: Any, new_person, space: str) -> None:
     _refused(_post(client, new_person(), "record", {"text": "  ", "containerTag": space}), "needs text")
+
+
+def test_import_refuses_a_supersede_loop_closed_through_an_earlier_part(
+    client: Any, new_person, space: str
+) -> None:
+    person = new_person()
+    a = _rec(space, "Deploy note, first version.", state="superseded")
+    b = _rec(space, "Deploy note, second version.", state="superseded", supersedes=a["id"])
+    r = _post(client, person, "import", {"records": [b], "chainIds": [a["id"]]})
+    assert r.status_code == 200 and r.json()["imported"] == 1, r.text
+    # The part that would close the loop: a supersedes b, which (stored) supersedes a.
+    a["supersedes"] = b["id"]
+    for dry in (True, False):
+        _refused(_post(client, person, "import", {"records": [a], "dryRun": dry}), "record 1",
+                 "supersedes makes a loop")
+    assert [x["id"] for x in _post(client, person, "export", {}).json()["records"]] == [b["id"]]
