@@ -22,7 +22,8 @@ store file. Every request passes :class:`Guard`, an ASGI middleware, in this ord
 
 Every answer carries a Content-Security-Policy that allows nothing but this origin's
 own styles (no script at all), ``frame-ancestors 'none'``, ``Referrer-Policy:
-no-referrer``, ``X-Content-Type-Options: nosniff`` and ``Cache-Control: no-store``.
+same-origin`` (nothing reaches another site), ``X-Content-Type-Options: nosniff`` and
+``Cache-Control: no-store``.
 The rules follow the OWASP Cross-Site Request Forgery Prevention Cheat Sheet (origin
 verification plus synchronizer token) and its DNS-rebinding advice for local servers
 (check Host).
@@ -57,7 +58,9 @@ _HEADERS = [
     (b"content-security-policy",
      b"default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
      b"frame-ancestors 'none'; base-uri 'none'"),
-    (b"referrer-policy", b"no-referrer"),
+    # Not no-referrer: under it a browser sends "Origin: null" with a same-origin form
+    # POST (Fetch standard, "serialize a request origin"), and the Origin check needs it.
+    (b"referrer-policy", b"same-origin"),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),

@@ -192,11 +192,12 @@ async def search(request: Request) -> Response:
     silent; a failure says what failed (status 400 for bad input, 500 otherwise).
     """
     q = request.query_params.get("q", "")
-    space = _space_arg(request)
+    space = request.query_params.get("space") or _state(request).home_space
     ctx: dict[str, Any] = {"q": q, "space": space, "hits": None, "error": None, "resolved": space}
     if q.strip():
         backend = _state(request).backend
         try:
+            space = _space_arg(request)
             result = await run_in_threadpool(lambda: backend.search(q, space=space, limit=SEARCH_LIMIT))
         except BliMemoryError as exc:
             ctx["error"] = f"{exc.message} ({exc.reason})"

@@ -94,6 +94,8 @@ def seed(store_path: Path, space: str) -> dict[str, str]:
     backend = EmbeddedBackend(store_path)
     try:
         ids = {}
+        for i in range(30):  # more than one page, older than the memories the tests open
+            backend.save(f"Filler note number {i} about widget calibration batch {i * 7}.", space=space)
         first = backend.save("The staging cluster runs in eu-west-1; deploys go through terraform apply.",
                              space=space, metadata={"kind": "decision"}, source="mcp", session_id="s-1")
         moved = backend.update("The staging cluster runs in eu-west-2; deploys go through terraform apply.",
@@ -105,8 +107,6 @@ def seed(store_path: Path, space: str) -> dict[str, str]:
         ids["forget_me"] = backend.save("The office coffee machine needs descaling every Friday.",
                                         space=space).memory.id
         ids["edit_me"] = backend.save("Release notes live in docs/CHANGES.md.", space=space).memory.id
-        for i in range(30):  # more than one page
-            backend.save(f"Filler note number {i} about widget calibration batch {i * 7}.", space=space)
         other = backend.save("The billing service owns invoice numbering.", space="team_billing")
         ids["other"] = other.memory.id
         backend.store.add_alias("billing_old", "team_billing")

@@ -124,7 +124,7 @@ def test_every_answer_forbids_scripts_framing_and_referrers(ui_server: UiServer)
             csp = r.headers["content-security-policy"]
             assert "default-src 'none'" in csp and "script-src" not in csp
             assert "frame-ancestors 'none'" in csp
-            assert r.headers["referrer-policy"] == "no-referrer"
+            assert r.headers["referrer-policy"] == "same-origin"
             assert r.headers["cache-control"] == "no-store"
 
 
