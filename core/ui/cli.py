@@ -39,6 +39,10 @@ def _listen(port: int) -> socket.socket:
     from bli_memory.core.errors import InvalidInputError
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Inherited by every accepted connection (Linux): uvicorn writes a response's head and
+    # body separately, and with Nagle on, a keep-alive connection then waits for the
+    # browser's delayed ACK, about 40 ms a page (measured: bench/ui.py, docs/benchmarks.md).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((HOST, port))
         sock.listen(64)

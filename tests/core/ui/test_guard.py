@@ -162,3 +162,18 @@ def test_a_bad_port_is_a_usage_error(value: str) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["ui", "--port", value])
     assert exc.value.code == 2
+
+
+def test_accepted_connections_send_without_waiting_for_delayed_acks() -> None:
+    """Nagle off on every connection: otherwise a keep-alive page waits ~40 ms for an ACK."""
+    from bli_memory.core.ui.cli import _listen
+
+    listener = _listen(0)
+    try:
+        with socket.create_connection(listener.getsockname()) as client:
+            conn, _ = listener.accept()
+            with conn:
+                assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+            assert client.fileno() >= 0
+    finally:
+        listener.close()
