@@ -12,6 +12,7 @@ import argparse
 import os
 import socket
 import sys
+from collections.abc import Mapping
 
 __all__ = ["HOST", "main"]
 
@@ -53,6 +54,15 @@ def _listen(port: int) -> socket.socket:
     return sock
 
 
+def _has_gui(environ: Mapping[str, str]) -> bool:
+    """Whether opening a browser would show a window: macOS, Windows, or an X11/Wayland
+    display. Without one, :mod:`webbrowser` falls back to a text browser (lynx, w3m) that
+    would take over the terminal the server runs in."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
+
+
 def main(argv: list[str]) -> int:
     """Run the memory browser until interrupted; returns the exit code."""
     parser = argparse.ArgumentParser(
@@ -89,10 +99,13 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     # Open the store and load the model now, so the first search does not wait for them.
     threading.Thread(target=backend.warm_up, name="bli-ui-warm-up", daemon=True).start()
-    if not args.no_open:
+    if not args.no_open and _has_gui(os.environ):
         import webbrowser
 
         threading.Thread(target=webbrowser.open, args=(guard.url,), daemon=True).start()
+    else:
+        sys.stderr.write("bli-memory-mcp ui: open the URL above in a browser on this machine; "
+                         "Ctrl-C stops it\n")
     # No access log: the first request's URL holds the token.
     config = uvicorn.Config(guard, log_level="warning", access_log=False, lifespan="off")
     try:
