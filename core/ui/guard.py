@@ -169,7 +169,8 @@ class Guard:
             if request.method not in _SAFE_METHODS:
                 raise Refused(403, "A token opens a session with a GET only.")
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            location = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+            # One leading slash: "//host/..." would be a redirect to another site.
+            location = "/" + request.url.path.lstrip("/") + (f"?{urlencode(rest)}" if rest else "")
             return location, self.open_session()
         sid = request.cookies.get(self.cookie)
         if not sid or sid not in self._sessions:

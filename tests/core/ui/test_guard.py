@@ -177,3 +177,15 @@ def test_accepted_connections_send_without_waiting_for_delayed_acks() -> None:
             assert client.fileno() >= 0
     finally:
         listener.close()
+
+
+def test_the_token_redirect_never_leaves_this_server(ui_server: UiServer) -> None:
+    with socket.create_connection(("127.0.0.1", ui_server.port), timeout=30) as conn:
+        conn.sendall(f"GET //evil.example/?token={ui_server.token} HTTP/1.1\r\n"
+                     f"Host: 127.0.0.1:{ui_server.port}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head = answer.decode("latin-1").split("\r\n\r\n")[0].lower()
+    assert head.startswith("http/1.1 303")
+    assert "\r\nlocation: /evil.example/\r\n" in head + "\r\n"
