@@ -3,8 +3,9 @@ chromium-driver (no browser download).
 
 List, search, open a history, edit and forget, each checked in the store afterwards;
 a stored ``<script>`` does not run; a cross-origin form post from another page is
-refused; the pages fit a narrow window and every control has a label. The tests save
-their screenshots into ``docs/ui/`` (shown in ``docs/ui.md``).
+refused; the pages fit a narrow window and every control has a label. The tests take
+screenshots; ``BLI_MEMORY_UI_SCREENSHOTS=1`` saves them into ``docs/ui/`` (shown in
+``docs/ui.md``).
 
 Without chromium these tests skip, and fail when ``BLI_MEMORY_REQUIRE_INTEGRATION=1``.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +29,10 @@ from tests.core.ui.conftest import SCRIPT_MEMORY, UiServer
 
 CHROMIUM = os.environ.get("BLI_MEMORY_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("BLI_MEMORY_CHROMEDRIVER", "/usr/bin/chromedriver")
-SHOTS = REPO_ROOT / "docs" / "ui"
+#: Where the screenshots go: docs/ui/ with BLI_MEMORY_UI_SCREENSHOTS=1 (to refresh the
+#: ones docs/ui.md shows), else a scratch folder, so a test run leaves the checkout clean.
+SHOTS = (REPO_ROOT / "docs" / "ui" if os.environ.get("BLI_MEMORY_UI_SCREENSHOTS") == "1"
+         else Path(tempfile.gettempdir()) / "bli-memory-ui-screenshots")
 REQUIRE = os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1"
 
 pytestmark = pytest.mark.integration
