@@ -13,6 +13,7 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["HOST", "main"]
 
@@ -63,6 +64,17 @@ def _has_gui(environ: Mapping[str, str]) -> bool:
     return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
 
 
+def _warm_up(backend: Any) -> None:
+    """Open the store and load the model; a failure is one stderr line (the pages then
+    show the same error where it matters)."""
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        backend.warm_up()
+    except BliMemoryError as exc:
+        sys.stderr.write(f"bli-memory-mcp ui: {exc.message}\n")
+
+
 def main(argv: list[str]) -> int:
     """Run the memory browser until interrupted; returns the exit code."""
     parser = argparse.ArgumentParser(
@@ -98,7 +110,7 @@ def main(argv: list[str]) -> int:
     sys.stdout.write(guard.url + "\n")
     sys.stdout.flush()
     # Open the store and load the model now, so the first search does not wait for them.
-    threading.Thread(target=backend.warm_up, name="bli-ui-warm-up", daemon=True).start()
+    threading.Thread(target=_warm_up, args=(backend,), name="bli-ui-warm-up", daemon=True).start()
     if not args.no_open and _has_gui(os.environ):
         import webbrowser
 

@@ -95,7 +95,7 @@ def _space_page(backend: Any, space: str, before: int | None) -> dict[str, Any]:
         "counts": store.count_by_state(spaces), "memories": [m for _, m in page],
         "next_before": page[-1][0] if more else None, "first_page": before is None,
         "spaces": [(tag, counts, aliases.get(tag, [])) for tag, counts in all_spaces],
-        "chart": chart,
+        "chart": chart, "spaces_shown": SPACES_SHOWN,
     }
 
 
