@@ -7,6 +7,7 @@
     bli-memory-mcp hook <event>         lifecycle hook: session-start | prompt | stop
     bli-memory-mcp --print-config[=H]   print the install contract / a host's config block
     bli-memory-mcp install|uninstall|status [--host H] [--dry-run]
+    bli-memory-mcp ui [--no-open] [--port N]   the memory browser on 127.0.0.1
 
 This module imports nothing at the top beyond the standard library's ``sys``: the
 ``hook`` branch runs on every prompt and must stay on the standard library, so each
@@ -35,6 +36,8 @@ commands:
                          the team memory service (HTTP, Postgres + pgvector)
   memory list|get|forget|purge|export|import|audit|recordings|clear-recordings
                          inspect and manage the stored memories
+  ui [--no-open] [--port N]
+                         a local web page to see, search, correct and forget memories
   hook EVENT [--host H] [--probe]
                          lifecycle hook reading the host's JSON on stdin;
                          EVENT is session-start, prompt or stop
@@ -116,6 +119,7 @@ _SUBCOMMANDS = {
     "worker": "bli_memory.core.worker",
     "service": "bli_memory.core.service_cli",
     "memory": "bli_memory.core.memory_cli",
+    "ui": "bli_memory.core.ui.cli",
 }
 
 

@@ -118,7 +118,8 @@ class _Run:
                 keys.append(f"via:{self.via}")
             if self.daemon_note:
                 keys.append(f"daemon:{self.daemon_note}")
-            hook_stats.record(paths.hook_stats_path(), self.event, keys)
+            hook_stats.record(paths.hook_stats_path(), self.event, keys,
+                              latency_ms=body.get("elapsed_ms", self.elapsed_ms()), route=self.via)
 
     def fail(self, reason: str) -> None:
         """A failed run decided by the hook itself (stdin, timeout); a failed stop also

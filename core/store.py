@@ -1182,3 +1182,82 @@ class SQLiteStore:
         keys = ("id", "store", "verdict", "reason", "created_at", "person", "device", "agent", "project")
         with self._read() as conn:
             return [dict(zip(keys, row, strict=True)) for row in conn.execute(sql, args)]
+
+    # --- browsing (the memory browser, core/ui) ------------------------------------
+
+    def page_live(
+        self, spaces: Sequence[str], *, before_seq: int | None = None, limit: int = 25
+    ) -> list[tuple[int, Memory]]:
+        """One page of live memories of these spaces, newest first (keyset paging on ``seq``).
+
+        Args:
+            spaces: Canonical tag and aliases.
+            before_seq: The last ``seq`` of the previous page; None for the first page.
+            limit: Rows in the page.
+
+        Returns:
+            ``[(seq, memory), ...]``; pass the last seq as ``before_seq`` for the next page.
+            Served by the ``(space, state, seq)`` index: a page costs the same at any size.
+        """
+        marks = ",".join("?" * len(spaces))
+        bound = "" if before_seq is None else "AND seq < ? "
+        args: list[Any] = [*spaces, now_iso(), *([] if before_seq is None else [int(before_seq)])]
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                f"AND (expires_at IS NULL OR expires_at > ?) {bound}ORDER BY seq DESC LIMIT ?",
+                (*args, int(limit)),
+            ).fetchall()
+        return [(int(r[0]), _row_to_memory(r)) for r in rows]
+
+    def space_counts(self, *, limit: int = 500) -> list[tuple[str, dict[str, int]]]:
+        """Row counts per state for each space that holds rows, most live rows first.
+
+        Counted from the ``(space, state, seq)`` index without reading any row.
+
+        Returns:
+            ``[(space, {"active": n, "superseded": n, "forgotten": n}), ...]``, at most ``limit``.
+        """
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT space, state, count(*) FROM memories GROUP BY space, state"
+            ).fetchall()
+        out: dict[str, dict[str, int]] = {}
+        for space, state, n in rows:
+            out.setdefault(space, {"active": 0, "superseded": 0, "forgotten": 0})[state] = int(n)
+        return sorted(out.items(), key=lambda kv: (-kv[1]["active"], kv[0]))[: int(limit)]
+
+    def aliases(self) -> dict[str, list[str]]:
+        """Every declared alias: ``{canonical: [alias, ...]}``."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT canonical, alias FROM memory_space_aliases ORDER BY canonical, alias"
+            ).fetchall()
+        out: dict[str, list[str]] = {}
+        for canonical, alias in rows:
+            out.setdefault(canonical, []).append(alias)
+        return out
+
+    def recent_jobs(self, *, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest extract jobs, without their text (it may hold what was not yet redacted).
+
+        Returns:
+            Dicts with ``id, space, source, session_id, state, attempts, created_at,
+            finished_at, error, outcome`` (``outcome`` decoded: added / updated / unchanged /
+            conflicted counts for a ``done`` job, else None).
+        """
+        keys = ("id", "space", "source", "session_id", "state", "attempts", "created_at",
+                "finished_at", "error", "outcome")
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(keys)} FROM memory_extract_jobs "
+                "ORDER BY created_at DESC, id DESC LIMIT ?",
+                (int(limit),),
+            ).fetchall()
+        jobs = [dict(zip(keys, row, strict=True)) for row in rows]
+        for job in jobs:
+            try:
+                job["outcome"] = json.loads(job["outcome"]) if job["outcome"] else None
+            except ValueError:
+                job["outcome"] = None
+        return jobs

@@ -61,7 +61,8 @@ def _help_text() -> str:
                         ("bli-memory-mcp status", ("status", "--help")),
                         ("bli-memory-mcp daemon", ("daemon", "--help")),
                         ("bli-memory-mcp worker", ("worker", "--help")),
-                        ("bli-memory-mcp service", ("service", "--help"))):
+                        ("bli-memory-mcp service", ("service", "--help")),
+                        ("bli-memory-mcp ui", ("ui", "--help"))):
         parts += [f"## {title}", "", "```", run(*args).rstrip(), "```", ""]
     cockpit = str(Path(bin_path()).parent / "cockpit")
     out = subprocess.run([cockpit, "--help"], capture_output=True, text=True, env=env).stdout

@@ -1,0 +1,95 @@
+"""The operations pages: recent captures, hook health, and the experience log with the ops view.
+
+- Captures: the newest extract jobs (what the stop hook queued) with their state and,
+  once done, how many memories they added, updated, left unchanged or found in conflict.
+  The job's text is never shown (a queued job holds a raw exchange).
+- Hook health: per event, runs, ok / skipped / failed by reason and the route that
+  answered (the counts of ``cockpit ops --memory``, :func:`bli_memory.core.ops.read_hooks`),
+  with latency p50/p95 per route and a chart of p95 per hour (:mod:`~bli_memory.core.ui.health`).
+- Experience and ops: the ``cockpit ops --memory`` view
+  (:func:`bli_memory.core.ops.build_view`) and the experience log, newest first, one page at
+  a time.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+
+from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.ui.charts import line_chart
+from bli_memory.core.ui.render import render
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+__all__ = ["CAPTURES_SHOWN", "EXPERIENCE_PAGE", "LATENCY_HOURS", "captures", "health", "ops"]
+
+#: Extract jobs listed, newest first.
+CAPTURES_SHOWN = 50
+#: Experience entries per page.
+EXPERIENCE_PAGE = 50
+#: Hours drawn in the latency chart.
+LATENCY_HOURS = 48
+
+
+async def captures(request: Request) -> Response:
+    """``GET /captures``: the newest extract jobs, queued or done, with their outcomes."""
+    store = request.app.state.browser.backend.store
+
+    def read() -> dict[str, Any]:
+        return {"jobs": store.recent_jobs(limit=CAPTURES_SHOWN), "job_counts": store.job_counts()}
+
+    return render(request, "captures.html", nav="captures", **await run_in_threadpool(read))
+
+
+def _health() -> dict[str, Any]:
+    from bli_memory.core import paths
+    from bli_memory.core.ops import read_hooks
+    from bli_memory.core.ui.health import ROUTES, hourly_percentiles, latency_summary, read_latency
+
+    now = datetime.now(UTC)
+    path = paths.hook_stats_path()
+    hooks = read_hooks(path, now)
+    latency = read_latency(path)
+    summary = latency_summary(latency, now=now)
+    events = sorted(set(hooks["windows"]["30d"]) | set(hooks["windows"]["7d"]) | set(summary))
+    charts = {}
+    for event in events:
+        series = hourly_percentiles(latency, event, now=now, hours=LATENCY_HOURS)
+        hours = [h[5:].replace("T", " ") + ":00" for h in series["hours"]]
+        charts[event] = line_chart(f"{event} hook p95 latency per hour, last {LATENCY_HOURS} h (UTC)", hours,
+                                   {f"p95 via {r}": series[r] for r in ROUTES})
+    return {"hooks": hooks, "events": events, "latency": summary, "charts": charts, "routes": ROUTES}
+
+
+async def health(request: Request) -> Response:
+    """``GET /health``: hook outcomes and latency from the stats file."""
+    return render(request, "health.html", nav="health", **await run_in_threadpool(_health))
+
+
+async def ops(request: Request) -> Response:
+    """``GET /ops``: the ops view's experience totals and outbox, and the experience log
+    (``?before=CREATED_AT|ID`` pages back)."""
+    from bli_memory.core.ops import build_view
+
+    store = request.app.state.browser.backend.store
+    before_raw = request.query_params.get("before")
+    before = None
+    if before_raw:
+        created, sep, entry_id = before_raw.partition("|")
+        if not sep or not created or not entry_id:
+            raise InvalidInputError("before must come from an 'Older' link")
+        before = (created, entry_id)
+
+    def read() -> dict[str, Any]:
+        page = store.experience_page(since="", before=before, limit=EXPERIENCE_PAGE + 1)
+        more = len(page) > EXPERIENCE_PAGE
+        page = page[:EXPERIENCE_PAGE]
+        return {"view": build_view(), "entries": page,
+                "next_before": f"{page[-1]['created_at']}|{page[-1]['id']}" if more else None}
+
+    return render(request, "ops.html", nav="ops", **await run_in_threadpool(read))
