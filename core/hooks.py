@@ -29,8 +29,9 @@ Two routes answer a run, and both run the same function,
 
 Runs that reached the memory backend record the route that answered, ``via`` on the
 receipt and ``via:daemon`` / ``via:direct`` in the stats. The prompt hook starts the
-daemon, detached, when it found none (at most once an hour) or a stale socket, and
-any hook does when the daemon stood down for another version.
+daemon, detached, when it found none or a stale socket (at once after a daemon that
+ran, with backoff after failed starts: :mod:`bli_memory.core.daemon_start`), and any
+hook does when the daemon stood down for another version.
 
 The entry path imports the standard library and pluggy only; the daemon route needs
 nothing more, and the engine (numpy, onnxruntime, the store) is imported on the
