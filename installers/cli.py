@@ -55,7 +55,12 @@ def _home() -> Path:
 def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
     """Run ``install``, ``uninstall`` or ``status``; returns the exit code."""
     parser = argparse.ArgumentParser(prog=f"{prog} {command}")
-    parser.add_argument("--host", default="claude", help="claude, codex, gemini, hermes, or all")
+    if command == "status":
+        parser.add_argument("--host", default=None,
+                            help="claude, codex, gemini, hermes, or all (default: every host that has "
+                                 "our entries or whose CLI is on PATH)")
+    else:
+        parser.add_argument("--host", default="claude", help="claude, codex, gemini, hermes, or all")
     if command != "status":
         parser.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
     args = parser.parse_args(argv)
@@ -63,10 +68,12 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
 
     pm = _pm()
     contract = build_contract()
-    hosts, skipped = select_hosts(pm, args.host)
+    hosts, skipped = select_hosts(pm, args.host or "all")
     home = _home()
     out = sys.stdout.write
     if command == "status":
+        if args.host is None:
+            return _status_found(pm, contract, home, out)
         for st in status_hosts(pm, hosts, contract, home):
             out(f"{st.host}: {st.state}\n")
             for d in st.details:
@@ -76,7 +83,7 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         _daemon_line(out)
         return 0
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
-    reports = apply_plans(plans, dry_run=args.dry_run)
+    reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
     for r in reports:
         if args.dry_run:
             out(r.diff or f"# {r.host}: nothing to change\n")
@@ -88,12 +95,48 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
             verb = "installed" if command == "install" else "uninstalled"
             out(f"{r.host}: {verb} ({', '.join(r.files)})\n")
             if r.backups:
-                out(f"  previous versions kept as {', '.join(r.backups)}\n")
+                for backup in r.backups:
+                    out(f"  - backup of the previous version: {backup}\n")
         for note in r.notes:
             out(f"  - {note}\n")
     for host in skipped:
         out(f"{host}: not found on this machine; skipped\n")
+    if command == "uninstall" and not args.dry_run:
+        _stop_daemon_if_unused(pm, contract, home, out)
     return 0
+
+
+def _status_found(pm, contract, home: Path, out) -> int:
+    """``status`` without ``--host``: every host that has our entries or whose CLI is on PATH."""
+    from bli_memory.installers.apply import known_hosts, status_hosts
+
+    every = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
+    shown = [st for st in every if st.state != "not_found"]
+    for st in shown:
+        out(f"{st.host}: {st.state}\n")
+        for d in st.details:
+            out(f"  - {d}\n")
+    if not shown:
+        out("no host found: none has our entries and no host CLI (claude, codex, gemini, hermes) is on "
+            "PATH\n")
+    _daemon_line(out)
+    return 0
+
+
+def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
+    """After an uninstall that left no host with our entries, stop the daemon (its hooks are gone)."""
+    from bli_memory.installers.apply import known_hosts, status_hosts
+
+    states = [st.state for st in status_hosts(pm, sorted(known_hosts(pm)), contract, home)]
+    if any(state in ("installed", "outdated") for state in states):
+        return
+    try:
+        from bli_memory.core.daemon_client import stop
+    except ImportError:
+        return
+    pid = stop()
+    if pid is not None:
+        out(f"daemon: stopped (pid {pid}); no host runs our hooks any more\n")
 
 
 def _daemon_line(out) -> None:
