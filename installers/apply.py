@@ -31,6 +31,7 @@ class HostReport:
     diff: str = ""
     backups: list[str] = field(default_factory=list)
     texts: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    owned: set[str] = field(default_factory=set)
 
 
 def known_hosts(pm: Any) -> dict[str, dict[str, Any]]:
@@ -48,7 +49,7 @@ def select_hosts(pm: Any, requested: str) -> tuple[list[str], list[str]]:
     """
     hosts = known_hosts(pm)
     if requested == "all":
-        present = [h for h, info in hosts.items() if info.get("present")]
+        present = sorted(h for h, info in hosts.items() if info.get("present"))
         return present, [h for h in hosts if h not in present]
     if requested not in hosts:
         raise ConfigError(f"unknown host {requested!r}; known: {', '.join(sorted(hosts))}, all")
@@ -92,7 +93,7 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
     try:
         for plan in plans:
             report = HostReport(host=plan.host, outcome="changed" if plan.files else "unchanged",
-                                notes=list(plan.notes))
+                                notes=list(plan.notes), owned=set(plan.owned))
             reports.append(report)
             for path, (old, new) in plan.files.items():
                 ours_alone = uninstall and record.created(path) and hollow(new)

@@ -62,7 +62,14 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
     else:
         parser.add_argument("--host", default="claude", help="claude, codex, gemini, hermes, or all")
     if command != "status":
-        parser.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print what would change, per host and file, and write nothing")
+        parser.add_argument("--verbose", action="store_true",
+                            help="with --dry-run, show the full diff of plugin files too")
+    if command == "install":
+        parser.add_argument("--trust-folder", metavar="PATH",
+                            help="Gemini only: also trust PATH in ~/.gemini/trustedFolders.json "
+                                 "(Gemini disables MCP servers in untrusted folders); uninstall removes it")
     args = parser.parse_args(argv)
     from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
 
@@ -83,11 +90,19 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         _daemon_line(out)
         return 0
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
+    plans, trusted, untrusted = _gemini_trust(plans, args, command, home)
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
+    if args.dry_run:
+        from bli_memory.installers.apply import known_hosts
+        from bli_memory.installers.dryrun import render
+
+        names = {h: info.get("display_name", h) for h, info in known_hosts(pm).items()}
+        out(render(reports, names, verbose=args.verbose))
+        for host in skipped:
+            out(f"{host}: not found on this machine; skipped\n")
+        return 0
+    _record_trust(trusted, untrusted)
     for r in reports:
-        if args.dry_run:
-            out(r.diff or f"# {r.host}: nothing to change\n")
-            continue
         if r.outcome == "unchanged":
             verb = "already installed" if command == "install" else "nothing of ours to remove"
             out(f"{r.host}: {verb}; nothing changed\n")
@@ -104,6 +119,51 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
     if command == "uninstall" and not args.dry_run:
         _stop_daemon_if_unused(pm, contract, home, out)
     return 0
+
+
+def _gemini_trust(plans: list, args, command: str, home: Path) -> tuple[list, str | None, bool]:
+    """Add ``--trust-folder``'s entry to Gemini's install plan, or the recorded ones' removal
+    to its uninstall plan; returns the plans, the folder to record, and whether to forget them."""
+    folder = getattr(args, "trust_folder", None)
+    gemini = [i for i, p in enumerate(plans) if p.host == "gemini"]
+    if folder and not gemini:
+        from bli_memory.core.errors import ConfigError
+
+        raise ConfigError("--trust-folder is for Gemini CLI: use it with --host gemini (or --host all "
+                          "with Gemini CLI on PATH)")
+    if not gemini:
+        return plans, None, False
+    from bli_memory.adapters.gemini_trust import with_trust, with_untrust
+
+    i = gemini[0]
+    plans = list(plans)
+    if command == "uninstall":
+        from bli_memory.installers.created import Record
+
+        plans[i] = with_untrust(plans[i], Record().trusted, home)
+        return plans, None, True
+    if not folder:
+        return plans, None, False
+    import os
+
+    plans[i], resolved = with_trust(plans[i], folder, home, os.getcwd())
+    return plans, resolved, False
+
+
+def _record_trust(trusted: str | None, forget: bool) -> None:
+    if trusted is None and not forget:
+        return
+    from bli_memory.installers.created import Record
+
+    record = Record()
+    if forget:
+        record.trusted.clear()
+    if trusted is not None:
+        record.trusted.add(trusted)
+    try:
+        record.save()
+    except OSError:
+        pass
 
 
 def _status_found(pm, contract, home: Path, out) -> int:

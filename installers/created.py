@@ -3,7 +3,10 @@
 Install records every file and folder it creates in ``installed-files.json`` under
 the state dir (:func:`bli_memory.core.paths.state_dir`), mode 0600::
 
-    {"files": ["/home/me/.codex/hooks.json", ...], "dirs": ["/home/me/.codex", ...]}
+    {"files": ["/home/me/.codex/hooks.json", ...], "dirs": ["/home/me/.codex", ...],
+     "gemini_trusted_folders": ["/home/me/project"]}
+
+(the last: folders ``--trust-folder`` trusted, :mod:`bli_memory.adapters.gemini_trust`).
 
 Uninstall then removes a recorded file when what is left of it holds nothing of
 anyone else's (:func:`hollow`: empty text, or JSON made only of empty objects and
@@ -77,6 +80,8 @@ class Record:
         dirs = data.get("dirs") if isinstance(data, dict) else None
         self.files = {str(f) for f in files or [] if isinstance(f, str)}
         self.dirs = {str(d) for d in dirs or [] if isinstance(d, str)}
+        trusted = data.get("gemini_trusted_folders") if isinstance(data, dict) else None
+        self.trusted = {str(t) for t in trusted or [] if isinstance(t, str)}
 
     def created(self, path: str | Path) -> bool:
         """Whether install created this file."""
@@ -98,13 +103,14 @@ class Record:
 
     def save(self) -> None:
         """Write the record atomically (0600), or delete it when it is empty."""
-        if not self.files and not self.dirs:
+        if not self.files and not self.dirs and not self.trusted:
             self.path.unlink(missing_ok=True)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"files": sorted(self.files), "dirs": sorted(self.dirs)}, fh, indent=2)
+            json.dump({"files": sorted(self.files), "dirs": sorted(self.dirs),
+                       "gemini_trusted_folders": sorted(self.trusted)}, fh, indent=2)
             fh.write("\n")
         os.replace(tmp, self.path)

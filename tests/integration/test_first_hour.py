@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bli_memory.core import daemon_client
-from tests.conftest import bin_path
+from tests.conftest import REPO_ROOT, bin_path
 from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
 
 pytestmark = pytest.mark.integration
@@ -128,3 +128,133 @@ def test_status_with_no_host_cli_says_so(temp_home: Path, tmp_path: Path) -> Non
     r = subprocess.run([bin_path(), "status"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.startswith("no host found"), r.stdout
     assert os.environ.get("HOME") == str(temp_home)
+
+
+# --- Gemini: receipts are not shown to the person --------------------------------------
+
+
+class StubGemini:
+    """A loopback Gemini API endpoint (docs/hosts.md section 3): one canned streamed answer."""
+
+    ANSWER = "Hello from the fake model."
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        reply = {"candidates": [{"content": {"parts": [{"text": self.ANSWER}], "role": "model"},
+                                 "finishReason": "STOP", "index": 0}],
+                 "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 5, "totalTokenCount": 10}}
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                if "streamGenerateContent" in self.path:
+                    body, kind = f"data: {json.dumps(reply)}\r\n\r\n".encode(), "text/event-stream"
+                else:
+                    body, kind = json.dumps(reply).encode(), "application/json"
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def gemini_prompt(gemini: str, home: Path, project: Path, stub: StubGemini, **env: str) -> str:
+    import json
+
+    settings = home / ".gemini" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["security"] = {"auth": {"selectedType": "gemini-api-key"}}  # else exit 41
+    settings.write_text(json.dumps(data, indent=2))
+    full = {**host_env(home, GEMINI_API_KEY="dummy", GOOGLE_GEMINI_BASE_URL=stub.url), **env}
+    # A fixed model: "auto" would first ask the router model, which the stub does not play.
+    r = subprocess.run([gemini, "-m", "gemini-2.5-flash", "-p", "What did we decide about the cache layer?"],
+                       capture_output=True, text=True, env=full, cwd=project, timeout=240,
+                       stdin=subprocess.DEVNULL)
+    assert StubGemini.ANSWER in r.stdout, r.stdout + r.stderr
+    return r.stdout + r.stderr
+
+
+def test_gemini_prompt_shows_no_receipt_and_the_log_has_one_per_hook(temp_home: Path, project: Path) -> None:
+    from bli_memory.core.paths import state_dir
+    from bli_memory.core.receipt_log import log_path
+
+    gemini = require_cli("gemini")
+    ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)
+    stub = StubGemini()
+    try:
+        shown = gemini_prompt(gemini, temp_home, project, stub)
+    finally:
+        stub.close()
+    assert "[bli-memory]" not in shown and "Hook system message" not in shown, shown
+    receipts = log_path(state_dir()).read_text().splitlines()
+    assert [line.split()[1] for line in receipts] == ["session-start", "prompt", "stop"], receipts
+    assert all(line.split()[2] == "ok" for line in receipts), receipts
+
+
+def test_gemini_failed_stop_still_tells_the_person(temp_home: Path, project: Path, tmp_path: Path) -> None:
+    gemini = require_cli("gemini")
+    ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)
+    not_a_folder = tmp_path / "store-is-a-file"
+    not_a_folder.write_text("")
+    stub = StubGemini()
+    try:
+        shown = gemini_prompt(gemini, temp_home, project, stub, BLI_MEMORY_DATA_DIR=str(not_a_folder))
+    finally:
+        stub.close()
+    assert "BLI Memory could not keep this turn" in shown, shown
+
+
+def require_cli(name: str) -> str:
+    from tests.integration.test_host_clis import require
+
+    return require(name, {"gemini": "npm @google/gemini-cli"}.get(name, name))
+
+
+def test_trust_folder_makes_gemini_enable_our_server(temp_home: Path, project: Path) -> None:
+    import json
+
+    gemini = require_cli("gemini")
+    ours(temp_home, "install", "--host", "gemini", cwd=project)
+    untrusted = host_cli(temp_home, project, gemini, "mcp", "list")
+    assert "disabled because this folder is untrusted" in untrusted, untrusted
+    ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)
+    trusted = host_cli(temp_home, project, gemini, "mcp", "list")
+    line = next((ln for ln in trusted.splitlines() if "bli-memory:" in ln), "")
+    assert line.startswith("✓ bli-memory:") and line.endswith("Connected"), trusted
+    ours(temp_home, "uninstall", "--host", "gemini", cwd=project)
+    rules = temp_home / ".gemini" / "trustedFolders.json"
+    assert not rules.exists() or str(project) not in json.loads(rules.read_text())
+
+
+def test_dry_run_all_is_labelled_per_host_and_file_and_writes_nothing(temp_home: Path) -> None:
+    every_cli()
+    before = files_under(temp_home)
+    out = ours(temp_home, "install", "--dry-run", "--host", "all").stdout
+    assert files_under(temp_home) == before
+    lines = out.splitlines()
+    for host, name in (("claude", "Claude Code"), ("codex", "Codex CLI"), ("gemini", "Gemini CLI"),
+                       ("hermes", "Hermes Agent")):
+        assert f"== {host} ({name}) ==" in lines, out
+    plugin = temp_home / ".hermes" / "plugins" / "bli-memory" / "__init__.py"
+    source_lines = len((REPO_ROOT / "adapters" / "hermes_provider.py").read_text().splitlines())
+    assert f"-- {plugin}: new file, adds {source_lines} lines (--verbose shows them)" in lines, out
+    assert f"-- {temp_home / '.codex' / 'hooks.json'}: new file" in lines
+    assert lines[-1] == "Dry run: nothing was written (10 files would change)."
+    assert "def register(" not in out  # the plugin's source is summarised
+    verbose = ours(temp_home, "install", "--dry-run", "--verbose", "--host", "all").stdout
+    assert "def register(" in verbose and len(verbose.splitlines()) > len(lines) + source_lines
+    assert files_under(temp_home) == before
