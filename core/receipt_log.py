@@ -2,9 +2,10 @@
 
 Each run writes exactly one receipt (:mod:`bli_memory.core.receipts`). Claude Code,
 Codex CLI and Hermes Agent keep a successful hook's stderr out of the person's view
-(Claude Code and Codex show it only in their debug output; Hermes logs it at debug
-level, ``agent/shell_hooks.py`` of hermes-agent 0.19.0), so there the receipt goes to
-stderr as the spec says. Gemini CLI 0.61 does not: when a hook prints nothing on
+(Claude Code shows a hook's stderr only for non-zero exits; ``codex exec`` prints only
+``hook: <Event> Completed``, docs/hosts.md; Hermes logs it at debug level,
+``agent/shell_hooks.py`` of hermes-agent 0.19.0), so there the receipt goes to stderr
+as the spec says. Gemini CLI 0.61 does not: when a hook prints nothing on
 stdout it takes stderr as the hook's output and prints it as ``Hook system message:
 ...`` on every turn (``stdout.trim() || stderr.trim()``, then
 ``convertPlainTextToHookOutput`` in the shipped bundle). For such hosts
