@@ -82,9 +82,7 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         if args.host is None:
             return _status_found(pm, contract, home, out)
         for st in status_hosts(pm, hosts, contract, home):
-            out(f"{st.host}: {st.state}\n")
-            for d in st.details:
-                out(f"  - {d}\n")
+            _status_lines(st, out)
         for host in skipped:
             out(f"{host}: not_found (skipped)\n")
         _daemon_line(out)
@@ -166,6 +164,14 @@ def _record_trust(trusted: str | None, forget: bool) -> None:
         pass
 
 
+def _status_lines(st, out) -> None:
+    out(f"{st.host}: {st.state}\n")
+    if st.state == "absent":
+        out(f"  - not installed here; `bli-memory-mcp install --host {st.host}` adds it\n")
+    for d in st.details:
+        out(f"  - {d}\n")
+
+
 def _status_found(pm, contract, home: Path, out) -> int:
     """``status`` without ``--host``: every host that has our entries or whose CLI is on PATH."""
     from bli_memory.installers.apply import known_hosts, status_hosts
@@ -173,9 +179,7 @@ def _status_found(pm, contract, home: Path, out) -> int:
     every = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
     shown = [st for st in every if st.state != "not_found"]
     for st in shown:
-        out(f"{st.host}: {st.state}\n")
-        for d in st.details:
-            out(f"  - {d}\n")
+        _status_lines(st, out)
     if not shown:
         out("no host found: none has our entries and no host CLI (claude, codex, gemini, hermes) is on "
             "PATH\n")
