@@ -66,3 +66,18 @@ def test_all_with_every_real_cli_installs_each_one(temp_home: Path) -> None:
     status = run("status", "--host", "all", home=temp_home, path=os.environ["PATH"], hermes=found["hermes"])
     for host in found:
         assert f"{host}: installed" in status.stdout, status.stdout
+
+
+def test_status_without_host_shows_the_hosts_found_and_how_to_add_one(temp_home: Path,
+                                                                       tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("codex", "gemini"):
+        (bindir / name).write_text("#!/bin/sh\nexit 0\n")
+        (bindir / name).chmod(0o755)
+    assert run("install", "--host", "codex", home=temp_home, path=str(bindir)).returncode == 0
+    lines = run("status", home=temp_home, path=str(bindir)).stdout.splitlines()
+    assert lines[0] == "codex: installed"
+    assert lines[1:3] == ["gemini: absent",
+                          "  - not installed here; `bli-memory-mcp install --host gemini` adds it"]
+    assert not any(line.startswith(("claude", "hermes")) for line in lines)  # neither CLI nor entries
