@@ -95,9 +95,7 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         from bli_memory.installers.dryrun import render
 
         names = {h: info.get("display_name", h) for h, info in known_hosts(pm).items()}
-        out(render(reports, names, verbose=args.verbose))
-        for host in skipped:
-            out(f"{host}: not found on this machine; skipped\n")
+        out(render(reports, names, verbose=args.verbose, skipped=tuple(skipped)))
         return 0
     _record_trust(trusted, untrusted)
     for r in reports:
@@ -107,9 +105,8 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         else:
             verb = "installed" if command == "install" else "uninstalled"
             out(f"{r.host}: {verb} ({', '.join(r.files)})\n")
-            if r.backups:
-                for backup in r.backups:
-                    out(f"  - backup of the previous version: {backup}\n")
+            for backup in r.backups:
+                out(f"  - backup of the previous version: {backup}\n")
         for note in r.notes:
             out(f"  - {note}\n")
     for host in skipped:

@@ -45,13 +45,15 @@ def _summary(old: str | None, new: str | None) -> str:
     return f"changes {changed} lines"
 
 
-def render(reports: list[Any], display_names: dict[str, str], *, verbose: bool) -> str:
+def render(reports: list[Any], display_names: dict[str, str], *, verbose: bool,
+           skipped: tuple[str, ...] = ()) -> str:
     """The dry run's text for the hosts' ``reports`` (:class:`~bli_memory.installers.apply.HostReport`).
 
     Args:
         reports: One report per host, with ``texts`` (path -> (old, new)) and ``owned``.
         display_names: Host name -> its display name ("Gemini CLI").
         verbose: Show the full diff of owned files too.
+        skipped: Hosts ``--host all`` skipped (not on this machine).
     """
     from bli_memory.installers.files import unified_diff
 
@@ -71,6 +73,7 @@ def render(reports: list[Any], display_names: dict[str, str], *, verbose: bool) 
             lines.append(f"-- {path}: {_what(old, new)}")
             lines.append(unified_diff(Path(path), old, new).rstrip("\n"))
         lines.extend(f"  - {note}" for note in r.notes)
+    lines.extend(f"== {host}: not found on this machine; skipped ==" for host in skipped)
     files = "1 file" if count == 1 else f"{count} files"
     lines.append(f"Dry run: nothing was written ({files} would change)." if count
                  else "Dry run: nothing was written (nothing would change).")

@@ -81,3 +81,16 @@ def test_status_without_host_shows_the_hosts_found_and_how_to_add_one(temp_home:
     assert lines[1:3] == ["gemini: absent",
                           "  - not installed here; `bli-memory-mcp install --host gemini` adds it"]
     assert not any(line.startswith(("claude", "hermes")) for line in lines)  # neither CLI nor entries
+
+
+def test_dry_run_all_names_the_skipped_hosts_and_ends_saying_nothing_was_written(temp_home: Path,
+                                                                                 tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "codex").write_text("#!/bin/sh\nexit 0\n")
+    (bindir / "codex").chmod(0o755)
+    lines = run("install", "--dry-run", "--host", "all", home=temp_home, path=str(bindir)).stdout.splitlines()
+    assert lines[0] == "== codex (Codex CLI) =="
+    assert "== gemini: not found on this machine; skipped ==" in lines
+    assert lines[-1] == "Dry run: nothing was written (2 files would change)."
+    assert not (temp_home / ".codex").exists()
