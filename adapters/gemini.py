@@ -13,9 +13,12 @@ An AfterAgent with ``stop_hook_active: true`` is a retry another hook forced; it
 
 Output: stdout must be JSON only (plain text is shown to the person, never to the
 model): context as ``hookSpecificOutput.additionalContext``. AfterAgent prints
-nothing at all, also on failure: a ``decision`` there would force a retry, and the
-hosts notes ask a memory hook for "nothing or ``{}``". Exit code always 0 (exit 2
-blocks the turn on BeforeAgent and forces a retry on AfterAgent).
+nothing, or on failure only ``{"systemMessage": ...}``: Gemini displays a
+``systemMessage`` and retries the turn only on a ``decision`` of ``block``/``deny``
+(``isBlockingDecision`` in the shipped bundle), so the person learns the turn was
+not kept and nothing is retried. Exit code always 0 (exit 2 blocks the turn on
+BeforeAgent and forces a retry on AfterAgent). With stdout empty Gemini shows
+stderr to the person, so receipts go to a log file (:mod:`bli_memory.core.receipt_log`).
 
 Transcript: JSONL under ``~/.gemini/tmp/<slug>/chats/``: a header line, ``$set``
 patch lines and message records ``{"type": "user", "content": [{"text"}, …]}`` /
@@ -25,8 +28,8 @@ exchange (``prompt`` + ``prompt_response``); the transcript is the fallback.
 Install: ``mcpServers`` and ``hooks`` in ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME``
 replaces the home folder when set); hook timeouts in milliseconds, every handler
 named. Folder trust is on by default in 0.61 and then disables every MCP server in
-folders Gemini does not trust: :func:`folder_trust_note` says so in one sentence;
-trust itself is never edited here.
+folders Gemini does not trust: :func:`folder_trust_note` says so in one line with the
+remedy; trust is edited only on request (``--trust-folder``, :mod:`bli_memory.adapters.gemini_trust`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from bli_memory.core.blocks import strip_injected
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HostError
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
-from bli_memory.core.payloads import additional_context
+from bli_memory.core.payloads import additional_context, failed_stop_message
 from bli_memory.core.payloads import payload_str as _str
 from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import dict_at as _dict_at
@@ -90,6 +93,8 @@ def host_parse_payload(host: str, event: str, payload: dict[str, Any]) -> HookIn
 def host_render(host: str, result: HookResult) -> RenderedOutput | None:
     if host != HOST:
         return None
+    if result.event == "stop" and result.outcome == "failed":
+        return RenderedOutput(stdout=failed_stop_message(result.reason))
     if result.event == "stop" or result.outcome != "ok" or not result.block:
         return RenderedOutput()
     return RenderedOutput(stdout=additional_context(EVENTS[result.event], result.block))
@@ -196,13 +201,17 @@ def folder_trusted(folder: str, home: Any, settings: dict[str, Any] | None = Non
     return None
 
 
+#: How :func:`folder_trust_note` starts (the installer drops it once it trusts the folder).
+TRUST_NOTE_PREFIX = "Gemini CLI disables bli-memory in "
+
+
 def folder_trust_note(folder: str, home: Any, settings: dict[str, Any] | None = None) -> str | None:
-    """One sentence when Gemini would disable our MCP server in ``folder``, else None."""
+    """One line when Gemini would disable our MCP server in ``folder``, with the exact remedy."""
     if folder_trusted(folder, home, settings):
         return None
-    return (f"Gemini CLI's folder trust is on and {folder} is not a trusted folder, so Gemini disables "
-            "every MCP server there, bli-memory included, until you trust the folder (Gemini's "
-            "/permissions trust command, or ~/.gemini/trustedFolders.json).")
+    return (f"{TRUST_NOTE_PREFIX}{folder}, an untrusted folder; to trust it run "
+            f"`bli-memory-mcp install --host gemini --trust-folder {folder}`, or /permissions trust in "
+            f"Gemini, or add \"{folder}\": \"TRUST_FOLDER\" to {_gemini_dir(home) / 'trustedFolders.json'}")
 
 
 # --- install / uninstall / status ------------------------------------------------------

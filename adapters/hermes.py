@@ -436,7 +436,8 @@ def host_plan_config(host: str, contract: dict[str, Any], home: Any, uninstall: 
 
     if not uninstall and hermes_bin() is not None and hermes_has_mcp() is False:
         notes.append(MCP_EXTRA_NOTE)
-    return HostConfigPlan(host=HOST, files=files, notes=tuple(notes))
+    owned = tuple(str(plugin_dir / name) for name in PLUGIN_FILES if str(plugin_dir / name) in files)
+    return HostConfigPlan(host=HOST, files=files, notes=tuple(notes), owned=owned)
 
 
 @hookimpl

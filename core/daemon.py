@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core import daemon_client, paths
+from bli_memory.core import daemon_client, daemon_start, paths
 from bli_memory.core._version import VERSION
 
 __all__ = [
@@ -332,6 +332,8 @@ class Daemon:
                     close()
                 except Exception:
                     pass
+        if self.stop_reason == "stop_requested":
+            daemon_start.clear_ready()  # stopped on purpose: not restarted at once
         self._release()
 
     def _release(self) -> None:
@@ -408,6 +410,7 @@ class Daemon:
         finally:
             self.last_request = time.monotonic()  # idle time counts from ready
             self._ready.set()
+            daemon_start.mark_ready(self.pid)  # a hook restarts a daemon that ran, at once
 
     # --- extract jobs ------------------------------------------------------------------
 

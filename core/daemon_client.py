@@ -46,7 +46,6 @@ import json
 import os
 import socket
 import stat
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -55,6 +54,7 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
+from bli_memory.core.daemon_start import RECOVERY_SPAWN_INTERVAL_S, SPAWN_INTERVAL_S, spawn, spawn_stamp_path
 
 __all__ = [
     "CONNECT_BUDGET_S",
@@ -79,12 +79,6 @@ __all__ = [
 
 #: Connect budget of a hook (BLI Memory spec: 50 ms, inside the hook's deadline).
 CONNECT_BUDGET_S = 0.05
-#: The prompt hook starts the daemon at most this often per user (spec: once an hour).
-SPAWN_INTERVAL_S = 3600.0
-#: After a stand-down or a stale socket the hourly stamp is ignored, but never more
-#: than one start per this many seconds, so a daemon that keeps dying cannot turn
-#: every prompt into a model load.
-RECOVERY_SPAWN_INTERVAL_S = 10.0
 #: Longest line either side accepts: the largest hook payload (4 MiB, see
 #: :mod:`bli_memory.core.hook_stdin`) plus room for the envelope.
 MAX_LINE_BYTES = 4 * 1024 * 1024 + 64 * 1024
@@ -405,86 +399,3 @@ def status(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         "pid": pid if isinstance(pid, int) else None,
         "socket": str(path),
     }
-
-
-# --- starting it -----------------------------------------------------------------
-
-
-def spawn_stamp_path(environ: Mapping[str, str] | None = None) -> Path:
-    """File holding the time the daemon was last started (``memory-daemon.stamp``)."""
-    return paths.state_dir(environ) / "memory-daemon.stamp"
-
-
-def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
-          now: float | None = None) -> bool:
-    """Start ``bli-memory-mcp daemon`` detached, unless one was started recently.
-
-    Never blocks and never raises: the child gets its own session, ``/dev/null`` for
-    stdin/stdout/stderr and the caller's environment; nobody waits for it. A second
-    daemon that races this one exits 0 by itself (``daemon_already_running``).
-
-    Args:
-        force: Ignore the hourly stamp (after a stand-down or a stale socket); still at
-            most one start per :data:`RECOVERY_SPAWN_INTERVAL_S`.
-        environ: Environment for the child (default ``os.environ``).
-        now: Current epoch seconds (default ``time.time()``).
-
-    Returns:
-        True when a daemon process was started.
-    """
-    import fcntl
-
-    env = dict(_env(environ))
-    now = time.time() if now is None else now
-    interval = RECOVERY_SPAWN_INTERVAL_S if force else SPAWN_INTERVAL_S
-    try:
-        stamp = spawn_stamp_path(env)
-        stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(stamp, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # another hook is starting it right now
-        try:
-            last = float(os.read(fd, 64).decode("ascii").strip() or "nan")
-        except (OSError, ValueError, UnicodeDecodeError):
-            last = float("nan")
-        if last == last and 0 <= now - last < interval:  # NaN (no stamp) never matches
-            return False
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{now:.3f}\n".encode("ascii"))
-        return _launch(env)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def _launch(env: dict[str, str]) -> bool:
-    argv = [sys.executable, "-m", "bli_memory.core.cli", "daemon"]
-    try:
-        actions = [
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
-        ]
-        os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
-        return True
-    except (AttributeError, NotImplementedError):
-        pass
-    except OSError:
-        return False
-    import subprocess
-
-    try:
-        subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
-        )
-    except OSError:
-        return False
-    return True

@@ -12,7 +12,8 @@ spec for every event and every host:
 4. **Skip trivial prompts** without searching (closed list + length, identifier
    override; :mod:`bli_memory.core.trivial`).
 
-Plus one stderr receipt per run on every branch (:mod:`bli_memory.core.receipts`),
+Plus one receipt per run on every branch (:mod:`bli_memory.core.receipts`), on stderr
+or, for hosts that show stderr to the person, in a log file (:mod:`bli_memory.core.receipt_log`),
 hourly counts in the stats file (not for ``--probe`` runs), and a ``systemMessage``
 when a stop fails, because a failed save means the turn was not kept.
 
@@ -29,8 +30,9 @@ Two routes answer a run, and both run the same function,
 
 Runs that reached the memory backend record the route that answered, ``via`` on the
 receipt and ``via:daemon`` / ``via:direct`` in the stats. The prompt hook starts the
-daemon, detached, when it found none (at most once an hour) or a stale socket, and
-any hook does when the daemon stood down for another version.
+daemon, detached, when it found none or a stale socket (at once after a daemon that
+ran, with backoff after failed starts: :mod:`bli_memory.core.daemon_start`), and any
+hook does when the daemon stood down for another version.
 
 The entry path imports the standard library and pluggy only; the daemon route needs
 nothing more, and the engine (numpy, onnxruntime, the store) is imported on the
@@ -44,7 +46,7 @@ import sys
 import time
 from typing import Any
 
-from bli_memory.core import hook_stats, paths
+from bli_memory.core import hook_stats, paths, receipt_log
 from bli_memory.core.hook_stdin import StdinFailure, read_payload
 from bli_memory.core.receipts import format_receipt, to_log_reason
 
@@ -107,11 +109,8 @@ class _Run:
             body["daemon"] = self.daemon_note
         if self.probe:
             body["probe"] = "stats_excluded"
-        try:
-            sys.stderr.write(format_receipt(self.event, outcome, body))
-            sys.stderr.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
+        receipt_log.emit(format_receipt(self.event, outcome, body), host=self.host, outcome=outcome,
+                         state_dir=paths.state_dir())
         if not self.probe:
             keys = [hook_stats.outcome_key(outcome, body.get("reason"))]
             if self.via:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from bli_memory.core._version import VERSION
 from bli_memory.core.errors import BliMemoryError
+from bli_memory.core.tool_text import add_tool
 from bli_memory.core.version_ids import version_note
 
 if TYPE_CHECKING:
@@ -515,28 +516,32 @@ def build_server(state_factory: Any) -> MCPServer:
         note = version_note(id, res.memory, res.named)
         return result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.{note}", out)
 
-    server.add_tool(
+    add_tool(
+        server,
         search_memory,
         annotations=ToolAnnotations(
             title="Search memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
             open_world_hint=False,
         ),
     )
-    server.add_tool(
+    add_tool(
+        server,
         save_memory,
         annotations=ToolAnnotations(
             title="Save memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False,
             open_world_hint=False,
         ),
     )
-    server.add_tool(
+    add_tool(
+        server,
         update_memory,
         annotations=ToolAnnotations(
             title="Update memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False,
             open_world_hint=False,
         ),
     )
-    server.add_tool(
+    add_tool(
+        server,
         forget_memory,
         annotations=ToolAnnotations(
             title="Forget memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
@@ -693,12 +698,12 @@ def build_server(state_factory: Any) -> MCPServer:
                                 open_world_hint=False)
     for fn, title in ((memory_info, "Memory info"), (list_memories, "List memories"),
                       (get_memory, "Get memory"), (memory_status, "Memory status")):
-        server.add_tool(fn, annotations=read_only.model_copy(update={"title": title}))
+        add_tool(server, fn, annotations=read_only.model_copy(update={"title": title}))
     switch = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                              open_world_hint=False)
     for fn, title in ((enable_memory, "Enable memory"), (disable_memory, "Disable memory"),
                       (record_session, "Record session"), (memory_audit, "Audit memory store")):
-        server.add_tool(fn, annotations=switch.model_copy(update={"title": title}))
+        add_tool(server, fn, annotations=switch.model_copy(update={"title": title}))
     # --- experience log (BLI Memory spec "Live A/B"; bli_memory.core.experience) ---------
 
     from mcp.server.mcpserver import Context
@@ -768,7 +773,8 @@ def build_server(state_factory: Any) -> MCPServer:
     memory_experience.__annotations__.update(
         ctx=Context, **{"return": Annotated[CallToolResult, ExperienceOutput]}
     )
-    server.add_tool(
+    add_tool(
+        server,
         memory_experience,
         annotations=ToolAnnotations(
             title="Record memory experience", read_only_hint=False, destructive_hint=False,

@@ -286,11 +286,14 @@ class HostConfigPlan:
         files: Map of absolute path -> (old text or None when absent, new text or None
             to delete). Only files whose text changes are listed.
         notes: One-line remarks for the person (trust, extras needed, ...).
+        owned: Paths among ``files`` whose whole content is ours (a plugin's source):
+            a dry run summarises them instead of printing every line.
     """
 
     host: str
     files: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    owned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

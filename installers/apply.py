@@ -30,6 +30,8 @@ class HostReport:
     notes: list[str] = field(default_factory=list)
     diff: str = ""
     backups: list[str] = field(default_factory=list)
+    texts: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    owned: set[str] = field(default_factory=set)
 
 
 def known_hosts(pm: Any) -> dict[str, dict[str, Any]]:
@@ -47,7 +49,7 @@ def select_hosts(pm: Any, requested: str) -> tuple[list[str], list[str]]:
     """
     hosts = known_hosts(pm)
     if requested == "all":
-        present = [h for h, info in hosts.items() if info.get("present")]
+        present = sorted(h for h, info in hosts.items() if info.get("present"))
         return present, [h for h in hosts if h not in present]
     if requested not in hosts:
         raise ConfigError(f"unknown host {requested!r}; known: {', '.join(sorted(hosts))}, all")
@@ -70,36 +72,62 @@ def plan_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path, 
     return plans
 
 
-def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool) -> list[HostReport]:
+def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool = False) -> list[HostReport]:
     """Write (or, with ``dry_run``, only diff) every planned file, all or nothing.
 
     Every new file and every backup is staged first; only when all were staged are
-    the targets replaced (renames). If staging fails, nothing is changed.
+    the targets replaced (renames). If staging fails, nothing is changed. Install
+    records the files and folders it creates; uninstall removes a recorded file left
+    :func:`~bli_memory.installers.created.hollow` (without a backup) and a recorded
+    folder left empty (:mod:`bli_memory.installers.created`).
 
     Raises:
         InstallConflict: a file could not be staged (permissions, disk full, ...).
     """
+    from bli_memory.installers.created import Record, hollow, missing_dirs
+
+    record = Record()
     reports = []
-    staged: list[tuple[HostReport, StagedWrite]] = []
+    staged: list[tuple[HostReport, str, StagedWrite]] = []
+    created: list[Path] = []
     try:
         for plan in plans:
             report = HostReport(host=plan.host, outcome="changed" if plan.files else "unchanged",
-                                notes=list(plan.notes))
+                                notes=list(plan.notes), owned=set(plan.owned))
             reports.append(report)
             for path, (old, new) in plan.files.items():
+                ours_alone = uninstall and record.created(path) and hollow(new)
+                if ours_alone:
+                    new = None
                 report.files.append(path)
                 report.diff += unified_diff(Path(path), old, new)
-                if not dry_run:
-                    staged.append((report, stage_write(Path(path), new)))
+                report.texts[path] = (old, new)
+                if dry_run:
+                    continue
+                if old is None and new is not None:
+                    record.files.add(path)
+                    created.extend(missing_dirs(Path(path)))
+                staged.append((report, path, stage_write(Path(path), new, backup=not ours_alone)))
     except OSError as exc:
-        for _, write in staged:
+        for _, _, write in staged:
             discard_write(write)
         raise InstallConflict(f"cannot prepare {exc.filename or 'a config file'}: {exc.strerror}; "
                               "nothing was written") from exc
-    for report, write in staged:
+    for report, path, write in staged:
         commit_write(write)
         if write.backup is not None:
             report.backups.append(str(write.backup))
+        if write.tmp is None:
+            record.files.discard(path)
+    if dry_run:
+        return reports
+    record.dirs.update(str(d) for d in created)
+    if uninstall:
+        record.remove_empty_dirs()
+    try:
+        record.save()
+    except OSError:
+        pass  # the record only helps a later uninstall tidy up; the install itself is done
     return reports
 
 

@@ -55,45 +55,149 @@ def _home() -> Path:
 def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
     """Run ``install``, ``uninstall`` or ``status``; returns the exit code."""
     parser = argparse.ArgumentParser(prog=f"{prog} {command}")
-    parser.add_argument("--host", default="claude", help="claude, codex, gemini, hermes, or all")
+    if command == "status":
+        parser.add_argument("--host", default=None,
+                            help="claude, codex, gemini, hermes, or all (default: every host that has "
+                                 "our entries or whose CLI is on PATH)")
+    else:
+        parser.add_argument("--host", default="claude", help="claude, codex, gemini, hermes, or all")
     if command != "status":
-        parser.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print what would change, per host and file, and write nothing")
+        parser.add_argument("--verbose", action="store_true",
+                            help="with --dry-run, show the full diff of plugin files too")
+    if command == "install":
+        parser.add_argument("--trust-folder", metavar="PATH",
+                            help="Gemini only: also trust PATH in ~/.gemini/trustedFolders.json "
+                                 "(Gemini disables MCP servers in untrusted folders); uninstall removes it")
     args = parser.parse_args(argv)
     from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
 
     pm = _pm()
     contract = build_contract()
-    hosts, skipped = select_hosts(pm, args.host)
+    hosts, skipped = select_hosts(pm, args.host or "all")
     home = _home()
     out = sys.stdout.write
     if command == "status":
+        if args.host is None:
+            return _status_found(pm, contract, home, out)
         for st in status_hosts(pm, hosts, contract, home):
-            out(f"{st.host}: {st.state}\n")
-            for d in st.details:
-                out(f"  - {d}\n")
+            _status_lines(st, out)
         for host in skipped:
             out(f"{host}: not_found (skipped)\n")
         _daemon_line(out)
         return 0
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
-    reports = apply_plans(plans, dry_run=args.dry_run)
+    plans, trusted, untrusted = _gemini_trust(plans, args, command, home)
+    reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
+    if args.dry_run:
+        from bli_memory.installers.apply import known_hosts
+        from bli_memory.installers.dryrun import render
+
+        names = {h: info.get("display_name", h) for h, info in known_hosts(pm).items()}
+        out(render(reports, names, verbose=args.verbose, skipped=tuple(skipped)))
+        return 0
+    _record_trust(trusted, untrusted)
     for r in reports:
-        if args.dry_run:
-            out(r.diff or f"# {r.host}: nothing to change\n")
-            continue
         if r.outcome == "unchanged":
             verb = "already installed" if command == "install" else "nothing of ours to remove"
             out(f"{r.host}: {verb}; nothing changed\n")
         else:
             verb = "installed" if command == "install" else "uninstalled"
             out(f"{r.host}: {verb} ({', '.join(r.files)})\n")
-            if r.backups:
-                out(f"  previous versions kept as {', '.join(r.backups)}\n")
+            for backup in r.backups:
+                out(f"  - backup of the previous version: {backup}\n")
         for note in r.notes:
             out(f"  - {note}\n")
     for host in skipped:
         out(f"{host}: not found on this machine; skipped\n")
+    if command == "uninstall" and not args.dry_run:
+        _stop_daemon_if_unused(pm, contract, home, out)
     return 0
+
+
+def _gemini_trust(plans: list, args, command: str, home: Path) -> tuple[list, str | None, bool]:
+    """Add ``--trust-folder``'s entry to Gemini's install plan, or the recorded ones' removal
+    to its uninstall plan; returns the plans, the folder to record, and whether to forget them."""
+    folder = getattr(args, "trust_folder", None)
+    gemini = [i for i, p in enumerate(plans) if p.host == "gemini"]
+    if folder and not gemini:
+        from bli_memory.core.errors import ConfigError
+
+        raise ConfigError("--trust-folder is for Gemini CLI: use it with --host gemini (or --host all "
+                          "with Gemini CLI on PATH)")
+    if not gemini:
+        return plans, None, False
+    from bli_memory.adapters.gemini_trust import with_trust, with_untrust
+
+    i = gemini[0]
+    plans = list(plans)
+    if command == "uninstall":
+        from bli_memory.installers.created import Record
+
+        plans[i] = with_untrust(plans[i], Record().trusted, home)
+        return plans, None, True
+    if not folder:
+        return plans, None, False
+    import os
+
+    plans[i], resolved = with_trust(plans[i], folder, home, os.getcwd())
+    return plans, resolved, False
+
+
+def _record_trust(trusted: str | None, forget: bool) -> None:
+    if trusted is None and not forget:
+        return
+    from bli_memory.installers.created import Record
+
+    record = Record()
+    if forget:
+        record.trusted.clear()
+    if trusted is not None:
+        record.trusted.add(trusted)
+    try:
+        record.save()
+    except OSError:
+        pass
+
+
+def _status_lines(st, out) -> None:
+    out(f"{st.host}: {st.state}\n")
+    if st.state == "absent":
+        out(f"  - not installed here; `bli-memory-mcp install --host {st.host}` adds it\n")
+    for d in st.details:
+        out(f"  - {d}\n")
+
+
+def _status_found(pm, contract, home: Path, out) -> int:
+    """``status`` without ``--host``: every host that has our entries or whose CLI is on PATH."""
+    from bli_memory.installers.apply import known_hosts, status_hosts
+
+    every = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
+    shown = [st for st in every if st.state != "not_found"]
+    for st in shown:
+        _status_lines(st, out)
+    if not shown:
+        out("no host found: none has our entries and no host CLI (claude, codex, gemini, hermes) is on "
+            "PATH\n")
+    _daemon_line(out)
+    return 0
+
+
+def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
+    """After an uninstall that left no host with our entries, stop the daemon (its hooks are gone)."""
+    from bli_memory.installers.apply import known_hosts, status_hosts
+
+    states = [st.state for st in status_hosts(pm, sorted(known_hosts(pm)), contract, home)]
+    if any(state in ("installed", "outdated") for state in states):
+        return
+    try:
+        from bli_memory.core.daemon_client import stop
+    except ImportError:
+        return
+    pid = stop()
+    if pid is not None:
+        out(f"daemon: stopped (pid {pid}); no host runs our hooks any more\n")
 
 
 def _daemon_line(out) -> None:

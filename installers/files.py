@@ -7,8 +7,9 @@
   the original was written the usual way (``JSON.stringify(x, null, 2)``).
 - :func:`atomic_write` writes a temp file in the same folder, keeps the old file's
   mode (``~/.claude.json`` is 0600), saves a backup of the previous content next to
-  it (``<name>.bli-memory-<UTC time>.bak``, never overwriting an earlier one), follows
-  a symlink to its target, and renames over the original. :func:`stage_write` and
+  it (``<name>.bli-memory-<UTC time>.bak``; once the change is in place the older
+  backups of that file are pruned, so one is kept per file), follows a symlink to its
+  target, and renames over the original. :func:`stage_write` and
   :func:`commit_write` split that in two so several files change all or nothing.
 - :func:`unified_diff` is what ``--dry-run`` prints.
 
@@ -31,6 +32,7 @@ __all__ = [
     "BACKUP_SUFFIX",
     "StagedWrite",
     "atomic_write",
+    "backups_of",
     "commit_write",
     "conflict",
     "dict_at",
@@ -129,6 +131,13 @@ def put_or_drop(container: dict[str, Any], key: str, value: Any, before: Any) ->
         container[key] = value
 
 
+def backups_of(path: Path) -> list[Path]:
+    """Every ``<name>.bli-memory-<UTC time>.bak`` beside ``path``, oldest first."""
+    import glob
+
+    return sorted(path.parent.glob(f"{glob.escape(path.name)}{BACKUP_SUFFIX.removesuffix('.bak')}-*.bak"))
+
+
 def _backup_name(path: Path) -> Path:
     """A backup path that never overwrites an earlier backup (UTC timestamp in the name)."""
     import time
@@ -146,24 +155,27 @@ class StagedWrite:
     backup: Path | None
 
 
-def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> StagedWrite:
+def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600,
+                backup: bool = True) -> StagedWrite:
     """Prepare replacing ``path`` (the symlink's target, if it is one) with ``text``.
 
-    Writes a backup of the current content and the new content to temp files; the
-    target is untouched until :func:`commit_write`. ``text=None`` stages a removal.
+    Writes a backup of the current content (unless ``backup`` is False: a file of ours
+    alone that uninstall removes) and the new content to temp files; the target is
+    untouched until :func:`commit_write`. ``text=None`` stages a removal.
     """
     path = Path(os.path.realpath(path))  # write through a dotfiles symlink, keep the link
     path.parent.mkdir(parents=True, exist_ok=True)
-    backup: Path | None = None
+    kept: Path | None = None
     mode = default_mode
     if path.exists():
         mode = path.stat().st_mode & 0o777
-        backup = _backup_name(path)
-        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    if path.exists() and backup:
+        kept = backup_path = _backup_name(path)
+        fd = os.open(backup_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(path.read_bytes())
     if text is None:
-        return StagedWrite(path, None, backup)
+        return StagedWrite(path, None, kept)
     import tempfile
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -176,15 +188,22 @@ def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600) -> S
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return StagedWrite(path, tmp, backup)
+    return StagedWrite(path, tmp, kept)
 
 
 def commit_write(staged: StagedWrite) -> None:
-    """Put a staged change in place (an atomic rename, or the removal)."""
+    """Put a staged change in place (an atomic rename, or the removal).
+
+    Older backups of the file are then pruned: the one this change made is kept. A
+    change staged without a backup keeps none.
+    """
     if staged.tmp is None:
         staged.path.unlink(missing_ok=True)
     else:
         os.replace(staged.tmp, staged.path)
+    for old in backups_of(staged.path):
+        if old != staged.backup:
+            old.unlink(missing_ok=True)
 
 
 def discard_write(staged: StagedWrite) -> None:

@@ -25,11 +25,14 @@ class HookRun:
     returncode: int
     stdout: str
     stderr: str
+    log: str = ""  # what the run appended to the receipt log (hosts that show stderr)
 
     @property
     def receipt(self) -> tuple[str, dict[str, Any]]:
-        lines = [ln for ln in self.stderr.splitlines() if ln.startswith("[bli-memory]")]
-        assert len(lines) == 1, self.stderr
+        """The run's one receipt: from the receipt log when it wrote there, else stderr."""
+        source = self.log or self.stderr
+        lines = [ln for ln in source.splitlines() if ln.startswith("[bli-memory]")]
+        assert len(lines) == 1, source
         m = RECEIPT.match(lines[0])
         assert m, lines[0]
         return m.group(2), json.loads(m.group(3))
@@ -71,9 +74,25 @@ def run_hook(event: str, stdin: bytes | str | dict | None, *, cwd: Path | None =
         kwargs["stdin"] = subprocess.DEVNULL
     else:
         kwargs["input"] = stdin
+    log = receipt_log_path(full_env)
+    start = log.stat().st_size if log.exists() else 0
     proc = subprocess.run([bin_path(), "hook", event, *args], cwd=cwd, env=full_env,
                           capture_output=True, timeout=timeout, **kwargs)
-    return HookRun(proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", "replace"))
+    written = ""
+    if log.exists():
+        with log.open("rb") as fh:
+            fh.seek(start if log.stat().st_size >= start else 0)
+            written = fh.read().decode("utf-8", "replace")
+    return HookRun(proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", "replace"),
+                   written)
+
+
+def receipt_log_path(environ: dict[str, str] | None = None) -> Path:
+    """The receipt log of the environment's state dir."""
+    from bli_memory.core.paths import state_dir
+    from bli_memory.core.receipt_log import log_path
+
+    return log_path(state_dir(environ))
 
 
 def save(project: Path, *contents: str) -> None:

@@ -72,3 +72,15 @@ def _help_text() -> str:
 
 def test_cli_reference_is_up_to_date() -> None:
     assert (DOCS / "cli.md").read_text() == _help_text(), "run: python scripts/gen_cli_docs.py"
+
+
+def test_readme_test_section_says_how_to_get_every_host_cli() -> None:
+    """The integration tests skip without the host CLIs; README's "Test" says how to get them."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Test", 1)[1].split("\n## ", 1)[0]
+    coverage = [p for p in section.split("\n\n") if "full coverage" in p]
+    assert coverage and ".ci/run" in coverage[0], section
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    for package in ("@anthropic-ai/claude-code", "@openai/codex", "@google/gemini-cli", "hermes-agent[mcp]"):
+        assert package in ci, package
+    assert "BLI_MEMORY_REQUIRE_INTEGRATION=1" in ci

@@ -192,15 +192,19 @@ def test_an_unrelated_server_named_bli_memory_is_never_clobbered(temp_home: Path
     assert json.loads((temp_home / ".claude.json").read_text()) == theirs
 
 
-def test_symlinked_config_is_edited_through_the_link_and_backups_accumulate(temp_home: Path) -> None:
+def test_symlinked_config_is_edited_through_the_link_keeping_one_backup(temp_home: Path) -> None:
     dotfiles = temp_home / "dotfiles"
     dotfiles.mkdir()
     (dotfiles / "settings.json").write_text('{"model": "opus"}\n')
     (temp_home / ".claude").mkdir()
     (temp_home / ".claude" / "settings.json").symlink_to(dotfiles / "settings.json")
     assert cli("install", home=temp_home).returncode == 0
-    assert cli("uninstall", home=temp_home).returncode == 0
+    [first] = sorted(dotfiles.glob("settings.json.bli-memory-*.bak"))
+    assert first.read_text() == '{"model": "opus"}\n'
+    installed = (dotfiles / "settings.json").read_text()
+    r = cli("uninstall", home=temp_home)
+    assert r.returncode == 0
     assert (temp_home / ".claude" / "settings.json").is_symlink()
     assert json.loads((dotfiles / "settings.json").read_text()) == {"model": "opus"}
-    backups = sorted(dotfiles.glob("settings.json.bli-memory-*.bak"))
-    assert len(backups) == 2 and backups[0].read_text() == '{"model": "opus"}\n'
+    [backup] = sorted(dotfiles.glob("settings.json.bli-memory-*.bak"))  # the older one is pruned
+    assert backup.read_text() == installed and str(backup) in r.stdout

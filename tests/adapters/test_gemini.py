@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.conftest import FIXTURES, REPO_ROOT, bin_path
 from tests.hooks_util import extract_jobs as jobs
-from tests.hooks_util import run_hook, save
+from tests.hooks_util import receipt_log_path, run_hook, save
 
 GEMINI = FIXTURES / "gemini"
 SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "gemini-cli-settings.schema.json"
@@ -95,10 +95,41 @@ def test_after_agent_retry_is_reentrant(project: Path) -> None:
     assert jobs() == []
 
 
-def test_failed_after_agent_still_prints_nothing(project: Path) -> None:
+def test_failed_after_agent_tells_the_person_without_forcing_a_retry(project: Path) -> None:
     r = run_hook("stop", fixture("after_agent.json", cwd=str(project), prompt_response=7), args=HOST)
-    assert r.returncode == 0 and r.stdout == ""
+    assert r.returncode == 0
+    shown = json.loads(r.stdout)
+    assert set(shown) == {"systemMessage"} and "not saved" in shown["systemMessage"]  # no decision
     assert r.receipt[0] == "failed"
+
+
+def test_receipts_go_to_the_log_file_and_stderr_stays_quiet(project: Path) -> None:
+    skipped = run_hook("prompt", fixture("before_agent.json", cwd=str(project), prompt="ok"), args=HOST)
+    assert skipped.stderr == "" and skipped.receipt == ("skipped", {"reason": "trivial_prompt"})
+    ok = run_hook("prompt", fixture("before_agent.json", cwd=str(project),
+                                    prompt="What did we decide about the cache layer?"), args=HOST)
+    assert ok.stderr == "" and ok.stdout == "" and ok.receipt[0] == "ok"
+    log = receipt_log_path()
+    assert log.stat().st_mode & 0o777 == 0o600
+    assert log.read_text().count("[bli-memory] prompt ") == 2  # one receipt per run
+    failed = run_hook("stop", fixture("after_agent.json", cwd=str(project), prompt_response=7), args=HOST)
+    assert failed.receipt[0] == "failed" and "[bli-memory] stop failed" in failed.stderr
+    claude = run_hook("prompt", {"session_id": "s", "cwd": str(project), "prompt": "ok",
+                                 "hook_event_name": "UserPromptSubmit"})
+    assert claude.log == "" and claude.receipt[0] == "skipped"  # Claude Code hides stderr: it stays there
+
+
+def test_the_receipt_log_rotates_at_its_size_cap(tmp_path: Path) -> None:
+    from bli_memory.core import receipt_log
+
+    line = "[bli-memory] prompt skipped {\"reason\":\"trivial_prompt\"}\n"
+    state = tmp_path / "state"
+    for _ in range(2 * (receipt_log.LOG_MAX_BYTES // len(line)) + 10):
+        receipt_log.emit(line, host="gemini", outcome="skipped", state_dir=state)
+    log = receipt_log.log_path(state)
+    assert log.stat().st_size <= receipt_log.LOG_MAX_BYTES
+    assert log.with_name(log.name + ".1").stat().st_size <= receipt_log.LOG_MAX_BYTES
+    assert sorted(p.name for p in state.iterdir()) == [log.name, log.name + ".1"]
 
 
 def test_transcript_is_the_fallback_for_the_exchange(tmp_path: Path) -> None:
@@ -168,10 +199,10 @@ def test_install_over_fixture_settings_keeps_everything(temp_home: Path, project
     assert settings["hooks"]["BeforeAgent"][1]["hooks"][0]["timeout"] == 5000
     assert settings["hooks"]["AfterAgent"][1]["hooks"][0]["name"] == "bli-memory-stop"
     # the folder is not trusted: install and status say so, in one sentence each
-    [note] = [ln for ln in r.stdout.splitlines() if "folder trust" in ln]
+    [note] = [ln for ln in r.stdout.splitlines() if "an untrusted folder" in ln]
     assert str(project) in note and note.count(". ") == 0
     status = cli("status", "--host", "gemini", home=temp_home, cwd=project).stdout
-    assert status.startswith("gemini: installed") and "is not a trusted folder" in status
+    assert status.startswith("gemini: installed") and "an untrusted folder; to trust it run" in status
 
     assert "already installed" in cli("install", "--host", "gemini", home=temp_home, cwd=project).stdout
     assert cli("uninstall", "--host", "gemini", home=temp_home).returncode == 0
@@ -202,3 +233,42 @@ def test_print_config_validates_against_the_gemini_schema() -> None:
     validate(SCHEMA, block)
     assert set(block["hooks"]) == {"SessionStart", "BeforeAgent", "AfterAgent"}
     assert "_" not in "".join(block["mcpServers"])
+
+
+def test_trust_folder_adds_exactly_that_entry_and_uninstall_removes_it(temp_home: Path, project: Path,
+                                                                       tmp_path: Path) -> None:
+    rules = temp_home / ".gemini" / "trustedFolders.json"
+    rules.parent.mkdir()
+    mine = str(tmp_path / "elsewhere" / "repo")  # TRUST_PARENT: trusts tmp_path/elsewhere only
+    rules.write_text(json.dumps({mine: "TRUST_PARENT"}, indent=2) + "\n")
+    dry = cli("install", "--host", "gemini", "--dry-run", "--trust-folder", str(project), home=temp_home,
+              cwd=project)
+    assert dry.returncode == 0, dry.stderr
+    assert f'+  "{project}": "TRUST_FOLDER"' in dry.stdout and f"-- {rules}: changed" in dry.stdout
+    assert dry.stdout.rstrip().endswith("Dry run: nothing was written (2 files would change).")
+    assert json.loads(rules.read_text()) == {mine: "TRUST_PARENT"}  # nothing written
+
+    plain = cli("install", "--host", "gemini", home=temp_home, cwd=project)
+    assert json.loads(rules.read_text()) == {mine: "TRUST_PARENT"}  # never trusted without asking
+    assert "an untrusted folder; to trust it run `bli-memory-mcp install --host gemini --trust-folder" \
+        in plain.stdout
+    r = cli("install", "--host", "gemini", "--trust-folder", str(project), home=temp_home, cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(rules.read_text()) == {mine: "TRUST_PARENT", str(project): "TRUST_FOLDER"}
+    assert "untrusted" not in r.stdout and f"trusts {project} for Gemini CLI" in r.stdout
+    assert "untrusted" not in cli("status", "--host", "gemini", home=temp_home, cwd=project).stdout
+
+    assert cli("uninstall", "--host", "gemini", home=temp_home, cwd=project).returncode == 0
+    assert json.loads(rules.read_text()) == {mine: "TRUST_PARENT"}
+
+
+def test_trust_folder_refuses_a_folder_marked_do_not_trust(temp_home: Path, project: Path) -> None:
+    rules = temp_home / ".gemini" / "trustedFolders.json"
+    rules.parent.mkdir()
+    rules.write_text(json.dumps({str(project): "DO_NOT_TRUST"}))
+    r = cli("install", "--host", "gemini", "--trust-folder", str(project), home=temp_home, cwd=project)
+    assert r.returncode != 0 and "DO_NOT_TRUST" in r.stderr and "Nothing was written" in r.stderr
+    assert json.loads(rules.read_text()) == {str(project): "DO_NOT_TRUST"}
+    assert not (temp_home / ".gemini" / "settings.json").exists()
+    other = cli("install", "--host", "claude", "--trust-folder", str(project), home=temp_home)
+    assert other.returncode != 0 and "--trust-folder is for Gemini CLI" in other.stderr

@@ -170,7 +170,7 @@ def test_gemini_mcp_list_reports_our_server_connected_in_a_trusted_folder(temp_h
     assert "disabled because this folder is untrusted" in untrusted, untrusted
     status = subprocess.run([bin_path(), "status", "--host", "gemini"], capture_output=True, text=True,
                             env=host_env(temp_home), cwd=project, timeout=120).stdout
-    assert "is not a trusted folder" in status
+    assert "an untrusted folder; to trust it run" in status
 
     (temp_home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
     out = gemini_mcp_list(gemini, temp_home, project)

@@ -66,3 +66,31 @@ def test_all_with_every_real_cli_installs_each_one(temp_home: Path) -> None:
     status = run("status", "--host", "all", home=temp_home, path=os.environ["PATH"], hermes=found["hermes"])
     for host in found:
         assert f"{host}: installed" in status.stdout, status.stdout
+
+
+def test_status_without_host_shows_the_hosts_found_and_how_to_add_one(temp_home: Path,
+                                                                       tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("codex", "gemini"):
+        (bindir / name).write_text("#!/bin/sh\nexit 0\n")
+        (bindir / name).chmod(0o755)
+    assert run("install", "--host", "codex", home=temp_home, path=str(bindir)).returncode == 0
+    lines = run("status", home=temp_home, path=str(bindir)).stdout.splitlines()
+    assert lines[0] == "codex: installed"
+    assert lines[1:3] == ["gemini: absent",
+                          "  - not installed here; `bli-memory-mcp install --host gemini` adds it"]
+    assert not any(line.startswith(("claude", "hermes")) for line in lines)  # neither CLI nor entries
+
+
+def test_dry_run_all_names_the_skipped_hosts_and_ends_saying_nothing_was_written(temp_home: Path,
+                                                                                 tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "codex").write_text("#!/bin/sh\nexit 0\n")
+    (bindir / "codex").chmod(0o755)
+    lines = run("install", "--dry-run", "--host", "all", home=temp_home, path=str(bindir)).stdout.splitlines()
+    assert lines[0] == "== codex (Codex CLI) =="
+    assert "== gemini: not found on this machine; skipped ==" in lines
+    assert lines[-1] == "Dry run: nothing was written (2 files would change)."
+    assert not (temp_home / ".codex").exists()

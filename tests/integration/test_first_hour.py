@@ -1,0 +1,260 @@
+"""A new user's first hour with the four hosts: status, uninstall, the daemon, dry runs.
+
+Each test works in a fresh temporary HOME with the real host CLIs (skipped without them,
+failed under ``BLI_MEMORY_REQUIRE_INTEGRATION=1``, as in ``test_host_clis.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bli_memory.core import daemon_client
+from tests.conftest import REPO_ROOT, bin_path
+from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
+
+pytestmark = pytest.mark.integration
+
+HOSTS = ("claude", "codex", "gemini", "hermes")
+#: Folders of the store and of logs/state, which uninstall leaves on purpose.
+KEPT = (".local/share/bli-memory", ".local/state/bli-cockpit")
+
+
+def every_cli() -> dict[str, str]:
+    found = {name: shutil.which(name) for name in ("claude", "codex", "gemini")}
+    found["hermes"] = HERMES_BIN or shutil.which("hermes")
+    missing = [name for name, path in found.items() if not path]
+    if missing:
+        message = f"host CLIs not installed: {', '.join(missing)}"
+        if REQUIRE:
+            pytest.fail(message + " (BLI_MEMORY_REQUIRE_INTEGRATION=1)")
+        pytest.skip(message)
+    return {k: v for k, v in found.items() if v}
+
+
+def ours(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([bin_path(), *args], capture_output=True, text=True, env=host_env(home),
+                       cwd=cwd or home, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def files_under(home: Path) -> list[str]:
+    out = []
+    for path in home.rglob("*"):
+        rel = str(path.relative_to(home))
+        if (path.is_file() or path.is_symlink()) and not rel.startswith(KEPT):
+            out.append(rel)
+    return sorted(out)
+
+
+def host_cli(home: Path, cwd: Path, *argv: str) -> str:
+    r = subprocess.run(list(argv), capture_output=True, text=True, env=host_env(home), cwd=cwd,
+                       timeout=180, stdin=subprocess.DEVNULL)
+    return r.stdout + r.stderr
+
+
+def test_status_without_host_shows_every_host_installed(temp_home: Path) -> None:
+    every_cli()
+    ours(temp_home, "install", "--host", "all")
+    status = ours(temp_home, "status").stdout
+    for host in HOSTS:
+        assert any(line.startswith(f"{host}: installed") for line in status.splitlines()), status
+    assert status.rstrip().splitlines()[-1].startswith("daemon: ")
+
+
+def test_install_then_uninstall_all_leaves_home_as_it_was(temp_home: Path) -> None:
+    every_cli()
+    before = files_under(temp_home)
+    ours(temp_home, "install", "--host", "all")
+    assert len(files_under(temp_home)) > len(before)
+    ours(temp_home, "uninstall", "--host", "all")
+    assert files_under(temp_home) == before
+    for folder in (".claude", ".codex", ".gemini", ".hermes"):
+        assert not (temp_home / folder).exists(), folder
+
+
+def test_uninstall_gives_back_the_persons_files_with_one_backup_each(temp_home: Path,
+                                                                     project: Path) -> None:
+    clis = every_cli()
+    (temp_home / ".gemini").mkdir()
+    settings = temp_home / ".gemini" / "settings.json"
+    settings.write_text('{\n  "theme": "Dracula"\n}\n')
+    (temp_home / ".codex").mkdir()
+    (temp_home / ".codex" / "config.toml").write_text('model = "o4"\n')
+    ours(temp_home, "install", "--host", "all")
+    ours(temp_home, "install", "--host", "gemini")  # nothing changes: no new backup either
+    out = ours(temp_home, "uninstall", "--host", "all").stdout
+    assert settings.read_text() == '{\n  "theme": "Dracula"\n}\n'
+    assert (temp_home / ".codex" / "config.toml").read_text() == 'model = "o4"\n'
+    for path in (settings, temp_home / ".codex" / "config.toml"):
+        [backup] = sorted(path.parent.glob(f"{path.name}.bli-memory-*.bak"))
+        assert f"  - backup of the previous version: {backup}\n" in out, out
+    assert sorted(p.name for p in (temp_home / ".gemini").iterdir() if "bli-memory" not in p.name) == [
+        "settings.json"]
+    assert "bli-memory" not in host_cli(temp_home, project, clis["codex"], "mcp", "list")
+    assert "bli-memory" not in host_cli(temp_home, project, clis["claude"], "mcp", "list")
+
+
+def test_uninstall_of_the_last_host_stops_the_daemon(temp_home: Path, monkeypatch) -> None:
+    every_cli()
+    from tests.core.test_daemon import Daemons, _gone, wait_until
+
+    monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
+    daemons = Daemons(temp_home, temp_home.parent)
+    try:
+        proc = daemons.start()
+        ours(temp_home, "install", "--host", "codex")
+        ours(temp_home, "install", "--host", "gemini")
+        first = ours(temp_home, "uninstall", "--host", "codex").stdout
+        assert "daemon: stopped" not in first and proc.poll() is None  # gemini still uses it
+        last = ours(temp_home, "uninstall", "--host", "gemini").stdout
+        assert f"daemon: stopped (pid {proc.pid})" in last, last
+        wait_until(lambda: _gone(proc.pid), what="the daemon to stop")
+        assert daemon_client.status()["running"] is False
+    finally:
+        daemons.kill_all()
+
+
+def test_status_with_no_host_cli_says_so(temp_home: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**host_env(temp_home), "PATH": str(empty)}
+    env.pop("BLI_MEMORY_HERMES_BIN", None)
+    r = subprocess.run([bin_path(), "status"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("no host found"), r.stdout
+    assert os.environ.get("HOME") == str(temp_home)
+
+
+# --- Gemini: receipts are not shown to the person --------------------------------------
+
+
+class StubGemini:
+    """A loopback Gemini API endpoint (docs/hosts.md section 3): one canned streamed answer."""
+
+    ANSWER = "Hello from the fake model."
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        reply = {"candidates": [{"content": {"parts": [{"text": self.ANSWER}], "role": "model"},
+                                 "finishReason": "STOP", "index": 0}],
+                 "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 5, "totalTokenCount": 10}}
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                if "streamGenerateContent" in self.path:
+                    body, kind = f"data: {json.dumps(reply)}\r\n\r\n".encode(), "text/event-stream"
+                else:
+                    body, kind = json.dumps(reply).encode(), "application/json"
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def gemini_prompt(gemini: str, home: Path, project: Path, stub: StubGemini, **env: str) -> str:
+    import json
+
+    settings = home / ".gemini" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["security"] = {"auth": {"selectedType": "gemini-api-key"}}  # else exit 41
+    settings.write_text(json.dumps(data, indent=2))
+    full = {**host_env(home, GEMINI_API_KEY="dummy", GOOGLE_GEMINI_BASE_URL=stub.url), **env}
+    # A fixed model: "auto" would first ask the router model, which the stub does not play.
+    r = subprocess.run([gemini, "-m", "gemini-2.5-flash", "-p", "What did we decide about the cache layer?"],
+                       capture_output=True, text=True, env=full, cwd=project, timeout=240,
+                       stdin=subprocess.DEVNULL)
+    assert StubGemini.ANSWER in r.stdout, r.stdout + r.stderr
+    return r.stdout + r.stderr
+
+
+def test_gemini_prompt_shows_no_receipt_and_the_log_has_one_per_hook(temp_home: Path, project: Path) -> None:
+    from bli_memory.core.paths import state_dir
+    from bli_memory.core.receipt_log import log_path
+
+    gemini = require_cli("gemini")
+    ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)
+    stub = StubGemini()
+    try:
+        shown = gemini_prompt(gemini, temp_home, project, stub)
+    finally:
+        stub.close()
+    assert "[bli-memory]" not in shown and "Hook system message" not in shown, shown
+    receipts = log_path(state_dir()).read_text().splitlines()
+    assert [line.split()[1] for line in receipts] == ["session-start", "prompt", "stop"], receipts
+    assert all(line.split()[2] == "ok" for line in receipts), receipts
+
+
+def test_gemini_failed_stop_still_tells_the_person(temp_home: Path, project: Path, tmp_path: Path) -> None:
+    gemini = require_cli("gemini")
+    ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)
+    not_a_folder = tmp_path / "store-is-a-file"
+    not_a_folder.write_text("")
+    stub = StubGemini()
+    try:
+        shown = gemini_prompt(gemini, temp_home, project, stub, BLI_MEMORY_DATA_DIR=str(not_a_folder))
+    finally:
+        stub.close()
+    assert "BLI Memory could not keep this turn" in shown, shown
+
+
+def require_cli(name: str) -> str:
+    from tests.integration.test_host_clis import require
+
+    return require(name, {"gemini": "npm @google/gemini-cli"}.get(name, name))
+
+
+def test_trust_folder_makes_gemini_enable_our_server(temp_home: Path, project: Path) -> None:
+    import json
+
+    gemini = require_cli("gemini")
+    ours(temp_home, "install", "--host", "gemini", cwd=project)
+    untrusted = host_cli(temp_home, project, gemini, "mcp", "list")
+    assert "disabled because this folder is untrusted" in untrusted, untrusted
+    ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)
+    trusted = host_cli(temp_home, project, gemini, "mcp", "list")
+    line = next((ln for ln in trusted.splitlines() if "bli-memory:" in ln), "")
+    assert line.startswith("✓ bli-memory:") and line.endswith("Connected"), trusted
+    ours(temp_home, "uninstall", "--host", "gemini", cwd=project)
+    rules = temp_home / ".gemini" / "trustedFolders.json"
+    assert not rules.exists() or str(project) not in json.loads(rules.read_text())
+
+
+def test_dry_run_all_is_labelled_per_host_and_file_and_writes_nothing(temp_home: Path) -> None:
+    every_cli()
+    before = files_under(temp_home)
+    out = ours(temp_home, "install", "--dry-run", "--host", "all").stdout
+    assert files_under(temp_home) == before
+    lines = out.splitlines()
+    for host, name in (("claude", "Claude Code"), ("codex", "Codex CLI"), ("gemini", "Gemini CLI"),
+                       ("hermes", "Hermes Agent")):
+        assert f"== {host} ({name}) ==" in lines, out
+    plugin = temp_home / ".hermes" / "plugins" / "bli-memory" / "__init__.py"
+    source_lines = len((REPO_ROOT / "adapters" / "hermes_provider.py").read_text().splitlines())
+    assert f"-- {plugin}: new file, adds {source_lines} lines (--verbose shows them)" in lines, out
+    assert f"-- {temp_home / '.codex' / 'hooks.json'}: new file" in lines
+    assert lines[-1] == "Dry run: nothing was written (10 files would change)."
+    assert "def register(" not in out  # the plugin's source is summarised
+    verbose = ours(temp_home, "install", "--dry-run", "--verbose", "--host", "all").stdout
+    assert "def register(" in verbose and len(verbose.splitlines()) > len(lines) + source_lines
+    assert files_under(temp_home) == before
