@@ -78,6 +78,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`status | head`): nothing more to say, and no traceback.
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again
+        # (the recipe of the Python docs, "Note on SIGPIPE").
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 def _dispatch(args: list[str]) -> int:
