@@ -15,6 +15,7 @@ body, so this file holds no string that a secret scanner would flag.
 
 from __future__ import annotations
 
+import random
 import string
 
 ALNUM = string.ascii_letters + string.digits
@@ -25,8 +26,13 @@ BASE64 = ALNUM + "+/"
 
 
 def chars(n: int, alphabet: str = ALNUM, *, start: int = 0) -> str:
-    """Return ``n`` characters cycling through ``alphabet`` from ``start``."""
-    return "".join(alphabet[(start + i) % len(alphabet)] for i in range(n))
+    """``n`` pseudo-random characters of ``alphabet``, the same for the same arguments.
+
+    Different arguments give unrelated strings, so no secret of the corpus is part of
+    another one or of a benign line (checked below).
+    """
+    rng = random.Random(repr((n, alphabet, start)))
+    return "".join(rng.choice(alphabet) for _ in range(n))
 
 
 def uuid(start: int = 0) -> str:
@@ -37,6 +43,7 @@ def uuid(start: int = 0) -> str:
 
 DASHES = "-" * 5
 PEM_BODY = "\n".join(chars(64, BASE64, start=i) for i in range(4))
+SSH_BODY = "\n".join(chars(64, BASE64, start=10 + i) for i in range(4))
 JWT = ".".join(
     [
         "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
@@ -133,11 +140,15 @@ _add(
 )
 _add(
     "openssh private key",
-    f"{DASHES}BEGIN OPENSSH PRIVATE KEY{DASHES}\n{PEM_BODY}\n{DASHES}END OPENSSH PRIVATE KEY{DASHES}",
-    PEM_BODY.split("\n")[2],
+    f"{DASHES}BEGIN OPENSSH PRIVATE KEY{DASHES}\n{SSH_BODY}\n{DASHES}END OPENSSH PRIVATE KEY{DASHES}",
+    SSH_BODY.split("\n")[2],
 )
 _add("putty key file", PUTTY_KEY, PUTTY_PRIVATE.split("\n")[1])
-_add("slack webhook", "https://hooks.slack.com/services/T0000/B0000/" + chars(24), chars(24))
+_add(
+    "slack webhook",
+    "https://hooks.slack.com/services/T0000/B0000/" + chars(24, start=50),
+    chars(24, start=50),
+)
 _add("discord webhook", "https://discord.com/api/webhooks/123456/" + chars(60, URLSAFE), chars(60, URLSAFE))
 
 # -- HTTP ----------------------------------------------------------------------------------
@@ -246,3 +257,12 @@ BENIGN: list[str] = [
     "We decided to keep the port at 8443 for the staging proxy.",
     "Use `uv run pytest -q` to run the tests.",
 ]
+
+
+def _check_unique() -> None:
+    for fmt, _, secret in SECRETS:
+        others = [line for f, line, _ in SECRETS if f != fmt] + BENIGN
+        assert not any(secret in line for line in others), (fmt, [x[:40] for x in others if secret in x])
+
+
+_check_unique()

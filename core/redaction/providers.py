@@ -124,13 +124,21 @@ _PROVIDER_RULES = (
 )
 
 # A PuTTY private key file (PuTTY manual, appendix C "PPK file format"): the header
-# line, then "Name: value" lines and base64 lines, up to and with "Private-MAC". The
-# whole file goes, like a PEM block; a file cut short loses every line after its header.
-_PUTTY_LINE = r"(?:\r?\n|\\r?\\n)[ \t]*(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n\\]*|[A-Za-z0-9+/=]+)[ \t]*"
+# line, PuTTY's own "Name: value" lines and base64 lines, up to and with "Private-MAC"
+# (or "Private-Hash" in version 1 files). The whole file goes, like a PEM block; a
+# file cut short loses its header and the PuTTY and base64 lines after it, never a
+# line of any other shape.
+_PUTTY_NEWLINE = r"(?:\r?\n|\\r?\\n)[ \t]*"
+_PUTTY_LINE = (
+    r"(?:(?:Encryption|Comment|Public-Lines|Private-Lines|Key-Derivation|Argon2-[A-Za-z]+):"
+    r"[^\r\n\\]*|[A-Za-z0-9+/=]+)[ \t]*(?![^\r\n\\])"
+)
 _PUTTY_RULES = (
     _rule(
         "putty_private_key",
-        r"PuTTY-User-Key-File-[0-9]+:[^\r\n\\]*(?:" + _PUTTY_LINE + r"(?![^\r\n\\]))*",
+        r"PuTTY-User-Key-File-[0-9]+:[^\r\n\\]*"
+        rf"(?:{_PUTTY_NEWLINE}{_PUTTY_LINE})*"
+        rf"(?:{_PUTTY_NEWLINE}Private-(?:MAC|Hash):[ \t]*[0-9A-Fa-f]*)?",
     ),
 )
 

@@ -41,8 +41,13 @@ def test_lone_surrogates_in_a_transcript_become_the_replacement_character(
     transcript = tmp_path / "t.jsonl"
     lines = [
         {"type": "user", "message": {"role": "user", "content": "Why did the \ud83d parser break?"}},
-        {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "It split the \udc00 pair."}]}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "It split the \udc00 pair."}],
+            },
+        },
     ]
     transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     r = run_hook("stop", _fixture("stop.json", cwd=str(project), transcript_path=str(transcript)))

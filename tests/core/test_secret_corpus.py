@@ -28,6 +28,19 @@ def test_every_format_is_masked(fmt: str, line: str, secret: str) -> None:
     assert redact(result.text).text == result.text
 
 
+NEIGHBOUR = "We decided to keep the port at 8443 for the staging proxy."
+
+
+@pytest.mark.parametrize(("fmt", "line", "secret"), SECRETS, ids=[c[0] for c in SECRETS])
+def test_a_masked_format_leaves_the_lines_around_it_alone(fmt: str, line: str, secret: str) -> None:
+    for before, after in (("", "https://hooks.example.com: ok"), ("Authorization: none", "")):
+        text = "\n".join(x for x in (before, NEIGHBOUR, line, NEIGHBOUR, after) if x)
+        out = redact(text).text
+        assert secret not in out
+        assert out.startswith("\n".join(x for x in (before, NEIGHBOUR) if x) + "\n")
+        assert out.endswith("\n" + "\n".join(x for x in (NEIGHBOUR, after) if x))
+
+
 @pytest.mark.parametrize("line", BENIGN)
 def test_benign_lines_stay_verbatim(line: str) -> None:
     assert redact(line).text == line
