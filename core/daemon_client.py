@@ -55,6 +55,7 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
+from bli_memory.core.private_files import make_private_dir
 
 __all__ = [
     "CONNECT_BUDGET_S",
@@ -439,7 +440,7 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
     interval = RECOVERY_SPAWN_INTERVAL_S if force else SPAWN_INTERVAL_S
     try:
         stamp = spawn_stamp_path(env)
-        stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dir(stamp.parent)
         fd = os.open(stamp, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
         return False
