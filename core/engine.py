@@ -48,10 +48,10 @@ from bli_memory.core.models import (
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.records import (
     MAX_KEY_CHARS,
+    metadata_problem,
     normalise_time,
     record_problem,
     records_problem,
-    text_problem,
     usable_vector,
 )
 from bli_memory.core.terms import fts_all_query, fts_any_query, query_forms, query_terms
@@ -398,9 +398,9 @@ class EmbeddedBackend:
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
                 raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
-        problem = text_problem(metadata)
+        problem = metadata_problem(metadata)
         if problem:
-            raise InvalidInputError(f"metadata {problem}")
+            raise InvalidInputError(problem)
         if expires_at is not None:
             try:
                 expires_at = normalise_time(expires_at)
