@@ -129,6 +129,7 @@ for fmt, token in [
     ("jwt", JWT),
     ("mailgun", "key-" + chars(32, HEX, start=4)),
     ("mailchimp", chars(32, HEX, start=6) + "-us6"),
+    ("artifactory", "AKCp" + chars(69, ALNUM, start=7)),
 ]:
     _add(fmt, f"here is the key: {token} (keep it safe)", token)
 

@@ -21,7 +21,7 @@ Rules run in a fixed order, most specific first:
    Shopify, Atlassian, Databricks, Groq, xAI, Replicate, Perplexity, Linear,
    Postman, HashiCorp Vault, Doppler, Sentry, Supabase, Notion, Grafana,
    Square, LangSmith, Telegram and Discord bot tokens, age secret keys, Mailgun,
-   Mailchimp, a Heroku key (a UUID) after the word "heroku", and the secret path of
+   Mailchimp, JFrog Artifactory, a Heroku key (a UUID) after the word "heroku", and the secret path of
    Slack and Discord webhook URLs.
    (:mod:`~bli_memory.core.redaction.providers`)
 3. JSON Web Tokens (three or more base64url segments, header starting ``eyJ``).

@@ -105,6 +105,9 @@ _PROVIDER_RULES = (
         r"[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![\w-])",
     ),
     _token("age_secret_key", "A", r"GE-SECRET-KEY-1[0-9A-Z]{58}" + _END),
+    # JFrog Artifactory API keys: "AKCp" and 69 letters or digits (JFrog docs, "API Key";
+    # the format detect-secrets' ArtifactoryDetector looks for).
+    _token("artifactory_api_key", "A", r"KCp[A-Za-z0-9]{69}" + _END),
     # Mailgun private API keys: "key-" and 32 hex digits (Mailgun API docs, "Authentication").
     _token("mailgun_api_key", "k", r"ey-[0-9a-f]{32}" + _END),
     # Mailchimp API keys end in their data centre: 32 hex digits, "-us6"
