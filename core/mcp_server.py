@@ -429,7 +429,7 @@ def build_server(state_factory: Any) -> MCPServer:
         state = holder["state"]
         tag = _resolve_tag(state, containerTag)
         # Secrets never reach the store, on either backend: a team space shares what it keeps.
-        clean = redact(content)
+        clean = await call(redact, content)
         if extract:
             _require_enabled(tag)
             # Not even the queue row holds them (the worker redacts again).
@@ -483,7 +483,7 @@ def build_server(state_factory: Any) -> MCPServer:
 
         state = holder["state"]
         tag = _resolve_tag(state, containerTag)
-        clean = redact(content)
+        clean = await call(redact, content)
         res = await call(state.backend.update, clean.text, space=tag, id=id, custom_id=customId)
         out = UpdateOutput(
             status=res.status, containerTag=res.memory.space, memory=_memory_out(res.memory),
