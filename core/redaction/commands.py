@@ -24,19 +24,19 @@ _COMMAND_LINE_RULES = (
     # Azure CLI: az login -u USER -p VALUE (also --password), az acr login -p VALUE.
     _rule(
         "cli_password",
-        r"\baz[ \t]+(?:acr[ \t]+)?login\b"
+        r"az(?<![\w-]az)[ \t]+(?:acr[ \t]+)?login\b"
         r"[^\r\n]{0,400}?[ \t](?:-p|--password)(?:[ \t]+|=)[\"']?(?P<value>[^\s\"'`]+)",
         "value",
     ),
     # sshpass -p VALUE and sshpass -pVALUE (sshpass(1)); redis-cli -a VALUE (redis-cli --help).
     _rule(
         "cli_password",
-        r"\bsshpass\b[^\r\n]{0,400}?[ \t]-p[ \t]*[\"']?(?P<value>[^\s\"'`]+)",
+        r"sshpass(?<![\w-]sshpass)\b[^\r\n]{0,400}?[ \t]-p[ \t]*[\"']?(?P<value>[^\s\"'`]+)",
         "value",
     ),
     _rule(
         "cli_password",
-        r"\bredis-cli\b[^\r\n]{0,400}?[ \t](?:-a|--pass)[ \t]+[\"']?(?P<value>[^\s\"'`]+)",
+        r"redis-cli(?<![\w-]redis-cli)\b[^\r\n]{0,400}?[ \t](?:-a|--pass)[ \t]+[\"']?(?P<value>[^\s\"'`]+)",
         "value",
     ),
     # MySQL-family clients take the password glued to -p: mysql -uroot -pVALUE.
@@ -57,7 +57,7 @@ _COMMAND_LINE_RULES = (
     # flag, a reference, or the next word of prose ("pass it with --password and ...").
     _rule(
         "cli_password",
-        r"(?<![\w-])--(?i:[\w-]*?(?:password|passwd|passphrase))(?:[ \t]+|=)(?![-$<])"
+        r"--(?<![\w-]--)(?i:[\w-]*?(?:password|passwd|passphrase))(?:[ \t]+|=)(?![-$<])"
         rf"(?!{_PROSE_WORD}(?![^\s\"'`]))[\"']?(?P<value>[^\s\"'`]+)",
         "value",
     ),

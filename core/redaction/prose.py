@@ -21,16 +21,22 @@ _OPEN_QUOTE = r"[\"'`]?"
 _PROSE_RULES = (
     _rule(
         "prose_password",
-        r"(?<![\w-])(?i:password|passwd|passphrase|passcode|pass[ -]word)"
+        r"[Pp](?<![\w-].)(?i:ass(?:word|wd|phrase|code|[ -]word))"
         + _FOR_WHAT + _IS + _OPEN_QUOTE
         + r"(?=[^\s\"'`]{0,255}[0-9!@#$%^&*+=/~?])(?P<value>" + _INLINE_VALUE + ")",
         "value",
     ),
-    _rule(
-        "prose_secret",
-        r"(?<![\w-])(?i:secret|token|api[ _-]?key|access[ _-]key|secret[ _-]key)"
-        + _FOR_WHAT + r"(?:[ \t]+(?i:is|was)[ \t]+)" + _OPEN_QUOTE
-        + r"(?P<value>" + _TOKEN_LIKE + r")(?![^\s\"'`.,;)])",
-        "value",
+    # One rule per first letter, so that the scan can skip to candidates.
+    *(
+        _rule(
+            "prose_secret",
+            rf"[{first}](?<![\w-].)(?i:{rest})"
+            + _FOR_WHAT + r"(?:[ \t]+(?i:is|was)[ \t]+)" + _OPEN_QUOTE
+            + r"(?P<value>" + _TOKEN_LIKE + r")(?![^\s\"'`.,;)])",
+            "value",
+        )
+        for first, rest in (
+            ("Ss", r"ecret(?:[ _-]key)?"), ("Tt", "oken"), ("Aa", r"pi[ _-]?key|ccess[ _-]key"),
+        )
     ),
 )
