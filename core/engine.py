@@ -98,14 +98,20 @@ PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
 def checked_content(content: str) -> str:
     """The normalised form of memory content a caller gave, shared by every store.
 
+    Secrets are masked here (:func:`bli_memory.core.redaction.redact`), so no store
+    keeps one, whoever saves: the tools, the service's doors, the worker, the library.
+
     Raises:
         InvalidInputError: empty content, or longer than the store's limit.
     """
+    from bli_memory.core.redaction import redact
     from bli_memory.core.store import MAX_CONTENT_CHARS, normalise_content
 
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is empty: there is nothing to remember")
     text = normalise_content(content)
+    if len(text) <= MAX_CONTENT_CHARS:
+        text = redact(text).text  # a placeholder can be longer than its secret: checked below
     if len(text) > MAX_CONTENT_CHARS:
         raise InvalidInputError(
             f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "

@@ -1,6 +1,8 @@
-"""Metadata has a size limit, the same on every backend, with a clear error.
+"""What every store keeps, the same on every backend.
 
-Content is capped at 20,000 characters; metadata was not, and 200 KB was accepted.
+- Metadata has a size limit with a clear error. Content is capped at 20,000
+  characters; metadata was not, and 200 KB was accepted.
+- No store keeps a secret: content is masked on save and update, whoever calls.
 """
 
 from __future__ import annotations
@@ -36,3 +38,12 @@ def test_the_limit_counts_utf8_bytes_of_compact_json() -> None:
     assert metadata_problem({"note": "\u00e9" * (MAX_METADATA_BYTES // 2)}) is not None
     assert metadata_problem(None) is None
     assert metadata_problem(["x"]) == "metadata must be a JSON object"
+
+
+def test_every_store_masks_secrets_in_what_it_saves(backend, space: str) -> None:
+    token = "ghp_" + "Qw3rTy9uIo0pAs5dFg7hJk2lZx4cVb6nMm8q"
+    saved = backend.save(f"CI pushes with {token}.", space=space).memory
+    assert token not in saved.content and "[REDACTED:github_token]" in saved.content
+    updated = backend.update(f"CI pushes with {token} since May.", space=space, id=saved.id).memory
+    assert token not in updated.content
+    assert all(token not in m.content for m in backend.history(saved.id))
