@@ -101,8 +101,12 @@ async def robust_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
         ``(read_stream, write_stream)`` for ``Server.run``.
     """
     private = _claim_stdin()
-    source = anyio.wrap_file(os.fdopen(private, "rb", closefd=False)) if private is not None else (
-        anyio.wrap_file(sys.stdin.buffer))
+    if private is not None:
+        source = anyio.wrap_file(os.fdopen(private, "rb", closefd=False))
+    elif sys.stdin is not None and hasattr(sys.stdin, "buffer"):
+        source = anyio.wrap_file(sys.stdin.buffer)
+    else:  # no stdin at all: nothing to read, the server ends at once
+        source = anyio.wrap_file(open(os.devnull, "rb"))  # noqa: SIM115 - lives as long as the server
     lines = _CheckedLines(source)
     try:
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
