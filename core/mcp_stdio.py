@@ -118,10 +118,16 @@ async def robust_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
 
 
 def _claim_stdin() -> int | None:
-    """Move the wire off fd 0 to a private descriptor and point fd 0 at the null device."""
+    """Move the wire off fd 0 to a private descriptor and point fd 0 at the null device.
+
+    Returns None when the process started without stdin: fd 0 may then be anything
+    opened since (the event loop's selector), and is left alone.
+    """
     try:
+        if sys.stdin is None or sys.stdin.fileno() != 0:
+            return None
         private = os.dup(0)
-    except OSError:
+    except (OSError, ValueError, AttributeError):
         return None
     try:
         null = os.open(os.devnull, os.O_RDONLY)

@@ -154,3 +154,10 @@ def test_save_and_update_mask_secrets_and_say_so(tmp_path: Path) -> None:
         if f.is_file():
             data = f.read_bytes()
             assert GITHUB.encode() not in data and WIFI.encode() not in data, f.name
+
+
+def test_a_server_started_without_stdin_ends_cleanly(tmp_path: Path) -> None:
+    r = subprocess.run([bin_path()], cwd=tmp_path, env=dict(os.environ), preexec_fn=lambda: os.close(0),
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout == b""
