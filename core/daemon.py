@@ -53,6 +53,7 @@ from typing import Any
 
 from bli_memory.core import daemon_client, daemon_start, paths
 from bli_memory.core._version import VERSION
+from bli_memory.core.private_files import make_private_dir
 
 __all__ = [
     "DRAIN_AFTER_STOP_S",
@@ -191,7 +192,7 @@ class Daemon:
         """Take the per-user lock; False when another live daemon holds it."""
         folder = self.socket_path.parent
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(folder)
             st = os.lstat(folder)
         except OSError as exc:
             raise _Refused("state_dir_unavailable") from exc

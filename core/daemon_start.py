@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bli_memory.core import paths
+from bli_memory.core.private_files import make_private_dir
 
 __all__ = [
     "FAILED_START_BACKOFF_S",
@@ -129,7 +130,7 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
     now = time.time() if now is None else now
     try:
         stamp = spawn_stamp_path(env)
-        stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dir(stamp.parent)
         fd = os.open(stamp, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
         return False

@@ -48,9 +48,9 @@ from bli_memory.core.models import (
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.records import (
     MAX_KEY_CHARS,
+    metadata_problem,
     record_problem,
     records_problem,
-    text_problem,
     usable_vector,
 )
 from bli_memory.core.terms import fts_all_query, fts_any_query, query_forms, query_terms
@@ -100,14 +100,20 @@ PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
 def checked_content(content: str) -> str:
     """The normalised form of memory content a caller gave, shared by every store.
 
+    Secrets are masked here (:func:`bli_memory.core.redaction.redact`), so no store
+    keeps one, whoever saves: the tools, the service's doors, the worker, the library.
+
     Raises:
         InvalidInputError: empty content, or longer than the store's limit.
     """
+    from bli_memory.core.redaction import redact
     from bli_memory.core.store import MAX_CONTENT_CHARS, normalise_content
 
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is empty: there is nothing to remember")
     text = normalise_content(content)
+    if len(text) <= MAX_CONTENT_CHARS:
+        text = redact(text).text  # a placeholder can be longer than its secret: checked below
     if len(text) > MAX_CONTENT_CHARS:
         raise InvalidInputError(
             f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
@@ -405,9 +411,9 @@ class EmbeddedBackend:
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
                 raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
-        problem = text_problem(metadata)
+        problem = metadata_problem(metadata)
         if problem:
-            raise InvalidInputError(f"metadata {problem}")
+            raise InvalidInputError(problem)
         from bli_memory.core.expiry import parse_expiry
 
         expires_at = parse_expiry(expires_at)

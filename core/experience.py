@@ -73,6 +73,7 @@ from bli_memory.core.errors import (
     ServiceError,
     StoreError,
 )
+from bli_memory.core.private_files import make_private_dir
 
 if TYPE_CHECKING:
     from bli_memory.core.settings import Settings
@@ -406,7 +407,7 @@ def _append_line(path: Path, line: str) -> None:
 
 
 def _mkdir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(path)
 
 
 # --- recording -------------------------------------------------------------------

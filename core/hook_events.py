@@ -160,12 +160,10 @@ class _Kept(NamedTuple):
 
 
 def _unicode(text: str) -> str:
-    """``text`` with lone surrogates replaced, so it encodes as UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    """``text`` with lone surrogates replaced by U+FFFD, so it encodes as UTF-8."""
+    from bli_memory.core.unicode_text import lone_surrogates_replaced
+
+    return lone_surrogates_replaced(text)
 
 
 def _cut(text: str, limit: int, *, keep: str) -> str:

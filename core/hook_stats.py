@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bli_memory.core.private_files import make_private_dir
+
 __all__ = ["KEEP_HOURS", "LATENCY_BOUNDS_MS", "latency_bucket", "load", "outcome_key", "record"]
 
 KEEP_HOURS = 31 * 24
@@ -87,9 +89,10 @@ def record(path: Path, event: str, keys: list[str], *, now: float | None = None,
     break or stall a hook; a count that cannot be written is dropped.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dir(path.parent)
         hour = time.strftime("%Y-%m-%dT%H", time.gmtime(now))
-        with open(path.with_suffix(".lock"), "a") as lock:
+        lock_fd = os.open(path.with_suffix(".lock"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(lock_fd, "a") as lock:
             # Bounded wait: a stuck holder must never hold a hook past its deadline.
             for _ in range(40):
                 try:

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any, BinaryIO
 
+from bli_memory.core.unicode_text import clean_strings
+
 __all__ = ["MAX_STDIN_BYTES", "StdinFailure", "read_payload"]
 
 #: Largest payload accepted. Hook payloads are small JSON objects; the prompt inside
@@ -77,7 +79,7 @@ def read_payload(
         limit: Maximum bytes.
 
     Returns:
-        The decoded JSON object.
+        The decoded JSON object, lone surrogates in its strings replaced by U+FFFD.
 
     Raises:
         StdinFailure: with one of the six stdin reasons.
@@ -94,4 +96,5 @@ def read_payload(
         raise StdinFailure("stdin_malformed") from exc
     if not isinstance(payload, dict):
         raise StdinFailure("stdin_malformed")
-    return payload
+    # A lone surrogate in the prompt would fail the embedder and the store: U+FFFD.
+    return clean_strings(payload)

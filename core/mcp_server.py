@@ -124,6 +124,7 @@ class SaveOutput(BaseModel):
     memory: MemoryOut | None = None
     previousId: str | None = None
     jobId: str | None = None
+    masked: int = Field(0, description="Secrets replaced by [REDACTED:<kind>] before saving.")
 
 
 class UpdateOutput(BaseModel):
@@ -135,6 +136,7 @@ class UpdateOutput(BaseModel):
     previous: MemoryOut
     named: MemoryOut | None = Field(
         default=None, description="The older version the given id named; the live version was acted on.")
+    masked: int = Field(0, description="Secrets replaced by [REDACTED:<kind>] before saving.")
 
 
 class ForgetOutput(BaseModel):
@@ -222,6 +224,13 @@ def _hit_out(h: SearchHit) -> dict[str, Any]:
 
 def _date(ts: str) -> str:
     return ts[:10] if ts else "????-??-??"
+
+
+def _masked_text(masked: int) -> str:
+    """The sentence a save or update adds when it masked secrets ("" when none)."""
+    if not masked:
+        return ""
+    return f" {masked} secret{'s' if masked != 1 else ''} masked as [REDACTED:<kind>]."
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -419,31 +428,33 @@ def build_server(state_factory: Any) -> MCPServer:
         nothing; a customId replaces the memory saved under it, keeping the old version
         as history. The result names the space the memory actually went to.
         """
+        from bli_memory.core.redaction import redact
+
         state = holder["state"]
         tag = _resolve_tag(state, containerTag)
+        # Secrets never reach the store, on either backend: a team space shares what it keeps.
+        clean = await call(redact, content)
         if extract:
-            from bli_memory.core.redaction import redact
-
             _require_enabled(tag)
-            # Secrets never reach the store, not even the queue row (the worker redacts again).
-            job_id = await call(
-                state.backend.enqueue_extract, redact(content).text, space=tag, source="mcp"
-            )
+            # Not even the queue row holds them (the worker redacts again).
+            job_id = await call(state.backend.enqueue_extract, clean.text, space=tag, source="mcp")
             wake.set()
-            out = SaveOutput(status="queued", containerTag=tag, jobId=job_id)
+            out = SaveOutput(status="queued", containerTag=tag, jobId=job_id, masked=clean.masked)
             return result(
                 f"Queued for extraction in space {tag}; job {job_id}. Durable facts are distilled "
-                "and reconciled with the space in the background (duplicates are not saved twice).",
+                "and reconciled with the space in the background (duplicates are not saved twice)."
+                + _masked_text(clean.masked),
                 out,
             )
         _require_enabled(tag)
         expires = _parse_expiry(expiresAt)
-        res = await call(state.backend.save, content, space=tag, custom_id=customId, metadata=metadata,
+        res = await call(state.backend.save, clean.text, space=tag, custom_id=customId, metadata=metadata,
                          expires_at=expires)
         out = SaveOutput(
             status=res.status, containerTag=res.space,
             memory=_memory_out(res.memory) if res.memory else None,
             previousId=res.previous.id if res.previous else None, jobId=res.job_id,
+            masked=clean.masked,
         )
         verb = {
             "created": "Saved",
@@ -455,7 +466,7 @@ def build_server(state_factory: Any) -> MCPServer:
         if res.space != tag:
             where += f" (the canonical space for {tag})"
         ident = f"; id {res.memory.id}" if res.memory else ""
-        return result(f"{verb}{where}{ident}.", out)
+        return result(f"{verb}{where}{ident}." + _masked_text(clean.masked), out)
 
     async def update_memory(
         content: Annotated[str, Field(description="The corrected text, in full.")],
@@ -472,12 +483,16 @@ def build_server(state_factory: Any) -> MCPServer:
         Use it when a remembered fact changed (a new decision, a corrected value).
         Give the memory's id (from search_memory) or its customId.
         """
+        from bli_memory.core.redaction import redact
+
         state = holder["state"]
         tag = _resolve_tag(state, containerTag)
-        res = await call(state.backend.update, content, space=tag, id=id, custom_id=customId)
+        clean = await call(redact, content)
+        res = await call(state.backend.update, clean.text, space=tag, id=id, custom_id=customId)
         out = UpdateOutput(
             status=res.status, containerTag=res.memory.space, memory=_memory_out(res.memory),
             previous=_memory_out(res.previous), named=_memory_out(res.named) if res.named else None,
+            masked=clean.masked,
         )
         note = version_note(id, res.previous, res.named)
         if res.status == "unchanged":
@@ -487,7 +502,7 @@ def build_server(state_factory: Any) -> MCPServer:
                 f"Updated: memory {res.memory.id} (version {res.memory.version}) replaces "
                 f"{res.previous.id}, which is kept as history.{note}"
             )
-        return result(text, out)
+        return result(text + _masked_text(clean.masked), out)
 
     async def forget_memory(
         id: Annotated[str | None, Field(description="Id of the memory to forget.")] = None,
@@ -866,6 +881,20 @@ def default_state(settings: Settings) -> ServerState:
 
 
 def run_stdio(settings: Settings) -> None:
-    """Run the MCP server on stdio until the client closes it."""
+    """Run the MCP server on stdio until the client closes it.
+
+    Every line read is answered: not JSON gets -32700, not JSON-RPC gets -32600 with
+    the request's id, and lone surrogates become U+FFFD (:mod:`bli_memory.core.mcp_stdio`).
+    """
+    from bli_memory.core.mcp_stdio import robust_stdio_server
+
     server = build_server(lambda: default_state(settings))
-    anyio.run(server.run_stdio_async)
+    # MCPServer.run_stdio_async with our transport, which answers every line
+    # (mcp 2.3.0 drops unparsable ones without a response).
+    lowlevel = server._lowlevel_server
+
+    async def serve() -> None:
+        async with robust_stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(serve)

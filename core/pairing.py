@@ -29,6 +29,7 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core.errors import ConfigError
+from bli_memory.core.private_files import make_private_dir
 
 __all__ = ["SESSION_VERSION", "Session", "clear_session", "login", "read_session", "write_session"]
 
@@ -85,7 +86,7 @@ def read_session(environ: Mapping[str, str] | None = None) -> Session | None:
 def write_session(session: Session, environ: Mapping[str, str] | None = None) -> Path:
     """Write the session file atomically with mode 0600; returns its path."""
     path = paths.session_file_path(environ)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(path.parent)
     body = {"version": SESSION_VERSION, **asdict(session)}
     fd, tmp = tempfile.mkstemp(prefix=".session.", dir=str(path.parent))
     try:

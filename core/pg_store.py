@@ -84,7 +84,13 @@ from bli_memory.core.models import (
     UpdateResult,
 )
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
-from bli_memory.core.records import record_problem, records_problem, text_problem, usable_vector
+from bli_memory.core.records import (
+    metadata_problem,
+    record_problem,
+    records_problem,
+    text_problem,
+    usable_vector,
+)
 from bli_memory.core.store import content_hash
 from bli_memory.core.terms import encode_term, query_terms, terms
 from bli_memory.core.version_ids import live_head
@@ -1015,9 +1021,12 @@ class PostgresBackend:
             raise InvalidInputError("metadata must be a JSON object")
         if custom_id is not None and not str(custom_id).strip():
             custom_id = None
-        for field, value in (("content", text), ("customId", custom_id), ("metadata", metadata),
+        for field, value in (("content", text), ("customId", custom_id),
                              ("source", source), ("sessionId", session_id)):
             _check_storable(field, value)
+        problem = metadata_problem(metadata)
+        if problem:
+            raise InvalidInputError(problem)
         expires = expiry_datetime(expires_at)
         me = self._me()
         vector = self._embed_one(text)

@@ -14,6 +14,7 @@ numpy for :func:`usable_vector`.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -22,8 +23,10 @@ from typing import Any
 
 __all__ = [
     "MAX_KEY_CHARS",
+    "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_VERSION",
+    "metadata_problem",
     "normalise_time",
     "parse_time",
     "record_problem",
@@ -111,8 +114,9 @@ def record_problem(rec: Any) -> str | None:
         return f"content is {len(rec['content'])} characters; the limit is {MAX_CONTENT_CHARS}"
     if rec.get("state", "active") not in ("active", "superseded", "forgotten"):
         return "state must be active, superseded or forgotten"
-    if rec.get("metadata") is not None and not isinstance(rec["metadata"], dict):
-        return "metadata must be a JSON object"
+    problem = metadata_problem(rec.get("metadata"))
+    if problem:
+        return problem
     for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return f"{key} must be a string or null"
@@ -171,6 +175,37 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
 
 #: Deepest nesting of a record's metadata that import accepts.
 MAX_METADATA_DEPTH = 32
+
+#: Largest metadata, in UTF-8 bytes of its compact JSON (``separators=(",", ":")``).
+#: Metadata annotates a memory (tags, ids, a kind, a link); it is not a second body,
+#: so it gets less room than the content (:data:`~bli_memory.core.store.MAX_CONTENT_CHARS`,
+#: 20,000 characters). A save of 200 KB of metadata used to be accepted.
+MAX_METADATA_BYTES = 16 * 1024
+
+
+def metadata_problem(metadata: Any) -> str | None:
+    """Why ``metadata`` cannot be stored, or None; the same rule on both stores and import.
+
+    Metadata is None or a JSON object whose strings are storable text
+    (:func:`text_problem`), at most :data:`MAX_METADATA_BYTES` as compact JSON.
+
+    Returns:
+        The problem as a sentence starting with "metadata", or None.
+    """
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        return "metadata must be a JSON object"
+    problem = text_problem(metadata)
+    if problem:
+        return f"metadata {problem}"
+    try:
+        size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        return f"metadata is not JSON: {exc}"
+    if size > MAX_METADATA_BYTES:
+        return f"metadata is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}"
+    return None
 
 
 def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:

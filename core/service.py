@@ -67,6 +67,7 @@ from bli_memory.core.errors import (
     StoreError,
 )
 from bli_memory.core.models import Memory, Profile, SearchResult
+from bli_memory.core.redaction import redact
 from bli_memory.core.service_http import DoorError as _DoorError
 
 if TYPE_CHECKING:
@@ -539,7 +540,9 @@ def create_app(
 
     def save(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any, Any]:
         be = acting(p)
-        content = _str(body, "content", required=True) or ""
+        # Everyone who can see the space reads what is saved: secrets are masked first.
+        clean = redact(_str(body, "content", required=True) or "")
+        content = clean.text
         tag = _tag(body)
         source = _str(body, "source") or "api"
         session_id = _str(body, "sessionId")
@@ -547,21 +550,22 @@ def create_app(
             job_id = be.enqueue_extract(content, space=tag, source=source, session_id=session_id)
             canonical, _ = be.resolve_space(tag)
             return 202, {"status": "queued", "jobId": job_id, "containerTag": canonical,
-                         "memory": None, "previous": None}, state().run_pending_jobs
+                         "memory": None, "previous": None, "masked": clean.masked}, state().run_pending_jobs
         metadata = body.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInputError("metadata must be a JSON object")
         res = be.save(content, space=tag, custom_id=_str(body, "customId"), metadata=metadata, source=source,
                       session_id=session_id, expires_at=_str(body, "expiresAt"))
         payload = {"status": res.status, "containerTag": res.space, "memory": _memory_json(res.memory),
-                   "previous": _memory_json(res.previous), "jobId": None}
+                   "previous": _memory_json(res.previous), "jobId": None, "masked": clean.masked}
         return (200 if res.status == "duplicate" else 201), payload, None
 
     def update(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
-        res = acting(p).update(_str(body, "content", required=True) or "", space=_tag(body),
+        clean = redact(_str(body, "content", required=True) or "")
+        res = acting(p).update(clean.text, space=_tag(body),
                                id=_str(body, "id"), custom_id=_str(body, "customId"))
         return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
-                     "named": _memory_json(res.named)}
+                     "named": _memory_json(res.named), "masked": clean.masked}
 
     def forget(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         res = acting(p).forget(space=_tag(body), id=_str(body, "id"), content=_str(body, "content"),
@@ -799,7 +803,7 @@ def openapi_document() -> dict[str, Any]:
 
     save_answer = _obj({"status": {"enum": ["created", "duplicate", "updated", "queued"]},
                         "containerTag": _S, "memory": nullable_ref, "previous": nullable_ref,
-                        "jobId": {"type": ["string", "null"]}})
+                        "jobId": {"type": ["string", "null"]}, "masked": {"type": "integer"}})
     experience = _obj({"id": _S, "store": {"enum": list(_EXPERIENCE_STORES)},
                        "verdict": {"enum": list(_EXPERIENCE_VERDICTS)}, "reason": _S, "createdAt": _S,
                        "status": {"enum": ["created", "identical"]}})
@@ -855,7 +859,8 @@ def openapi_document() -> dict[str, Any]:
                 _obj({"content": _S, "containerTag": _TAG, "id": _S, "customId": _S},
                      ("content", "containerTag")),
                 {"200": answer(_obj({"status": {"enum": ["updated", "unchanged"]}, "memory": ref,
-                                     "previous": ref, "named": nullable_ref}),
+                                     "previous": ref, "named": nullable_ref,
+                                     "masked": {"type": "integer"}}),
                                "The new version and the one it replaced; `named` is the older "
                                "version `id` named, when it named one."),
                  "403": err, "404": err},

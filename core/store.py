@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.core.errors import ModelMismatchError, NotFoundError, StoreError
 from bli_memory.core.migrations import migrate
 from bli_memory.core.models import Memory
+from bli_memory.core.private_files import make_private_file
 from bli_memory.core.terms import index_text
 
 if TYPE_CHECKING:
@@ -186,7 +187,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._vector_cache: dict[tuple[str, ...], VectorSet] = {}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # Created 0600 before SQLite opens it; -wal and -shm then get the same mode.
+            make_private_file(self.path)
             self._conn = sqlite3.connect(
                 str(self.path), timeout=busy_timeout_ms / 1000, isolation_level=None,
                 check_same_thread=False,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core import paths
+from bli_memory.core.private_files import make_private_dir
 
 __all__ = ["is_enabled", "is_recording", "load", "set_enabled", "set_recording", "status", "switches_path"]
 
@@ -60,7 +61,7 @@ def load() -> dict[str, Any]:
 
 def _save(data: dict[str, Any]) -> None:
     path = switches_path()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".switches-", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, sort_keys=True)

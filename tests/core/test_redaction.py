@@ -725,6 +725,16 @@ ADVERSARIAL = {
     "camel": "aB" * 50_000 + "Token=",
     "newlines": "\n" * 100_000,
     "spaces": " " * 100_000,
+    "heroku-run": "heroku " * 14_000,
+    "heroku-hex": "heroku " + "0123abcd-" * 11_000,
+    "putty-lines": "PuTTY-User-Key-File-3: x" + ("\n" + "A" * 64) * 16_000,
+    "putty-headers": "PuTTY-User-Key-File-3:" * 4_000,
+    "prose-password": "the password for " + "a " * 50_000,
+    "prose-password-is": "password is " * 8_000,
+    "prose-token-is": "token is " * 10_000 + "a" * 10_000,
+    "sshpass-run": "sshpass " * 12_000 + "-p",
+    "flag-run": "--password " * 9_000,
+    "session-uuid-run": "session: 01234567-89ab-cdef-0123-456789abcdef " * 2_000,
 }
 
 

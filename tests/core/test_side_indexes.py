@@ -200,13 +200,13 @@ def test_session_index_exists(store_path: Path) -> None:
 def test_a_purged_row_never_lends_its_number_to_the_next_save(store_path: Path) -> None:
     b = _backend(store_path, keyword_index_min_rows=0, vector_index_min_rows=0)
     b.enable_side_indexes(background=False)
-    secret = b.save("The prod password is hunter2zebra.", space=SPACE).memory
-    assert b.search("hunter2zebra", space=SPACE).hits  # indexes built with the secret in them
+    secret = b.save("The prod door code is zebra7731.", space=SPACE).memory
+    assert b.search("zebra7731", space=SPACE).hits  # indexes built with the secret in them
     assert b.purge(secret.id) == 1
     other = _backend(store_path)  # the next save may come from another process
     new = other.save("Kubernetes ingress uses the nginx controller.", space=SPACE).memory
     other.close()
-    assert not b.search("hunter2zebra", space=SPACE).hits
+    assert not b.search("zebra7731", space=SPACE).hits
     hit = b.search("kubernetes ingress nginx", space=SPACE).hits[0]
     assert hit.memory.id == new.id and "keyword_all" in hit.channels
     seqs = {int(r[0]) for r in sqlite3.connect(store_path).execute("SELECT seq FROM memories")}

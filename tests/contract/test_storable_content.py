@@ -1,0 +1,49 @@
+"""What every store keeps, the same on every backend.
+
+- Metadata has a size limit with a clear error. Content is capped at 20,000
+  characters; metadata was not, and 200 KB was accepted.
+- No store keeps a secret: content is masked on save and update, whoever calls.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.records import MAX_METADATA_BYTES, metadata_problem
+
+
+def _of_size(n: int) -> dict:
+    """Metadata whose compact JSON is exactly ``n`` bytes."""
+    frame = len(json.dumps({"note": ""}, separators=(",", ":")))
+    return {"note": "a" * (n - frame)}
+
+
+def test_metadata_over_the_limit_is_refused_and_nothing_is_saved(backend, space: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        backend.save("The deploy runs on Fridays.", space=space, metadata={"blob": "x" * 200_000})
+    assert "metadata" in str(err.value) and f"{MAX_METADATA_BYTES:,}" in str(err.value)
+    with pytest.raises(InvalidInputError):
+        backend.save("The deploy runs on Fridays.", space=space, metadata=_of_size(MAX_METADATA_BYTES + 1))
+    assert backend.profile(space=space).recent == ()
+
+    saved = backend.save("The deploy runs on Fridays.", space=space, metadata=_of_size(MAX_METADATA_BYTES))
+    assert saved.status == "created" and saved.memory.metadata == _of_size(MAX_METADATA_BYTES)
+
+
+def test_the_limit_counts_utf8_bytes_of_compact_json() -> None:
+    assert metadata_problem(_of_size(MAX_METADATA_BYTES)) is None
+    assert metadata_problem({"note": "\u00e9" * (MAX_METADATA_BYTES // 2)}) is not None
+    assert metadata_problem(None) is None
+    assert metadata_problem(["x"]) == "metadata must be a JSON object"
+
+
+def test_every_store_masks_secrets_in_what_it_saves(backend, space: str) -> None:
+    token = "ghp_" + "Qw3rTy9uIo0pAs5dFg7hJk2lZx4cVb6nMm8q"
+    saved = backend.save(f"CI pushes with {token}.", space=space).memory
+    assert token not in saved.content and "[REDACTED:github_token]" in saved.content
+    updated = backend.update(f"CI pushes with {token} since May.", space=space, id=saved.id).memory
+    assert token not in updated.content
+    assert all(token not in m.content for m in backend.history(saved.id))

@@ -1,0 +1,95 @@
+"""Whatever the umask, every folder we create is 0700 and every file 0600.
+
+The hooks, the worker and the MCP server run with ``umask 000`` in a fresh HOME; then
+every folder and file under HOME is checked. Before, ``~/.local``, ``~/.local/share``
+and ``~/.local/state`` came out 0777 and the stats lock 0666.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bli_memory.core.private_files import make_private_dir, make_private_file
+from tests.conftest import FIXTURES, bin_path
+from tests.hooks_util import run_hook
+from tests.mcp_client import run_session, text_of
+
+
+@pytest.fixture
+def umask_000():
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _modes(root: Path) -> dict[str, int]:
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(dirpath) / name
+            out[str(path.relative_to(root))] = stat.S_IMODE(os.lstat(path).st_mode)
+    return out
+
+
+def test_everything_we_create_is_private_under_umask_000(tmp_path: Path, umask_000: None) -> None:
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "project"
+    project.mkdir()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((FIXTURES / "claude" / "transcript.jsonl").read_bytes())
+
+    async def body(client):
+        r = await client.call_tool("save_memory", {"content": "The CI runs on GitHub Actions."})
+        assert not r.is_error, text_of(r)
+        await client.call_tool("record_session", {"action": "start"})
+        await client.call_tool("record_session", {"action": "stop"})
+
+    run_session(project, body)
+    stop = json.loads((FIXTURES / "claude" / "stop.json").read_text())
+    stop.update(cwd=str(project), transcript_path=str(transcript))
+    assert run_hook("stop", stop).returncode == 0
+    prompt = json.loads((FIXTURES / "claude" / "prompt.json").read_text())
+    prompt.update(cwd=str(project), prompt="Where does CI run?")
+    assert run_hook("prompt", prompt).returncode == 0
+    worker = subprocess.run([bin_path(), "worker", "--once"], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ))
+    assert worker.returncode == 0, worker.stderr
+
+    modes = _modes(home)
+    assert any(name.endswith("memory.sqlite3") for name in modes)
+    assert any(name.endswith(".lock") for name in modes)
+    for name, mode in modes.items():
+        path = home / name
+        if path.is_dir():
+            assert mode == 0o700, (name, oct(mode))
+        elif stat.S_ISSOCK(os.lstat(path).st_mode) or path.is_file():
+            assert mode & 0o077 == 0, (name, oct(mode))
+
+
+def test_helpers_create_parents_private_and_leave_existing_folders_alone(
+    tmp_path: Path, umask_000: None
+) -> None:
+    existing = tmp_path / "existing"
+    existing.mkdir(mode=0o755)
+    make_private_file(existing / "a" / "b" / "file")
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o755
+    for folder in (existing / "a", existing / "a" / "b"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((existing / "a" / "b" / "file").stat().st_mode) == 0o600
+    loose = existing / "loose"
+    loose.write_text("kept")
+    loose.chmod(0o644)
+    make_private_file(loose)
+    assert loose.read_text() == "kept" and stat.S_IMODE(loose.stat().st_mode) == 0o600
+    make_private_dir(existing / "a")  # already there: no error
+    (existing / "plain").write_text("")
+    with pytest.raises(OSError):
+        make_private_dir(existing / "plain")
