@@ -25,6 +25,8 @@ import os
 import sys
 from pathlib import Path
 
+from bli_memory.core.private_files import make_private_dir
+
 __all__ = ["LOG_HOSTS", "LOG_MAX_BYTES", "emit", "log_path"]
 
 #: Hosts that show a successful hook's stderr to the person (see the module docstring).
@@ -40,7 +42,7 @@ def log_path(state_dir: Path) -> Path:
 
 def _append(path: Path, line: str) -> None:
     data = line.encode("utf-8", "replace")
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(path.parent)
     try:
         if path.stat().st_size + len(data) > LOG_MAX_BYTES:
             os.replace(path, path.with_name(path.name + ".1"))

@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bli_memory.core.private_files import make_private_dir
+
 __all__ = ["Record", "hollow", "missing_dirs", "record_path"]
 
 
@@ -106,7 +108,7 @@ class Record:
         if not self.files and not self.dirs and not self.trusted:
             self.path.unlink(missing_ok=True)
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

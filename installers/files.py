@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core.errors import InstallConflict
+from bli_memory.core.private_files import make_private_dir
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -164,7 +165,7 @@ def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600,
     untouched until :func:`commit_write`. ``text=None`` stages a removal.
     """
     path = Path(os.path.realpath(path))  # write through a dotfiles symlink, keep the link
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     kept: Path | None = None
     mode = default_mode
     if path.exists():

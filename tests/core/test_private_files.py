@@ -93,3 +93,24 @@ def test_helpers_create_parents_private_and_leave_existing_folders_alone(
     (existing / "plain").write_text("")
     with pytest.raises(OSError):
         make_private_dir(existing / "plain")
+
+
+def test_install_and_the_receipt_log_make_private_folders_under_umask_000(
+    tmp_path: Path, umask_000: None
+) -> None:
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "project"
+    project.mkdir()
+    for host in ("claude", "gemini"):
+        r = subprocess.run([bin_path(), "install", "--host", host], capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ), cwd=project)
+        assert r.returncode == 0, r.stderr
+    prompt = json.loads((FIXTURES / "gemini" / "before_agent.json").read_text())
+    prompt.update(cwd=str(project), prompt="Where does CI run?")
+    assert run_hook("prompt", prompt, args=("--host", "gemini")).returncode == 0
+    modes = _modes(home)
+    assert any(name.endswith("memory-hook-receipts.log") for name in modes), sorted(modes)
+    assert any(name.startswith(".gemini") for name in modes)
+    for name, mode in modes.items():
+        if (home / name).is_dir():
+            assert mode == 0o700, (name, oct(mode))
