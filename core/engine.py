@@ -560,7 +560,7 @@ class EmbeddedBackend:
     def info(self, *, space: str) -> dict[str, Any]:
         """The space in use, its aliases, counts by state, the store and the model."""
         canonical, spaces = self.store.resolve_space(space)
-        return {
+        info = {
             "space": canonical,
             "aliases": [t for t in spaces if t != canonical],
             "counts": self.store.count_by_state(spaces),
@@ -569,6 +569,12 @@ class EmbeddedBackend:
             "embeddingModel": self._model_name,
             "extractJobs": self.store.job_counts(),
         }
+        recorded = self.store.meta().get("embedding_model")
+        if recorded not in (None, self._model_name):
+            # Searches and saves refuse this store until it is re-embedded.
+            info["storeEmbeddingModel"] = recorded
+            info["reembed"] = "bli-memory-mcp memory reembed"
+        return info
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """Newest live memories of a space; ``limit`` is clamped to 1..100."""
