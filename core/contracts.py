@@ -116,9 +116,14 @@ class MemoryBackend(Protocol):
         ...
 
     def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None
+        self, text: str, *, space: str, source: str, session_id: str | None = None,
+        job_id: str | None = None,
     ) -> str:
-        """Queue raw text for extraction; returns the job id."""
+        """Queue raw text for extraction; returns the job id.
+
+        ``job_id`` (a UUID the caller chose, :mod:`bli_memory.core.job_ids`) makes the
+        call idempotent: a job of that id is queued once, and a retry answers the id.
+        """
         ...
 
     def close(self) -> None:

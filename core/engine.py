@@ -526,13 +526,18 @@ class EmbeddedBackend:
         return self.store.purge(id)
 
     def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None
+        self, text: str, *, space: str, source: str, session_id: str | None = None,
+        job_id: str | None = None,
     ) -> str:
         """Queue raw text for extraction as one durable ``memory_extract_jobs`` row.
 
         The text should already be redacted (the stop hook and ``save_memory`` do
         it; the worker redacts again). Blocks we injected earlier are removed here, so
         recalled memories are never extracted again.
+
+        Args:
+            job_id: The caller's id for the job (a UUID): queued once, however often
+                the call is retried.
 
         Returns:
             The job id.
@@ -552,7 +557,10 @@ class EmbeddedBackend:
                 "Send the conversation in parts"
             )
         canonical, _ = self.store.resolve_space(space)
-        return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id)
+        from bli_memory.core.job_ids import checked_job_id
+
+        return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id,
+                                      job_id=checked_job_id(job_id))
 
 
     # --- memory controls (inspection, audit, export) ---------------------------------

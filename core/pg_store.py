@@ -1668,19 +1668,31 @@ class PostgresBackend:
             )
 
     def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None
+        self, text: str, *, space: str, source: str, session_id: str | None = None,
+        job_id: str | None = None,
     ) -> str:
-        """Write one durable ``memory_extract_jobs`` row for the canonical space; returns its id."""
+        """Write one durable ``memory_extract_jobs`` row for the canonical space; returns its id.
+
+        A ``job_id`` of the caller's (a retried capture) is queued once; one another
+        person holds is refused (InvalidInputError), never disclosed or overwritten.
+        """
+        from bli_memory.core.job_ids import checked_job_id
+
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")
-        job_id = str(uuid.uuid4())
+        job_id = checked_job_id(job_id) or str(uuid.uuid4())
         with self._tx("queue an extract job") as conn:
             view = self._view(conn, space)
-            conn.execute(
+            cur = conn.execute(
                 "INSERT INTO memory_extract_jobs (id, space, owner_id, device_id, text, source, session_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
                 (job_id, view.canonical, self._me(), self.device_id, text, source, session_id),
             )
+            if cur.rowcount == 0:
+                owner = conn.execute("SELECT owner_id FROM memory_extract_jobs WHERE id = %s",
+                                     (job_id,)).fetchone()
+                if owner is None or owner[0] != self._me():
+                    raise InvalidInputError("jobId is already in use; choose another")
         return job_id
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:

@@ -773,12 +773,16 @@ class SQLiteStore:
 
     # --- extract jobs --------------------------------------------------------------
 
-    def enqueue_job(self, text: str, *, space: str, source: str, session_id: str | None) -> str:
-        """Write one durable ``memory_extract_jobs`` row; returns its id."""
-        job_id = str(uuid.uuid4())
+    def enqueue_job(self, text: str, *, space: str, source: str, session_id: str | None,
+                    job_id: str | None = None) -> str:
+        """Write one durable ``memory_extract_jobs`` row; returns its id.
+
+        A ``job_id`` already queued (a retried capture) writes nothing.
+        """
+        job_id = job_id or str(uuid.uuid4())
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO memory_extract_jobs (id, space, text, source, session_id, created_at) "
+                "INSERT OR IGNORE INTO memory_extract_jobs (id, space, text, source, session_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (job_id, space, text, source, session_id, now_iso()),
             )

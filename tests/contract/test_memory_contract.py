@@ -264,6 +264,22 @@ def test_enqueue_extract_queues_a_job(backend, space: str) -> None:
     assert backend.profile(space=space).recent == ()
 
 
+def test_enqueue_extract_with_the_callers_job_id_queues_it_once(backend, space: str) -> None:
+    def jobs() -> int:
+        return sum(backend.info(space=space)["extractJobs"].values())
+
+    before = jobs()
+    chosen = str(uuid.uuid4())
+    for _ in range(3):  # a capture retried after a timeout, or shipped by two processes
+        assert backend.enqueue_extract("User: we pin ruff\n\nAssistant: noted", space=space,
+                                       source="hook:claude", job_id=chosen) == chosen
+    assert jobs() == before + 1
+    with pytest.raises(InvalidInputError):
+        backend.enqueue_extract("User: a\n\nAssistant: b", space=space, source="hook:claude",
+                                job_id="not-a-uuid")
+    assert jobs() == before + 1
+
+
 def test_many_memories_rank_the_right_one_first(backend, space: str) -> None:
     facts = [
         "The frontend is written in TypeScript with React.",
