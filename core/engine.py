@@ -34,6 +34,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.conflicts import newer_first
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.models import (
@@ -341,6 +342,7 @@ class EmbeddedBackend:
         scored.sort(key=lambda t: (-t[0], -t[1]))
         channel_sets = {c: set(items) for c, items in rankings.items()}
         hits = []
+        kept: list[tuple[str, int]] = []
         for score, seq in scored:
             if len(hits) == limit:
                 break
@@ -354,7 +356,12 @@ class EmbeddedBackend:
             if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
                 continue
             hits.append(SearchHit(memory=rows[seq], similarity=similarity, score=score, channels=channels))
-        return SearchResult(query=query, space=canonical, spaces=spaces, hits=tuple(hits), profile=profile)
+            kept.append((rows[seq].id, seq))
+        pairs = _pair_similarity(kept, vs) if cfg.near_duplicate_cosine <= 1 else {}
+        ordered, conflicts = newer_first(hits, pairs, min_cosine=cfg.near_duplicate_cosine,
+                                         reorder=cfg.near_duplicate_newer_first)
+        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ordered, profile=profile,
+                            conflicts=conflicts)
 
     def _keyword(
         self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
@@ -691,6 +698,29 @@ class EmbeddedBackend:
         """Erase every recorded turn of a space and its aliases; returns how many."""
         _, spaces = self.store.resolve_space(space)
         return self.store.delete_recordings(spaces)
+
+
+def _pair_similarity(hits: list[tuple[str, int]], vs: Any) -> dict[tuple[str, str], float]:
+    """Cosine similarity of every pair of hits (``(id, seq)``) with a vector in ``vs``.
+
+    The stored vectors are unit length, so the dot product is the cosine.
+    """
+    import numpy as np
+
+    if len(hits) < 2 or not len(vs.seqs):
+        return {}
+    ids, rows = [], []
+    for memory_id, seq in hits:
+        pos = int(np.searchsorted(vs.seqs, seq))
+        if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
+            ids.append(memory_id)
+            rows.append(pos)
+    if len(rows) < 2:
+        return {}
+    matrix = vs.matrix[rows]
+    gram = matrix @ matrix.T
+    return {(ids[i], ids[j]): float(gram[i, j])
+            for i in range(len(ids)) for j in range(i + 1, len(ids))}
 
 
 @hookimpl(trylast=True)

@@ -103,6 +103,14 @@ class ProfileOut(BaseModel):
     recent: list[MemoryOut]
 
 
+class ConflictOut(BaseModel):
+    """Two results that say different things on one subject (near-duplicates)."""
+
+    newer: str = Field(description="Id of the later memory.")
+    older: str = Field(description="Id of the earlier memory: update or forget it if it no longer holds.")
+    similarity: float = Field(description="Cosine similarity of the two memories.")
+
+
 class SearchOutput(BaseModel):
     """Result of search_memory."""
 
@@ -112,6 +120,10 @@ class SearchOutput(BaseModel):
     count: int
     results: list[HitOut]
     profile: ProfileOut | None = None
+    conflicts: list[ConflictOut] = Field(
+        default_factory=list,
+        description="Near-duplicate results on one subject, newer first; resolve with "
+        "update_memory or forget_memory.")
 
 
 class SaveOutput(BaseModel):
@@ -367,6 +379,7 @@ def build_server(state_factory: Any) -> MCPServer:
         out = SearchOutput(
             query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
             results=[_hit_out(h) for h in res.hits], profile=profile,
+            conflicts=[ConflictOut(**c.to_dict()) for c in res.conflicts],
         )
         if res.hits:
             noun = "memory" if len(res.hits) == 1 else "memories"
@@ -375,6 +388,9 @@ def build_server(state_factory: Any) -> MCPServer:
                 sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else "keyword match"
                 lines.append(f"{i}. [{_date(h.memory.created_at)}] {_one_line(h.memory.content)}")
                 lines.append(f"   ({sim}; id {h.memory.id})")
+            for c in res.conflicts:
+                lines.append(f"Possible conflict: {c.newer} (newer) and {c.older} (older) are on one "
+                             "subject; update or forget the one that no longer holds.")
         elif not query.strip():
             lines = ["The query is empty, so nothing was searched; the record is silent."]
         else:

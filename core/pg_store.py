@@ -56,6 +56,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.conflicts import newer_first
 from bli_memory.core.engine import CHANNELS, FORGET_MIN_SIMILARITY, PROFILE_KINDS, checked_content
 from bli_memory.core.errors import (
     ConfigError,
@@ -864,8 +865,25 @@ class PostgresBackend:
                 continue
             hits.append(SearchHit(memory=_row_to_memory(row), similarity=similarity, score=score,
                                   channels=channels))
-        return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=tuple(hits),
-                            profile=profile)
+        pairs = self._pair_similarity(hits) if cfg.near_duplicate_cosine <= 1 else {}
+        ordered, conflicts = newer_first(hits, pairs, min_cosine=cfg.near_duplicate_cosine,
+                                         reorder=cfg.near_duplicate_newer_first)
+        return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=ordered,
+                            profile=profile, conflicts=conflicts)
+
+    def _pair_similarity(self, hits: Sequence[SearchHit]) -> dict[tuple[str, str], float]:
+        """Cosine similarity of every pair of hits, by pgvector (as the engine's numpy does)."""
+        if len(hits) < 2:
+            return {}
+        ids = [h.memory.id for h in hits]
+        with self._conn("compare search hits") as conn:
+            found = conn.execute(
+                "SELECT a.id::text, b.id::text, 1 - (a.embedding <=> b.embedding) FROM memories AS a "
+                "JOIN memories AS b ON a.id < b.id WHERE a.id = ANY(%(ids)s::uuid[]) "
+                "AND b.id = ANY(%(ids)s::uuid[]) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+                {"ids": ids},
+            ).fetchall()
+        return {(a, b): float(cos) for a, b, cos in found if cos is not None and not math.isnan(cos)}
 
     @staticmethod
     def _neighbours(conn: psycopg.Connection[Any], parents: Sequence[int]) -> dict[int, list[int]]:

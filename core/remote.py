@@ -242,10 +242,14 @@ class RemoteBackend:
                           score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
                 for h in d["results"]
             )
+            from bli_memory.core.conflicts import Conflict
+
             profile = _profile(d["profile"]) if d.get("profile") else None
+            conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
+                              for c in d.get("conflicts") or ())
             return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
                                 spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
-                                profile=profile)
+                                profile=profile, conflicts=conflicts)
 
         return self._parsed(parse, data)  # type: ignore[no-any-return]
 

@@ -135,6 +135,7 @@ def _search_json(res: SearchResult) -> dict[str, Any]:
             for h in res.hits
         ],
         "profile": _profile_json(res.profile) if res.profile is not None else None,
+        "conflicts": [c.to_dict() for c in res.conflicts],
     }
 
 
