@@ -52,6 +52,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "register_core_plugins",
 ]
 
 PROJECT_NAME = "bli_memory"

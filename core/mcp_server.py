@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuditOutput",
+    "ConflictOut",
     "ForgetOutput",
     "GetOutput",
     "HitOut",
