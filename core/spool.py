@@ -157,6 +157,11 @@ def _read(path: Path) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) else {}
 
 
+def _passing(reason: str) -> bool:
+    """True for a failure that ends by itself (the service down, slow or overloaded)."""
+    return reason in ("timeout", "dashboard_unreachable") or reason.startswith("http_5")
+
+
 def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None = None,
          clock: Callable[[], float] = time.monotonic) -> ShipReport:
     """Send spooled entries of ``service_url`` to ``backend``, oldest first, until ``deadline``.
@@ -227,7 +232,9 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
 
     Raises:
         ServiceError: the spool is full (or not writable) and the service did not
-            take the exchange either; the turn is not kept.
+            take the exchange either (the turn is not kept); or the service refused it
+            for a reason that does not pass by itself (``http_401``: a revoked token),
+            so the person hears of it; the exchange stays spooled.
     """
     from bli_memory.core.job_ids import new_job_id
 
@@ -246,6 +253,12 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
         return {"queued": True, "spooled": False, "job": job, "backlog": pending(service_url, folder=folder)}
     report = ship(backend, service_url, deadline=start + budget_s, folder=folder)
     queued = entry["id"] in report.shipped
+    if not queued and report.error is not None and not _passing(report.error):
+        # Kept for later, but the person must act (a revoked token, ...): say so.
+        from bli_memory.core.errors import ServiceError
+
+        raise ServiceError(f"the memory service refused the capture ({report.error}); it is "
+                           "spooled and sent once the service takes it", reason=report.error)
     fields: dict[str, Any] = {"queued": queued, "spooled": not queued, "backlog": report.left}
     if queued:
         fields["job"] = entry["id"]

@@ -160,3 +160,18 @@ def test_a_full_spool_fails_as_before(tmp_path: Path) -> None:
         assert spool.ship(backend, "http://other.invalid", deadline=0, folder=folder).left == 0
     finally:
         backend.close()
+
+
+def test_a_revoked_token_is_reported_and_the_exchange_stays_spooled(
+    start_service: Any, new_person: Any, admin: Any, tmp_path: Path
+) -> None:
+    svc = start_service()
+    person = new_person()
+    admin.revoke_token(person.token_id)
+    env = {"BLI_MEMORY_DASHBOARD_URL": svc.url, "BLI_MEMORY_DEVICE_TOKEN": person.token}
+    project = tmp_path / "p"
+    project.mkdir()
+    r = _stop(project, tmp_path, env, prompt="Which region hosts the billing database?")
+    assert r.reason == "http_401" and "http_401" in json.loads(r.stdout)["systemMessage"]
+    assert len(_spooled()) == 1  # not lost: sent once the machine is paired again
+    assert person.token not in r.stderr + r.stdout
