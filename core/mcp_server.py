@@ -165,6 +165,9 @@ class InfoOutput(BaseModel):
     recordings: int = 0
     store: dict[str, Any]
     embeddingModel: str
+    storeEmbeddingModel: str | None = Field(
+        default=None, description="Set when the store holds another model's vectors: searches and "
+        "saves refuse it until `bli-memory-mcp memory reembed` runs.")
     route: str
     switches: dict[str, Any]
 
@@ -579,6 +582,7 @@ def build_server(state_factory: Any) -> MCPServer:
             derivedFrom=state.space_origin if tag == state.default_space else "containerTag argument",
             aliases=info["aliases"], counts=info["counts"], recordings=info.get("recordings", 0),
             store=info["store"], embeddingModel=info["embeddingModel"],
+            storeEmbeddingModel=info.get("storeEmbeddingModel"),
             route="mcp stdio -> " + str(info["store"].get("kind", "?")),
             switches=switch_status(info["space"]),
         )
@@ -591,6 +595,9 @@ def build_server(state_factory: Any) -> MCPServer:
             f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
             f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route}."
         )
+        if out.storeEmbeddingModel:
+            text += (f"\nThe store holds vectors of {out.storeEmbeddingModel}: searches and saves are "
+                     "refused until `bli-memory-mcp memory reembed` re-embeds it.")
         return result(text, out)
 
     async def list_memories(

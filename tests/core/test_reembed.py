@@ -129,3 +129,21 @@ def test_reembed_refuses_a_service_with_a_clear_error(project: Path) -> None:
     env = {**os.environ, "BLI_MEMORY_DASHBOARD_URL": "http://127.0.0.1:9", "BLI_MEMORY_DEVICE_TOKEN": "t"}
     r = _reembed(env=env)
     assert r.returncode != 0 and "embedded store" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_mcp_server_answers_memory_info_and_list_on_a_store_of_another_model(project: Path) -> None:
+    from tests.mcp_client import run_session, text_of
+
+    _toy_store(3)
+
+    async def body(client):
+        info = await client.call_tool("memory_info", {"containerTag": "s1"})
+        listed = await client.call_tool("list_memories", {"containerTag": "s1"})
+        found = await client.call_tool("search_memory", {"query": "port 8002", "containerTag": "s1"})
+        return info, listed, found
+
+    info, listed, found = run_session(project, body)
+    assert not info.is_error and not listed.is_error, text_of(info) + text_of(listed)
+    assert "gateway" in text_of(listed) and "memory reembed" in text_of(info)
+    assert info.structured_content["storeEmbeddingModel"] == "toy-trigram-16"
+    assert found.is_error and "memory reembed" in text_of(found)
