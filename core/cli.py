@@ -34,7 +34,7 @@ commands:
   worker [--once]        run queued extract jobs
   service [--database-url URL] [--host H --port N]
                          the team memory service (HTTP, Postgres + pgvector)
-  memory list|get|forget|purge|export|import|audit|recordings|clear-recordings
+  memory list|get|forget|purge|export|import|audit|reembed|recordings|clear-recordings
                          inspect and manage the stored memories
   ui [--no-open] [--port N]
                          a local web page to see, search, correct and forget memories

@@ -52,6 +52,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "register_core_plugins",
 ]
 
 PROJECT_NAME = "bli_memory"
@@ -116,9 +117,14 @@ class MemoryBackend(Protocol):
         ...
 
     def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None
+        self, text: str, *, space: str, source: str, session_id: str | None = None,
+        job_id: str | None = None,
     ) -> str:
-        """Queue raw text for extraction; returns the job id."""
+        """Queue raw text for extraction; returns the job id.
+
+        ``job_id`` (a UUID the caller chose, :mod:`bli_memory.core.job_ids`) makes the
+        call idempotent: a job of that id is queued once, and a retry answers the id.
+        """
         ...
 
     def close(self) -> None:
@@ -303,7 +309,24 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 )
 
 
-def get_plugin_manager(*, load_entrypoints: bool = True, host: str | None = None) -> pluggy.PluginManager:
+def register_core_plugins(pm: pluggy.PluginManager) -> pluggy.PluginManager:
+    """Register :data:`DEFAULT_PLUGINS` on ``pm`` (those not registered yet); returns ``pm``.
+
+    Importing them imports the engine, the remote client and the extractors, so the
+    hook entry calls this only once a run needs the backend: a skipped prompt never
+    pays for them (docs/benchmarks-hooks.md, "What a skipped prompt imports").
+    """
+    import importlib
+
+    for name in DEFAULT_PLUGINS:
+        if pm.get_plugin(name) is None:
+            pm.register(importlib.import_module(name), name=name)
+    return pm
+
+
+def get_plugin_manager(
+    *, load_entrypoints: bool = True, host: str | None = None, core_plugins: bool = True
+) -> pluggy.PluginManager:
     """Build a plugin manager with every spec, the core plugins and the host plugins.
 
     Args:
@@ -312,6 +335,9 @@ def get_plugin_manager(*, load_entrypoints: bool = True, host: str | None = None
         host: When only this host's adapter is needed (the hook entry point), a
             built-in adapter is registered directly and the entry-point scan is skipped;
             an unknown name falls back to the scan.
+        core_plugins: Register :data:`DEFAULT_PLUGINS` now. The hook entry passes
+            ``False`` and calls :func:`register_core_plugins` when the run reaches
+            the backend.
 
     Returns:
         A fresh :class:`pluggy.PluginManager`; ``BLI_MEMORY_TRACE_PLUGINS=1`` prints
@@ -321,8 +347,8 @@ def get_plugin_manager(*, load_entrypoints: bool = True, host: str | None = None
 
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(sys.modules[__name__])
-    for name in DEFAULT_PLUGINS:
-        pm.register(importlib.import_module(name), name=name)
+    if core_plugins:
+        register_core_plugins(pm)
     if load_entrypoints:
         from bli_memory.adapters import BUILTIN_HOSTS
 

@@ -454,10 +454,19 @@ class Daemon:
                 done = drain(ctx.backend, max_jobs=DRAIN_MAX_JOBS, worker_id=worker_id, **extra)
                 if done:
                     _log("drained", jobs=done)
+                self._ship_spool(ctx.backend)
             except Exception as exc:
                 from bli_memory.core.hook_events import reason_of
 
                 _log("drain_failed", reason=reason_of(exc))
+
+    def _ship_spool(self, backend: Any) -> None:
+        """Send captures spooled while the team service was away (core/spool.py)."""
+        from bli_memory.core.spool import ship_backlog
+
+        sent = ship_backlog(backend)
+        if sent is not None and (sent.shipped or sent.rejected):
+            _log("spool_shipped", jobs=len(sent.shipped), rejected=sent.rejected, left=sent.left)
 
     # --- one connection ----------------------------------------------------------------
 

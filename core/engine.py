@@ -34,6 +34,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.conflicts import newer_first
 from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.models import (
@@ -354,6 +355,7 @@ class EmbeddedBackend:
         scored.sort(key=lambda t: (-t[0], -t[1]))
         channel_sets = {c: set(items) for c, items in rankings.items()}
         hits = []
+        kept: list[tuple[str, int]] = []
         for score, seq in scored:
             if len(hits) == limit:
                 break
@@ -367,7 +369,12 @@ class EmbeddedBackend:
             if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
                 continue
             hits.append(SearchHit(memory=rows[seq], similarity=similarity, score=score, channels=channels))
-        return SearchResult(query=query, space=canonical, spaces=spaces, hits=tuple(hits), profile=profile)
+            kept.append((rows[seq].id, seq))
+        pairs = _pair_similarity(kept, vs) if cfg.near_duplicate_cosine <= 1 else {}
+        ordered, conflicts = newer_first(hits, pairs, min_cosine=cfg.near_duplicate_cosine,
+                                         reorder=cfg.near_duplicate_newer_first)
+        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ordered, profile=profile,
+                            conflicts=conflicts)
 
     def _keyword(
         self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
@@ -546,13 +553,18 @@ class EmbeddedBackend:
         return self.store.purge(id)
 
     def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None
+        self, text: str, *, space: str, source: str, session_id: str | None = None,
+        job_id: str | None = None,
     ) -> str:
         """Queue raw text for extraction as one durable ``memory_extract_jobs`` row.
 
         The text should already be redacted (the stop hook and ``save_memory`` do
         it; the worker redacts again). Blocks we injected earlier are removed here, so
         recalled memories are never extracted again.
+
+        Args:
+            job_id: The caller's id for the job (a UUID): queued once, however often
+                the call is retried.
 
         Returns:
             The job id.
@@ -572,7 +584,10 @@ class EmbeddedBackend:
                 "Send the conversation in parts"
             )
         canonical, _ = self.store.resolve_space(space)
-        return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id)
+        from bli_memory.core.job_ids import checked_job_id
+
+        return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id,
+                                      job_id=checked_job_id(job_id))
 
 
     # --- memory controls (inspection, audit, export) ---------------------------------
@@ -580,7 +595,7 @@ class EmbeddedBackend:
     def info(self, *, space: str) -> dict[str, Any]:
         """The space in use, its aliases, counts by state, the store and the model."""
         canonical, spaces = self.store.resolve_space(space)
-        return {
+        info = {
             "space": canonical,
             "aliases": [t for t in spaces if t != canonical],
             "counts": self.store.count_by_state(spaces),
@@ -589,6 +604,12 @@ class EmbeddedBackend:
             "embeddingModel": self._model_name,
             "extractJobs": self.store.job_counts(),
         }
+        recorded = self.store.meta().get("embedding_model")
+        if recorded not in (None, self._model_name):
+            # Searches and saves refuse this store until it is re-embedded.
+            info["storeEmbeddingModel"] = recorded
+            info["reembed"] = "bli-memory-mcp memory reembed"
+        return info
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """Newest live memories of a space; ``limit`` is clamped to 1..100."""
@@ -707,6 +728,29 @@ class EmbeddedBackend:
         """Erase every recorded turn of a space and its aliases; returns how many."""
         _, spaces = self.store.resolve_space(space)
         return self.store.delete_recordings(spaces)
+
+
+def _pair_similarity(hits: list[tuple[str, int]], vs: Any) -> dict[tuple[str, str], float]:
+    """Cosine similarity of every pair of hits (``(id, seq)``) with a vector in ``vs``.
+
+    The stored vectors are unit length, so the dot product is the cosine.
+    """
+    import numpy as np
+
+    if len(hits) < 2 or not len(vs.seqs):
+        return {}
+    ids, rows = [], []
+    for memory_id, seq in hits:
+        pos = int(np.searchsorted(vs.seqs, seq))
+        if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
+            ids.append(memory_id)
+            rows.append(pos)
+    if len(rows) < 2:
+        return {}
+    matrix = vs.matrix[rows]
+    gram = matrix @ matrix.T
+    return {(ids[i], ids[j]): float(gram[i, j])
+            for i in range(len(ids)) for j in range(i + 1, len(ids))}
 
 
 @hookimpl(trylast=True)

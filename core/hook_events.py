@@ -234,6 +234,14 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookRes
                 event="stop", outcome="ok",
                 fields={"chars": len(redacted.text), "masked": redacted.masked, "recorded": True},
             )
+    if getattr(ctx.backend, "spool_captures", False):
+        # A team service: spooled first, so a service away never costs the turn.
+        from bli_memory.core.spool import capture
+
+        kept = capture(ctx.backend, ctx.backend.base_url, redacted.text, space=space,
+                       source=f"hook:{hook_input.host}", session_id=hook_input.session_id)
+        return HookResult(event="stop", outcome="ok",
+                          fields={"chars": len(redacted.text), "masked": redacted.masked, **kept})
     ctx.backend.enqueue_extract(
         redacted.text, space=space, source=f"hook:{hook_input.host}",
         session_id=hook_input.session_id,

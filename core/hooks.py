@@ -188,16 +188,19 @@ class _Run:
         try:
             from bli_memory.core.contracts import get_plugin_manager
 
-            self.pm = get_plugin_manager(host=self.host)
+            # Only the adapter is needed, to render the failed stop's message.
+            self.pm = get_plugin_manager(host=self.host, core_plugins=False)
         except Exception:
             self.pm = None
 
     def _direct(self, payload: dict[str, Any]) -> bool:
-        from bli_memory.core.contracts import get_plugin_manager
+        from bli_memory.core.contracts import get_plugin_manager, register_core_plugins
         from bli_memory.core.errors import BliMemoryError
 
         try:
-            self.pm = get_plugin_manager(host=self.host)
+            # The adapter alone decides a skip (trivial prompt, re-entrant stop); the
+            # engine's plugins are imported only when the run reaches the backend.
+            self.pm = get_plugin_manager(host=self.host, core_plugins=False)
         except BliMemoryError as exc:
             self.fail(exc.reason)
             return False
@@ -212,7 +215,7 @@ class _Run:
             try:
                 box["answer"] = answer_hook(
                     pm, host=self.host, event=self.event, payload=payload,
-                    context=lambda: HookContext.build(pm),
+                    context=lambda: HookContext.build(register_core_plugins(pm)),
                 )
             except BaseException as exc:  # reported through the receipt, never raised
                 box["error"] = exc

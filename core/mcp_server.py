@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuditOutput",
+    "ConflictOut",
     "ForgetOutput",
     "GetOutput",
     "HitOut",
@@ -105,6 +106,14 @@ class ProfileOut(BaseModel):
     recent: list[MemoryOut]
 
 
+class ConflictOut(BaseModel):
+    """Two results that say different things on one subject (near-duplicates)."""
+
+    newer: str = Field(description="Id of the later memory.")
+    older: str = Field(description="Id of the earlier memory: update or forget it if it no longer holds.")
+    similarity: float = Field(description="Cosine similarity of the two memories.")
+
+
 class SearchOutput(BaseModel):
     """Result of search_memory."""
 
@@ -114,6 +123,10 @@ class SearchOutput(BaseModel):
     count: int
     results: list[HitOut]
     profile: ProfileOut | None = None
+    conflicts: list[ConflictOut] = Field(
+        default_factory=list,
+        description="Near-duplicate results on one subject, newer first; resolve with "
+        "update_memory or forget_memory.")
 
 
 class SaveOutput(BaseModel):
@@ -160,6 +173,9 @@ class InfoOutput(BaseModel):
     recordings: int = 0
     store: dict[str, Any]
     embeddingModel: str
+    storeEmbeddingModel: str | None = Field(
+        default=None, description="Set when the store holds another model's vectors: searches and "
+        "saves refuse it until `bli-memory-mcp memory reembed` runs.")
     route: str
     switches: dict[str, Any]
 
@@ -380,6 +396,7 @@ def build_server(state_factory: Any) -> MCPServer:
         out = SearchOutput(
             query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
             results=[_hit_out(h) for h in res.hits], profile=profile,
+            conflicts=[ConflictOut(**c.to_dict()) for c in res.conflicts],
         )
         if res.hits:
             noun = "memory" if len(res.hits) == 1 else "memories"
@@ -388,6 +405,9 @@ def build_server(state_factory: Any) -> MCPServer:
                 sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else "keyword match"
                 lines.append(f"{i}. [{_date(h.memory.created_at)}] {_one_line(h.memory.content)}")
                 lines.append(f"   ({sim}; id {h.memory.id})")
+            for c in res.conflicts:
+                lines.append(f"Possible conflict: {c.newer} (newer) and {c.older} (older) are on one "
+                             "subject; update or forget the one that no longer holds.")
         elif not query.strip():
             lines = ["The query is empty, so nothing was searched; the record is silent."]
         else:
@@ -587,6 +607,7 @@ def build_server(state_factory: Any) -> MCPServer:
             derivedFrom=state.space_origin if tag == state.default_space else "containerTag argument",
             aliases=info["aliases"], counts=info["counts"], recordings=info.get("recordings", 0),
             store=info["store"], embeddingModel=info["embeddingModel"],
+            storeEmbeddingModel=info.get("storeEmbeddingModel"),
             route="mcp stdio -> " + str(info["store"].get("kind", "?")),
             switches=switch_status(info["space"]),
         )
@@ -599,6 +620,9 @@ def build_server(state_factory: Any) -> MCPServer:
             f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
             f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route}."
         )
+        if out.storeEmbeddingModel:
+            text += (f"\nThe store holds vectors of {out.storeEmbeddingModel}: searches and saves are "
+                     "refused until `bli-memory-mcp memory reembed` re-embeds it.")
         return result(text, out)
 
     async def list_memories(

@@ -1,4 +1,4 @@
-"""``bli-memory-mcp memory list|get|forget|purge|export|import|audit|recordings|...``.
+"""``bli-memory-mcp memory list|get|forget|purge|export|import|audit|reembed|recordings|...``.
 
 The same operations the MCP tools run, for a person at a terminal: inspect what is
 kept, read one memory with its history, forget or purge one, back up and restore
@@ -107,11 +107,20 @@ def main(argv: list[str]) -> int:
     p = sub.add_parser("clear-recordings", help="erase the recorded session turns of a space")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--yes", action="store_true", help="confirm: without it nothing is erased")
+    p = sub.add_parser("reembed", help="re-embed the embedded store with the configured model "
+                       "(BLI_MEMORY_EMBEDDER); resumable, safe to interrupt")
+    p.add_argument("--batch", type=_limit, default=64, help="rows per transaction, 1-100 (default 64)")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
     p = sub.add_parser("audit", help="check the store's indexes; --repair rebuilds them")
     p.add_argument("--repair", action="store_true", help="rebuild the derived indexes from the rows")
     p.add_argument("--json", action="store_true", help="the full report as JSON")
     args = parser.parse_args(argv)
     out = sys.stdout.write
+    if args.cmd == "reembed":
+        from bli_memory.core import reembed
+        from bli_memory.core.settings import load_settings
+
+        return reembed.main(load_settings(), batch_rows=args.batch, as_json=args.json)
     from bli_memory.core.version_ids import version_note
 
     backend = _backend()

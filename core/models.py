@@ -9,7 +9,10 @@ point can import them for free. Times are ISO 8601 strings in UTC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from bli_memory.core.conflicts import Conflict
 
 __all__ = [
     "Exchange",
@@ -140,6 +143,8 @@ class SearchResult:
         spaces: Every tag that names the space (the canonical one and its aliases).
         hits: Best first.
         profile: Filled when the caller asked for the profile.
+        conflicts: Pairs of hits that are near-duplicates on one subject (the newer
+            ranks first; :mod:`bli_memory.core.conflicts`).
     """
 
     query: str
@@ -147,6 +152,7 @@ class SearchResult:
     spaces: tuple[str, ...]
     hits: tuple[SearchHit, ...] = ()
     profile: Profile | None = None
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass(frozen=True)

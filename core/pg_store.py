@@ -56,6 +56,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.conflicts import newer_first
 from bli_memory.core.engine import (
     CHANNELS,
     FORGET_MIN_SIMILARITY,
@@ -925,8 +926,25 @@ class PostgresBackend:
                 continue
             hits.append(SearchHit(memory=_row_to_memory(row), similarity=similarity, score=score,
                                   channels=channels))
-        return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=tuple(hits),
-                            profile=profile)
+        pairs = self._pair_similarity(hits) if cfg.near_duplicate_cosine <= 1 else {}
+        ordered, conflicts = newer_first(hits, pairs, min_cosine=cfg.near_duplicate_cosine,
+                                         reorder=cfg.near_duplicate_newer_first)
+        return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=ordered,
+                            profile=profile, conflicts=conflicts)
+
+    def _pair_similarity(self, hits: Sequence[SearchHit]) -> dict[tuple[str, str], float]:
+        """Cosine similarity of every pair of hits, by pgvector (as the engine's numpy does)."""
+        if len(hits) < 2:
+            return {}
+        ids = [h.memory.id for h in hits]
+        with self._conn("compare search hits") as conn:
+            found = conn.execute(
+                "SELECT a.id::text, b.id::text, 1 - (a.embedding <=> b.embedding) FROM memories AS a "
+                "JOIN memories AS b ON a.id < b.id WHERE a.id = ANY(%(ids)s::uuid[]) "
+                "AND b.id = ANY(%(ids)s::uuid[]) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+                {"ids": ids},
+            ).fetchall()
+        return {(a, b): float(cos) for a, b, cos in found if cos is not None and not math.isnan(cos)}
 
     @staticmethod
     def _neighbours(conn: psycopg.Connection[Any], parents: Sequence[int]) -> dict[int, list[int]]:
@@ -1783,19 +1801,31 @@ class PostgresBackend:
             )
 
     def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None
+        self, text: str, *, space: str, source: str, session_id: str | None = None,
+        job_id: str | None = None,
     ) -> str:
-        """Write one durable ``memory_extract_jobs`` row for the canonical space; returns its id."""
+        """Write one durable ``memory_extract_jobs`` row for the canonical space; returns its id.
+
+        A ``job_id`` of the caller's (a retried capture) is queued once; one another
+        person holds is refused (InvalidInputError), never disclosed or overwritten.
+        """
+        from bli_memory.core.job_ids import checked_job_id
+
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")
-        job_id = str(uuid.uuid4())
+        job_id = checked_job_id(job_id) or str(uuid.uuid4())
         with self._tx("queue an extract job") as conn:
             view = self._view(conn, space)
-            conn.execute(
+            cur = conn.execute(
                 "INSERT INTO memory_extract_jobs (id, space, owner_id, device_id, text, source, session_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
                 (job_id, view.canonical, self._me(), self.device_id, text, source, session_id),
             )
+            if cur.rowcount == 0:
+                owner = conn.execute("SELECT owner_id FROM memory_extract_jobs WHERE id = %s",
+                                     (job_id,)).fetchone()
+                if owner is None or owner[0] != self._me():
+                    raise InvalidInputError("jobId is already in use; choose another")
         return job_id
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:

@@ -48,6 +48,11 @@ class RankingConfig:
             the question; on LoCoMo 0.4 lifts recall_any@5 by about 0.04
             (docs/benchmarks.md). See :func:`context_bonus`.
         context_top: How many of the best fused hits share their score that way.
+        near_duplicate_cosine: Two hits at least this alike are one subject: flagged
+            as a possible conflict (:mod:`bli_memory.core.conflicts`; above 1 turns it off).
+        near_duplicate_newer_first: Also swap such a pair when they stand next to each
+            other with the older first. Off: on LoCoMo it cost recall_any@5 0.003 and
+            mrr@10 0.005 (docs/benchmarks.md, "Near-duplicates").
     """
 
     weights: Mapping[str, float] = field(
@@ -60,6 +65,8 @@ class RankingConfig:
     min_similarity: float = 0.2
     context_weight: float = 0.4
     context_top: int = 5
+    near_duplicate_cosine: float = 0.80  # calibrated: core/conflicts.py NEAR_DUPLICATE_MIN_COSINE
+    near_duplicate_newer_first: bool = False
 
     def weight(self, channel: str) -> float:
         """Weight of ``channel`` (0 when absent)."""

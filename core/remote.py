@@ -120,6 +120,9 @@ class RemoteBackend:
     Thread-safe: one client, one pool of kept-alive connections.
     """
 
+    #: The stop hook spools its exchange before sending it here (core/spool.py).
+    spool_captures = True
+
     def __init__(self, base_url: str, *, token: str, timeout: float = READ_TIMEOUT_S,
                  transport: Any | None = None) -> None:
         self.base_url = base_url.rstrip("/")
@@ -239,10 +242,14 @@ class RemoteBackend:
                           score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
                 for h in d["results"]
             )
+            from bli_memory.core.conflicts import Conflict
+
             profile = _profile(d["profile"]) if d.get("profile") else None
+            conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
+                              for c in d.get("conflicts") or ())
             return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
                                 spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
-                                profile=profile)
+                                profile=profile, conflicts=conflicts)
 
         return self._parsed(parse, data)  # type: ignore[no-any-return]
 
@@ -456,14 +463,24 @@ class RemoteBackend:
             total["skipped"] += got[1]
         return total
 
-    def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
-        """Queue text for extraction: the save door in extract mode answers 202 with the job id."""
+    def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                        job_id: str | None = None, timeout: float | None = None) -> str:
+        """Queue text for extraction: the save door in extract mode answers 202 with the job id.
+
+        Args:
+            job_id: The caller's job id (a UUID): the service queues it once, so a retry
+                after a timeout never queues the exchange twice.
+            timeout: Seconds for this call instead of :data:`READ_TIMEOUT_S` (the stop
+                hook's spool keeps it short).
+        """
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")
         body: dict[str, Any] = {"content": text, "containerTag": space, "source": source, "extract": True}
         if session_id is not None:
             body["sessionId"] = session_id
-        data = self._call("POST", "/api/memory/save", body)
+        if job_id is not None:
+            body["jobId"] = job_id
+        data = self._call("POST", "/api/memory/save", body, timeout=timeout)
         job_id = data.get("jobId")
         if data.get("status") != "queued" or not isinstance(job_id, str):
             raise ServiceError("the memory service did not queue the extract job", reason="bad_response")

@@ -137,6 +137,7 @@ def _search_json(res: SearchResult) -> dict[str, Any]:
             for h in res.hits
         ],
         "profile": _profile_json(res.profile) if res.profile is not None else None,
+        "conflicts": [c.to_dict() for c in res.conflicts],
     }
 
 
@@ -547,7 +548,8 @@ def create_app(
         source = _str(body, "source") or "api"
         session_id = _str(body, "sessionId")
         if _bool(body, "extract"):
-            job_id = be.enqueue_extract(content, space=tag, source=source, session_id=session_id)
+            job_id = be.enqueue_extract(content, space=tag, source=source, session_id=session_id,
+                                        job_id=body.get("jobId"))
             canonical, _ = be.resolve_space(tag)
             return 202, {"status": "queued", "jobId": job_id, "containerTag": canonical,
                          "memory": None, "previous": None, "masked": clean.masked}, state().run_pending_jobs
@@ -847,7 +849,9 @@ def openapi_document() -> dict[str, Any]:
             "/api/memory/save": post(
                 "Remember content; customId upserts; extract queues a distillation job.",
                 _obj({"content": _S, "containerTag": _TAG, "customId": _S, "metadata": {"type": "object"},
-                      "source": _S, "sessionId": _S, "expiresAt": _S, "extract": {"type": "boolean"}},
+                      "source": _S, "sessionId": _S, "expiresAt": _S, "extract": {"type": "boolean"},
+                      "jobId": {"type": "string", "format": "uuid",
+                                "description": "Extract mode: the client's job id; a retry is queued once."}},
                      ("content", "containerTag")),
                 {"201": answer(save_answer, "Saved (created or updated)."),
                  "200": answer(save_answer, "Identical content was already remembered."),

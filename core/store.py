@@ -170,7 +170,10 @@ class SQLiteStore:
     Raises:
         StoreError: the file cannot be opened or is not a BLI Memory store.
         MigrationError: the schema cannot be brought up to date.
-        ModelMismatchError: the store's vectors were made by another model.
+
+    A store whose vectors were made by another model opens (to inspect, list, export
+    and re-embed it); searching and writing vectors raise ``ModelMismatchError``
+    (:meth:`require_model`).
     """
 
     def __init__(
@@ -247,23 +250,38 @@ class SQLiteStore:
                 raise
 
     def _check_model(self) -> None:
+        """Record this process's model in a new store; a store of another model still
+        opens, so it can be inspected and re-embedded (``memory reembed``), and
+        :meth:`require_model` refuses what would mix vectors of two models."""
         with self._read() as conn:
             rows = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
-        recorded = rows.get("embedding_model")
-        if recorded is None:
+        if rows.get("embedding_model") is None:
             with self._write() as conn:
                 conn.execute(
                     "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
                     "('embedding_dimensions', ?)",
                     (self.model_name, str(self.dimensions)),
                 )
-            return
+
+    def require_model(self, conn: sqlite3.Connection | None = None) -> None:
+        """Raise unless the store's recorded model is this process's (read each time, so
+        a store re-embedded by another process is refused from then on).
+
+        Raises:
+            ModelMismatchError: the store holds vectors of another embedding model.
+        """
+        if conn is None:
+            with self._read() as own:
+                return self.require_model(own)
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
+        recorded = row[0] if row else self.model_name
         if recorded != self.model_name:
             raise ModelMismatchError(
                 f"the store at {self.path} holds vectors of the embedding model {recorded!r}, "
                 f"but this process uses {self.model_name!r}; run `bli-memory-mcp memory reembed` "
                 "to re-embed it, or point BLI_MEMORY_DATA_DIR at another store"
             )
+        return None
 
     def meta(self) -> dict[str, str]:
         """The store's recorded metadata (embedding model, dimensions)."""
@@ -539,6 +557,7 @@ class SQLiteStore:
         key = tuple(sorted(spaces))
         marks = ",".join("?" * len(key))
         with self._read() as conn:
+            self.require_model(conn)
             gens = dict(
                 (r[0], (int(r[1]), int(r[2])))
                 for r in conn.execute(
@@ -556,8 +575,8 @@ class SQLiteStore:
             since = cached.max_seq if (cached is not None and removals_same) else 0
             rows = conn.execute(
                 f"SELECT seq, embedding FROM memories WHERE state = 'active' AND space IN ({marks}) "
-                "AND seq > ? AND embedding IS NOT NULL ORDER BY seq",
-                (*key, since),
+                "AND seq > ? AND embedding IS NOT NULL AND embedding_model IS ? ORDER BY seq",
+                (*key, since, self.model_name),
             ).fetchall()
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if rows:
@@ -588,6 +607,7 @@ class SQLiteStore:
     def _insert(self, conn: sqlite3.Connection, memory: Memory, vector: np.ndarray) -> None:
         if vector.shape != (self.dimensions,):
             raise StoreError(f"vector has shape {vector.shape}, expected ({self.dimensions},)")
+        self.require_model(conn)
         cur = conn.execute(
             "INSERT INTO memories (seq, id, space, content, custom_id, metadata, source, session_id, "
             "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "
@@ -766,12 +786,16 @@ class SQLiteStore:
 
     # --- extract jobs --------------------------------------------------------------
 
-    def enqueue_job(self, text: str, *, space: str, source: str, session_id: str | None) -> str:
-        """Write one durable ``memory_extract_jobs`` row; returns its id."""
-        job_id = str(uuid.uuid4())
+    def enqueue_job(self, text: str, *, space: str, source: str, session_id: str | None,
+                    job_id: str | None = None) -> str:
+        """Write one durable ``memory_extract_jobs`` row; returns its id.
+
+        A ``job_id`` already queued (a retried capture) writes nothing.
+        """
+        job_id = job_id or str(uuid.uuid4())
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO memory_extract_jobs (id, space, text, source, session_id, created_at) "
+                "INSERT OR IGNORE INTO memory_extract_jobs (id, space, text, source, session_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (job_id, space, text, source, session_id, now_iso()),
             )
@@ -995,8 +1019,9 @@ class SQLiteStore:
         return bad
 
     def set_vector(self, seq: int, vector: np.ndarray) -> None:
-        """Store a recomputed vector for a row (audit repair, re-embedding)."""
+        """Store a recomputed vector for a row (audit repair)."""
         with self._write() as conn:
+            self.require_model(conn)
             row = conn.execute("SELECT space FROM memories WHERE seq = ?", (seq,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no row {seq}")
@@ -1051,6 +1076,8 @@ class SQLiteStore:
         """
         imported = skipped = 0
         with self._write() as conn:
+            if vectors:
+                self.require_model(conn)
             for rec in records:
                 if conn.execute("SELECT 1 FROM memories WHERE id = ?", (rec["id"],)).fetchone():
                     skipped += 1

@@ -320,6 +320,24 @@ def _parse(argv: list[str]) -> dict[str, Any]:
     return opts
 
 
+def _ship_spool(backend: Any) -> int:
+    """With a memory service: send what the stop hook spooled while it was away.
+
+    Returns 0 when nothing is left for the service, 1 when it did not take everything.
+    """
+    from bli_memory.core.spool import ship_backlog
+
+    sent = ship_backlog(backend)
+    if sent is None:
+        sys.stderr.write("bli-memory-mcp worker: this machine uses the memory service, which runs "
+                         "extraction itself; nothing spooled to send\n")
+        return 0
+    note = f"; the service is away ({sent.error})" if sent.error else ""
+    sys.stderr.write(f"bli-memory-mcp worker: sent {len(sent.shipped)} spooled exchange(s) to the "
+                     f"memory service, {sent.rejected} refused, {sent.left} left{note}\n")
+    return 0 if sent.left == 0 else 1
+
+
 def main(argv: list[str]) -> int:
     """``bli-memory-mcp worker``: run extract jobs; returns the exit code.
 
@@ -339,11 +357,7 @@ def main(argv: list[str]) -> int:
     backend = get_plugin_manager().hook.memory_backend(settings=settings)
     try:
         if job_queue(backend) is None:
-            sys.stderr.write(
-                "bli-memory-mcp worker: this machine uses the memory service, which runs "
-                "extraction itself; nothing to do here\n"
-            )
-            return 0
+            return _ship_spool(backend)
         worker_id = default_worker_id()
         if opts["once"]:
             drain(backend, max_jobs=opts["max_jobs"] or 1_000_000, worker_id=worker_id,

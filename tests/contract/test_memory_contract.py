@@ -8,6 +8,7 @@ behaviour between the stores is a failure here.
 from __future__ import annotations
 
 import base64
+import time
 import uuid
 
 import pytest
@@ -262,6 +263,36 @@ def test_enqueue_extract_queues_a_job(backend, space: str) -> None:
         backend.enqueue_extract("  ", space=space, source="hook:claude")
     # Queuing saves nothing by itself.
     assert backend.profile(space=space).recent == ()
+
+
+def test_contradictory_saves_are_flagged_as_a_conflict(backend, space: str) -> None:
+    older = backend.save("User loves Chinese food", space=space).memory
+    backend.save("The frontend uses pnpm workspaces.", space=space)
+    time.sleep(0.01)  # created_at orders them on every store
+    newer = backend.save("User hates Chinese food", space=space).memory
+    res = backend.search("what does the user think of Chinese food?", space=space)
+    assert {h.memory.id for h in res.hits[:2]} == {newer.id, older.id}
+    assert [(c.newer, c.older) for c in res.conflicts] == [(newer.id, older.id)]
+    assert res.conflicts[0].similarity >= 0.8
+    # Unrelated memories are never paired, whichever hits a search returns.
+    other = backend.search("which package manager does the frontend use?", space=space)
+    assert all({c.newer, c.older} == {newer.id, older.id} for c in other.conflicts)
+
+
+def test_enqueue_extract_with_the_callers_job_id_queues_it_once(backend, space: str) -> None:
+    def jobs() -> int:
+        return sum(backend.info(space=space)["extractJobs"].values())
+
+    before = jobs()
+    chosen = str(uuid.uuid4())
+    for _ in range(3):  # a capture retried after a timeout, or shipped by two processes
+        assert backend.enqueue_extract("User: we pin ruff\n\nAssistant: noted", space=space,
+                                       source="hook:claude", job_id=chosen) == chosen
+    assert jobs() == before + 1
+    with pytest.raises(InvalidInputError):
+        backend.enqueue_extract("User: a\n\nAssistant: b", space=space, source="hook:claude",
+                                job_id="not-a-uuid")
+    assert jobs() == before + 1
 
 
 def test_many_memories_rank_the_right_one_first(backend, space: str) -> None:

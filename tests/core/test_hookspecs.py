@@ -110,8 +110,10 @@ def test_hook_register_embedders(temp_home: Path) -> None:
     assert backend.store.meta()["embedding_model"] == "toy-trigram-16"
     assert backend.search("toy model", space="s").hits
     backend.close()
+    shipped = EmbeddedBackend(store_path())
     with pytest.raises(ModelMismatchError, match="toy-trigram-16"):
-        _ = EmbeddedBackend(store_path()).store  # the shipped model must not mix its vectors in
+        shipped.save("the shipped model must not mix its vectors in", space="s")
+    shipped.close()
     with pytest.raises(ConfigError, match="not a registered embedder"):
         load_embedder("no-such-model", pm)
 

@@ -307,3 +307,19 @@ def test_closing_stdin_during_warm_up_ends_the_server_cleanly(tmp_path: Path) ->
                            env=dict(os.environ), timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
         assert '"id":1' in r.stdout.replace(" ", "")
+
+
+def test_contradictory_saves_are_flagged_in_structured_content(tmp_path: Path) -> None:
+    async def body(client):
+        old = await client.call_tool("save_memory", {"content": "User loves Chinese food"})
+        await client.call_tool("save_memory", {"content": "The frontend uses pnpm workspaces."})
+        new = await client.call_tool("save_memory", {"content": "User hates Chinese food"})
+        r = await _search(client, "what does the user think of Chinese food?")
+        return old.structured_content["memory"]["id"], new.structured_content["memory"]["id"], r
+
+    old_id, new_id, r = run_session(tmp_path, body)
+    out = r.structured_content
+    assert {x["id"] for x in out["results"][:2]} == {new_id, old_id}
+    (conflict,) = out["conflicts"]
+    assert conflict["newer"] == new_id and conflict["older"] == old_id and conflict["similarity"] >= 0.8
+    assert f"Possible conflict: {new_id}" in text_of(r)
