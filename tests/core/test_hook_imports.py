@@ -13,8 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: Our modules a skipped prompt needs: the entry, receipts and stats, the daemon
-#: client (tried first), the plugin seam, the host's adapter and the skip rule.
+#: Our modules a skipped prompt needs: the entry, receipts (and where they go) and stats,
+#: the daemon client (tried first) with its start rule, the plugin seam, the host's
+#: adapter, payload text clean-up, private file modes and the skip rule. All standard
+#: library only.
 SKIP_PATH_MODULES = {
     "bli_memory", "bli_memory.adapters", "bli_memory.adapters.claude_code", "bli_memory.core",
     "bli_memory.core._version", "bli_memory.core.blocks", "bli_memory.core.cli",
@@ -23,6 +25,8 @@ SKIP_PATH_MODULES = {
     "bli_memory.core.hooks", "bli_memory.core.models", "bli_memory.core.paths",
     "bli_memory.core.payloads", "bli_memory.core.receipts", "bli_memory.core.transcripts",
     "bli_memory.core.trivial", "bli_memory.installers", "bli_memory.installers.files",
+    "bli_memory.core.daemon_start", "bli_memory.core.private_files", "bli_memory.core.receipt_log",
+    "bli_memory.core.unicode_text",
 }
 #: Standard-library and third-party modules only the backend needs.
 BACKEND_ONLY = {"sqlite3", "logging", "uuid", "datetime", "numpy", "httpx", "onnxruntime",
