@@ -178,7 +178,7 @@ def search_configs() -> dict[str, Any]:
                                context_weight=0.0),
         "hybrid without recency": replace(base, recency_weight=0.0),
         "hybrid without context channel": replace(base, context_weight=0.0),
-        "hybrid with newer-first near-duplicates": replace(base, near_duplicate_newer_first=True),
+        "hybrid without newer-first near-duplicates": replace(base, near_duplicate_newer_first=False),
     }
 
 

@@ -6,11 +6,12 @@ fact. A search therefore looks at the hits it returns: two whose embeddings are 
 least :data:`NEAR_DUPLICATE_MIN_COSINE` alike are one subject, and each (newer, older)
 pair is reported so the agent can resolve it (``update_memory`` or ``forget_memory``).
 
-Ranking the newer of such a pair first was measured and is off by default
-(``RankingConfig.near_duplicate_newer_first``): in conversations a later turn often
-restates an earlier one that holds the answer, and on LoCoMo every variant tried
-lowered recall_any@5 (each group newest first: -0.029; only pairs equally relevant
-to the query: -0.023; only neighbours in the ranking: -0.003; docs/benchmarks.md,
+When such a pair stands next to each other in the ranking, the newer is put first
+(``RankingConfig.near_duplicate_newer_first``, on), so a correction is read before
+what it corrects. Wider reorderings were measured and rejected: in conversations a
+later turn often restates an earlier one that holds the answer, and on LoCoMo each
+group newest first cost recall_any@5 0.029 and only pairs equally relevant to the
+query 0.023, while the neighbour swap costs 0.003 (docs/benchmarks.md,
 "Near-duplicates").
 
 Every store calls :func:`newer_first` with the pairwise cosine similarities of its hits
@@ -74,7 +75,7 @@ def newer_first(
             order; missing pairs count as unrelated).
         min_cosine: Threshold (default :data:`NEAR_DUPLICATE_MIN_COSINE`).
         reorder: Swap a pair standing next to each other, older first (the stores
-            pass ``RankingConfig.near_duplicate_newer_first``, off by default).
+            pass ``RankingConfig.near_duplicate_newer_first``, on by default).
 
     Returns:
         ``(hits, conflicts)``: the same hits, where a near-duplicate pair stands next

@@ -51,8 +51,10 @@ class RankingConfig:
         near_duplicate_cosine: Two hits at least this alike are one subject: flagged
             as a possible conflict (:mod:`bli_memory.core.conflicts`; above 1 turns it off).
         near_duplicate_newer_first: Also swap such a pair when they stand next to each
-            other with the older first. Off: on LoCoMo it cost recall_any@5 0.003 and
-            mrr@10 0.005 (docs/benchmarks.md, "Near-duplicates").
+            other with the older first, so a correction is read before what it corrects.
+            On: on LoCoMo it costs recall_any@5 0.003 and mrr@10 0.005, about three of
+            883 questions, within run-to-run noise; the wider variants cost 0.023-0.029
+            and stay off (docs/benchmarks.md, "Near-duplicates").
     """
 
     weights: Mapping[str, float] = field(
@@ -66,7 +68,7 @@ class RankingConfig:
     context_weight: float = 0.4
     context_top: int = 5
     near_duplicate_cosine: float = 0.80  # calibrated: core/conflicts.py NEAR_DUPLICATE_MIN_COSINE
-    near_duplicate_newer_first: bool = False
+    near_duplicate_newer_first: bool = True
 
     def weight(self, channel: str) -> float:
         """Weight of ``channel`` (0 when absent)."""

@@ -1,4 +1,4 @@
-"""Near-duplicate hits: flagged always, the newer first only when switched on (issue 19, item 10)."""
+"""Near-duplicate hits: flagged always, and the newer first where the pair stands side by side."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from bli_memory.core.paths import store_path
 from bli_memory.core.ranking import RankingConfig
 
 
-def test_the_newer_of_two_contradictory_saves_ranks_first_when_switched_on(project: Path) -> None:
+def test_the_newer_of_two_contradictory_saves_ranks_first(project: Path) -> None:
     backend = EmbeddedBackend(store_path())
     try:
         older = backend.save("User loves Chinese food", space="s1").memory
@@ -20,12 +20,13 @@ def test_the_newer_of_two_contradictory_saves_ranks_first_when_switched_on(proje
         backend.save("The frontend uses pnpm workspaces.", space="s1")
         query = "what does the user think of Chinese food?"
         default = backend.search(query, space="s1")
-        on = backend.search(query, space="s1",
-                            ranking=replace(RankingConfig(), near_duplicate_newer_first=True))
+        flag_only = backend.search(query, space="s1",
+                                   ranking=replace(RankingConfig(), near_duplicate_newer_first=False))
         off = backend.search(query, space="s1", ranking=replace(RankingConfig(), near_duplicate_cosine=2.0))
     finally:
         backend.close()
-    assert [h.memory.id for h in on.hits[:2]] == [newer.id, older.id]
-    assert [h.memory.id for h in default.hits] == [h.memory.id for h in off.hits]  # flag only
+    assert [h.memory.id for h in default.hits[:2]] == [newer.id, older.id]
+    assert [h.memory.id for h in flag_only.hits] == [h.memory.id for h in off.hits]
+    assert [h.memory.id for h in flag_only.hits[:2]] == [older.id, newer.id]  # what the swap fixes
     assert [(c.newer, c.older) for c in default.conflicts] == [(newer.id, older.id)]
     assert off.conflicts == ()
