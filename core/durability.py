@@ -40,7 +40,7 @@ import re
 from functools import cache
 
 __all__ = [
-    "is_context", "is_fragment", "is_general", "is_preference", "is_rule_label", "is_setup",
+    "is_context", "is_fragment", "is_general", "is_limitation", "is_preference", "is_rule_label", "is_setup",
     "is_task_request", "is_transient", "teaches",
 ]
 
@@ -233,10 +233,35 @@ _RULE_LABEL = re.compile(
 )
 
 
+_LABELLED_RULE = re.compile(
+    r"^[A-Z][\w-]*(?:\s+[\w-]+){0,2}\s*:\s+.*\b(?:no [a-z]+|never|only|must|required|encouraged|"
+    r"not allowed|forbidden|avoid|at most|at least)\b", re.IGNORECASE)
+
+
 def is_rule_label(sentence: str) -> bool:
     """True for a summary line that states a rule as "label: values" ("Prohibited words:
-    Strategic, Leading", "Avoid: 'Learn more', 'Get started'", "Naming: snake_case")."""
-    return bool(_RULE_LABEL.match(sentence.strip()))
+    Strategic, Leading", "Avoid: 'Learn more', 'Get started'", "Naming: snake_case"), or
+    whose values carry a rule word ("Headlines: 4-6 words, periods encouraged, no
+    slogans")."""
+    s = sentence.strip()
+    return bool(_RULE_LABEL.match(s) or _LABELLED_RULE.match(s))
+
+
+_LIMITATION = re.compile(
+    r"\b(?:there(?:'s| is) no (?:direct |reliable |built-in |simple |easy |official )?way to|"
+    r"(?:can ?not|can't|is not able to|isn't able to) (?:be )?(?:map|mapped|correlat\w+|tell|detect\w*|"
+    r"know|identif\w+|distinguish\w*|determin\w+|access\w*|see)|"
+    r"(?:could|can|may|might) (?:indeed |also )?(?:be|belong to|come) (?:from|to) (?:a |an )?(?:different|"
+    r"other|another|wrong)|does(?:n't| not) (?:support|work with|allow|have a built-in))\b",
+    re.IGNORECASE,
+)
+
+
+def is_limitation(sentence: str) -> bool:
+    """True for a limitation or a risk of the setup ("there's no direct way to correlate a
+    process PID with its session ID", "the newest file could be from a different
+    session"): the root cause a later session needs before it tries the same thing."""
+    return bool(_LIMITATION.search(sentence)) and "?" not in sentence
 
 
 _CONTEXT = re.compile(
