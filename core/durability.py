@@ -40,8 +40,9 @@ import re
 from functools import cache
 
 __all__ = [
-    "is_context", "is_fragment", "is_general", "is_limitation", "is_preference", "is_rule_label", "is_setup",
-    "is_task_request", "is_transient", "teaches",
+    "is_context", "is_finding_item", "is_fragment", "is_general", "is_limitation", "is_preference",
+    "is_rule_label", "is_setup", "is_task_request", "is_transient", "names_place", "points_back",
+    "teaches",
 ]
 
 _DONE_VERBS = (
@@ -127,6 +128,44 @@ def is_transient(sentence: str) -> bool:
     if p["finding"].match(s) or p["moment"].search(s):
         return True
     return bool(p["report"].search(s)) and not p["reason"].search(s)
+
+
+_FINDING_ITEM = re.compile(r"^(?:[A-Z0-9][\w'/&.+-]*)(?: [\w'/&.+-]+){0,6} [-\u2013\u2014] \S")
+
+
+def is_finding_item(sentence: str) -> bool:
+    """True for an assistant's list item "Title - description" ("No Testing Infrastructure
+    - Zero tests despite ...", "Line Count Discrepancy - Documentation claims ..."): an
+    entry of a review, an audit or a feature list, whose meaning hangs on the heading
+    above it and which reports the state of the moment. Kept when it states a rule or
+    a reason ("... - must be sourced because ...")."""
+    s = sentence.strip()
+    return bool(_FINDING_ITEM.match(s)) and not _patterns()["reason"].search(s) and not is_rule_label(s)
+
+
+_NAMES_PLACE = re.compile(
+    r"\b(?:folder|directory|subfolder|subdirectory|dir|file|repo|repository)\s+(?:called|named)\s+\S+",
+    re.IGNORECASE)
+
+
+_POINTER = re.compile(
+    r"\b(?:this|these|those)\s+(?!(?:to|is|was|are|were|would|will|should|can|could|one|way|time|"
+    r"means|session|repo|repository|project|codebase)\b)[a-z]+", re.IGNORECASE)
+
+
+def points_back(sentence: str) -> bool:
+    """True when the sentence's subject matter is a pointer to what was said before ("All
+    content must conform to this standard.", "Keep those files in sync."; not "that",
+    which is as often a relative pronoun). With no named thing of its own such a
+    sentence cannot stand alone; the caller checks for named things."""
+    return bool(_POINTER.search(re.sub(r"`[^`]*`", " ", sentence)))
+
+
+def names_place(sentence: str) -> bool:
+    """True when the person names where things are kept ("create a folder called
+    transcripts/ and put each transcript in it", "keep it all in a folder called code"):
+    the place outlives the request, so it is kept even inside one."""
+    return bool(_NAMES_PLACE.search(sentence))
 
 
 def is_task_request(sentence: str) -> bool:

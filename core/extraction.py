@@ -551,6 +551,10 @@ def _code_blocks(body: str) -> str:
     return out.replace("\x01", "")
 
 
+#: A line that opens with a short label and a colon ("Backend: Node.js + Express").
+_LABEL_LINE = re.compile(r"^[A-Z][\w/+.-]*(?: [\w/+.-]+){0,2}:\s+\S")
+
+
 def _units(body: str) -> list[str]:
     """Paragraphs -> bullets/lines -> sentences, with inline code kept whole."""
     r = _rules()
@@ -567,8 +571,8 @@ def _units(body: str) -> list[str]:
                 items.append(r.bullet.sub("", stripped))
             elif items[-1].rstrip().endswith(":") and re.fullmatch(r"`[^`]+`", stripped):
                 items[-1] += " " + stripped  # "Output location:" + "`~/exports/`" on the next line
-            elif items[-1].rstrip().endswith(":"):
-                items.append(stripped)
+            elif items[-1].rstrip().endswith(":") or _LABEL_LINE.match(stripped):
+                items.append(stripped)  # "Backend: Node.js + Express" on its own line is its own item
             else:
                 items[-1] += " " + stripped
         for item in items:
@@ -797,7 +801,7 @@ def candidates(text: str) -> list[Candidate]:
             cleaned, acknowledged = _clean(unit)
             if role == "assistant" and acknowledged:
                 continue  # "Got it: ..." repeats what the person just said
-            cleaned = rephrase.standalone(rephrase.label_value(cleaned))
+            cleaned = rephrase.standalone(rephrase.label_value(rephrase.list_intro(cleaned)))
             if role == "user":
                 cleaned = rephrase.project_subject(cleaned)
             too_short_or_long = len(cleaned.split()) < 4 or len(cleaned) > MAX_STATEMENT_CHARS
@@ -813,10 +817,20 @@ def candidates(text: str) -> list[Candidate]:
                 kind = "fact"  # "I am running Claude Code on WSL": the person's setup
             elif kind is None and durability.is_limitation(cleaned) and specific_terms(cleaned):
                 kind = "fix"  # "There's no direct way to map a PID to its session": a root cause
-            keep = kind is not None and not durability.is_transient(cleaned)
+            elif kind is None and role == "user" and durability.names_place(cleaned):
+                kind = "convention"  # "Create a folder called transcripts/ for them": where things live
+            # A limitation stays true while the setup does ("currently picks the newest file,
+            # which could be from a different session"), though it reads like the moment.
+            transient = durability.is_transient(cleaned) and not durability.is_limitation(cleaned)
+            keep = kind is not None and not transient
+            if keep and durability.points_back(cleaned) and not specific_terms(cleaned):
+                keep = False  # "All content must conform to this standard.": which standard?
+            if role == "assistant" and durability.is_finding_item(cleaned):
+                keep = False  # "No Testing Infrastructure - Zero tests ...": an audit entry of the moment
             scoped = (request and kind in ("convention", "command") and not durability.is_general(cleaned)
                       and not durability.teaches(cleaned))
-            if role == "user" and (scoped or durability.is_task_request(cleaned)):
+            one_off = scoped or durability.is_task_request(cleaned)
+            if role == "user" and one_off and not durability.names_place(cleaned):
                 keep = False  # "Commit and push it. Use the --no-verify flag.": this task only
             out.append(Candidate(cleaned, role, kind, keep, asked, request))
     return out
