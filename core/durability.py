@@ -18,15 +18,16 @@ so they hold for anyone's sessions:
   "now shows/showing" and "are identical", unless the sentence also gives a reason or a
   rule ("because", "so that", "always", "by default", "must").
 - **The moment**: "currently", "right now", "at the moment", "so far", "for now", "just
-  (now)", "this session", "the current/active session", "the latest run", "confirming".
+  (now)", "this session", "the current/active session", "the latest run", "confirming",
+  "another instance of you" (what a parallel session is doing).
 - **Requests for the task at hand** (the person's turn): an instruction with a pronoun
   object ("commit and push it", "only stage the files you changed") or one that names a
   one-off action (commit, push, examine, create, write, test, check, run this), unless it
   carries a cue of generality ("always", "never", "every", "from now on", "by default",
   "in this repo", "whenever", "all").
 - **Drawings and proposals**: box-drawing characters (a directory tree), and "My
-  recommendation: ...", "I'd suggest ...", "you could ...", "this would ...": an option
-  offered, not a decision taken (the person's answer is what decides).
+  recommendation: ...", "I'd suggest ...", "you could ...", "this would ...", "use it
+  as ...": an option offered, not a decision taken (the person's answer is what decides).
 - **Findings of a search**: "I found", "I discovered", "based on my research", "it turns
   out" (the fact they introduce, when it is one, is kept from its own sentence).
 
@@ -77,7 +78,8 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"this (?:session|chat|conversation|run|turn|time)|(?:the|our) (?:current|active|present) "
             r"(?:session|chat|conversation|run|state)|current session|the latest run|confirming|"
             r"just (?:created|updated|added|fixed|ran|made|wrote|modified|changed|finished)|"
-            r"pid \d+|process id \d+|(?:over|during|in) the (?:work )?session|(?:over|in) the (?:past|last) "
+            r"pid \d+|process id \d+|(?:another|other|one) (?:instance|session|copy) of you|"
+            r"(?:over|during|in) the (?:work )?session|(?:over|in) the (?:past|last) "
             r"(?:few )?(?:hours?|minutes?|days?))\b|^(?:assessment|summary|status|result|results|verdict|"
             r"conclusion|outcome|analysis|progress|recap|tl;?dr|actions taken|next steps?|overall)\s*:|"
             r"\b(?:correctly|properly|incorrectly) (?:uses?|used|set|named|formatted|qualified)\b|"
@@ -89,7 +91,9 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"^(?:(?:my )?recommendations?\s*:|i(?:'d| would)? (?:recommend|suggest|propose)|i recommend|"
             r"we could|you could|you might|consider\b|one option|alternatively|an alternative|"
             r"option [a-z1-9]\b|"
-            r"this (?:would|could|might|gets)|that (?:would|could|might|gets))", i),
+            r"this (?:would|could|might|gets)|that (?:would|could|might|gets)|"
+            r"(?:use|keep|move|put|frame|position|highlight|include|treat|present) "
+            r"(?:it|this|that|them)\b)", i),
         "finding": re.compile(
             r"^(?:i (?:found|discovered|noticed|see|can see|checked|verified|confirmed)|"
             r"based on (?:my|the) (?:research|analysis|findings|review)|it turns out|"
@@ -102,7 +106,7 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"^(?:please\s+)?(?:commit|push|stage|examine|create|write|build|add|make|fix|try|test|"
             r"check|look|show|tell|explain|find|search|research|update|change|rename|delete|remove|"
             r"install|run|open|go ahead|proceed|continue|implement|review|draft|generate|convert|"
-            r"initiali[sz]e|set up)\b", i),
+            r"initiali[sz]e|set up|read|do|move|copy|start|finish|redo|undo|revert)\b", i),
         "general": re.compile(
             r"\b(?:always|never|every|each time|from now on|going forward|by default|in this repo|"
             r"in this project|whenever|all (?:of )?(?:the|our)?\s*\w+|any time|in general|as a rule)\b", i),
@@ -291,7 +295,9 @@ _LIMITATION = re.compile(
     r"(?:can ?not|can't|is not able to|isn't able to) (?:be )?(?:map|mapped|correlat\w+|tell|detect\w*|"
     r"know|identif\w+|distinguish\w*|determin\w+|access\w*|see)|"
     r"(?:could|can|may|might) (?:indeed |also )?(?:be|belong to|come) (?:from|to) (?:a |an )?(?:different|"
-    r"other|another|wrong)|does(?:n't| not) (?:support|work with|allow|have a built-in))\b",
+    r"other|another|wrong)|does(?:n't| not) (?:support|work with|allow|have a built-in)|"
+    r"(?:restricts?|prevents?|blocks?|forbids?|keeps?) (?:\w+ ){0,3}from (?:making|running|changing|writing|"
+    r"using|editing))\b",
     re.IGNORECASE,
 )
 

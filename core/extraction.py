@@ -386,6 +386,7 @@ def _rules() -> _Rules:
         ),
         promise=re.compile(
             r"^(?:i'll|i will|i'd|will do|i can|i could|want me to|shall i|should i|i'm happy to|"
+            r"i need to|i have to|i must first|"
             r"i am happy to|if you (?:want|like|prefer))\b",
             i,
         ),
@@ -566,7 +567,9 @@ def _units(body: str) -> list[str]:
             stripped = line.strip()
             if not stripped or stripped.startswith("|") or re.fullmatch(r"[-=*_#]{3,}", stripped):
                 continue
-            stripped = re.sub(r"^#{1,6}\s+", "", stripped)
+            if re.match(r"#{1,6}\s", stripped) and not stripped.endswith(":"):
+                continue  # a heading titles what follows ("### Arguments for moving it"); it states nothing
+            stripped = re.sub(r"^#{1,6}\s+", "", stripped)  # "### Output Location:" labels the next line
             if r.bullet.match(stripped) or not items:
                 items.append(r.bullet.sub("", stripped))
             elif items[-1].rstrip().endswith(":") and re.fullmatch(r"`[^`]+`", stripped):
@@ -815,7 +818,8 @@ def candidates(text: str) -> list[Candidate]:
             elif kind is None and role == "user" and (durability.is_setup(cleaned) or
                                                       durability.is_context(cleaned)):
                 kind = "fact"  # "I am running Claude Code on WSL": the person's setup
-            elif kind is None and durability.is_limitation(cleaned) and specific_terms(cleaned):
+            elif kind is None and durability.is_limitation(cleaned) and (
+                    specific_terms(cleaned) or len(content_terms(cleaned)) >= 4):
                 kind = "fix"  # "There's no direct way to map a PID to its session": a root cause
             elif kind is None and role == "user" and durability.names_place(cleaned):
                 kind = "convention"  # "Create a folder called transcripts/ for them": where things live

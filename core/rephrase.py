@@ -200,7 +200,8 @@ _LABEL = re.compile(
     r"^[^\w`]*([A-Z][A-Za-z][A-Za-z /-]{1,40}?)\s*(?::\s+(`[^`]+`(?:\s*\([^)]*\))?)|\((`[^`]+`)\))\.?$")
 _LABEL_SKIP = re.compile(
     r"\b(?:current|this|that|these|latest|last|new|now|today|total|status|result|example|"
-    r"for|from|in|on|at|of|to|with|option|step|usage)\b", re.IGNORECASE)
+    r"for|from|in|on|at|of|to|with|option|step|usage|commit|hash|sha|date|time|duration|size)\b",
+    re.IGNORECASE)
 
 
 def label_value(sentence: str) -> str:

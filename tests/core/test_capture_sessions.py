@@ -116,3 +116,29 @@ def test_the_bench_replays_a_revision_with_its_own_capture_modules() -> None:
     out = subprocess.run([sys.executable, "-c", "import json\n" + script], cwd=REPO, capture_output=True,
                          text=True, check=True)
     assert json.loads(out.stdout) == [False, True, True]
+
+
+def test_a_heading_states_nothing_but_a_heading_label_names_the_next_line() -> None:
+    heading = "### Arguments for moving it to `bonus/`\n\n- Visibility for reviewers"
+    assert kept("should it move?", heading) == []
+    assert kept("where do exports go?", "### Output Location:\n`~/exports/YYYY-MM-DD/`") == [
+        "The output location is `~/exports/YYYY-MM-DD/`."]
+
+
+@pytest.mark.parametrize("line", [
+    "Use it as the entry point before diving into `hooks/` workflows.",
+    "Commit hash: `fe6d2cc`",
+    "I need to explore the `docimp` structure to understand how different it is.",
+])
+def test_advice_about_it_a_commit_hash_and_intentions_are_dropped(line: str) -> None:
+    assert kept("what do you think of the bonus file?", line) == []
+
+
+def test_a_restriction_of_the_setup_is_kept() -> None:
+    line = "Plan mode restricts me from making any changes to the system, including git operations."
+    assert kept("commit and push the bonus folder", line) == [line]
+
+
+def test_what_another_session_is_doing_and_a_request_to_read_are_not_facts() -> None:
+    assert kept("(Note: another instance of you is writing a README for the `bonus` folder.") == []
+    assert kept("Read the README in `bonus/` if you haven't already.") == []
