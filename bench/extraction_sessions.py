@@ -326,13 +326,13 @@ def main(argv: list[str]) -> int:
     revs = dict(BASELINES)
     if "--before" in argv:
         revs = {"before": argv[argv.index("--before") + 1]}
+    if "--show" in argv and argv[argv.index("--show") + 1:][:1] != ["tuning"]:
+        raise SystemExit("only the tuning part is shown: the test part stays blind")
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
     log(f"{len(rows)} exchanges in {len({r['session'] for r in rows})} sessions")
     cosine = _Cosines()
     if "--show" in argv:
-        split = argv[argv.index("--show") + 1]
-        if split != "tuning":
-            raise SystemExit("only the tuning part is shown")
+        split = "tuning"
         per = score(replay([r for r in rows if r["split"] == split], None, cosine), cosine, 0.6)
         _show(per, split)
         t = _totals(per, split)

@@ -142,3 +142,10 @@ def test_a_restriction_of_the_setup_is_kept() -> None:
 def test_what_another_session_is_doing_and_a_request_to_read_are_not_facts() -> None:
     assert kept("(Note: another instance of you is writing a README for the `bonus` folder.") == []
     assert kept("Read the README in `bonus/` if you haven't already.") == []
+
+
+def test_the_bench_never_shows_the_test_part() -> None:
+    out = subprocess.run([sys.executable, "bench/extraction_sessions.py", "--show", "test"], cwd=REPO,
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "test part stays blind" in out.stderr
+    assert "[durable]" not in out.stdout and "[noise]" not in out.stdout
