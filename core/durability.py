@@ -106,7 +106,7 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"^(?:please\s+)?(?:commit|push|stage|examine|create|write|build|add|make|fix|try|test|"
             r"check|look|show|tell|explain|find|search|research|update|change|rename|delete|remove|"
             r"install|run|open|go ahead|proceed|continue|implement|review|draft|generate|convert|"
-            r"initiali[sz]e|set up|read|do|move|copy|start|finish|redo|undo|revert)\b", i),
+            r"initiali[sz]e|set up|read|do(?! not\b)|move|copy|start|finish|redo|undo|revert)\b", i),
         "general": re.compile(
             r"\b(?:always|never|every|each time|from now on|going forward|by default|in this repo|"
             r"in this project|whenever|all (?:of )?(?:the|our)?\s*\w+|any time|in general|as a rule)\b", i),

@@ -149,3 +149,10 @@ def test_the_bench_never_shows_the_test_part() -> None:
                          capture_output=True, text=True)
     assert out.returncode != 0 and "test part stays blind" in out.stderr
     assert "[durable]" not in out.stdout and "[noise]" not in out.stdout
+
+
+def test_do_not_opens_a_rule_not_a_request() -> None:
+    """"Do so" asks for the task at hand; "Do not ..." states a standing rule."""
+    assert kept("Do not use emoji in commit messages or code comments.") == [
+        "Per the user, do not use emoji in commit messages or code comments."]
+    assert kept("Do so and then update any markdown files where it is referenced.") == []
