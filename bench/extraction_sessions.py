@@ -95,7 +95,7 @@ def _pairs(left: list[str], right: list[str], cosine: _Cosines, threshold: float
 
 
 #: The modules that make up capture; a revision's own copies are loaded for "before".
-_CAPTURE_MODULES = ("tombstones", "durability", "rephrase", "extraction", "reconcile")
+_CAPTURE_MODULES = ("tombstones", "durability", "rephrase", "candidates", "extraction", "reconcile")
 
 
 @contextlib.contextmanager

@@ -136,7 +136,8 @@ def _dataset(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[s
     """``(X, y, session of each row)`` from the candidates of ``rows``."""
     from extraction_sessions import _Cosines, _pairs
 
-    from bli_memory.core.extraction import _rewrite, candidates
+    from bli_memory.core.candidates import candidates
+    from bli_memory.core.extraction import _rewrite
 
     cosine = _Cosines()
     xs: list[list[float]] = []

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from bli_memory.core import durability
-from bli_memory.core.extraction import RuleExtractor, candidates
+from bli_memory.core.candidates import candidates
+from bli_memory.core.extraction import RuleExtractor
 from bli_memory.core.rephrase import list_intro
 
 REPO = Path(__file__).resolve().parents[2]
