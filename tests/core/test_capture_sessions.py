@@ -157,3 +157,19 @@ def test_do_not_opens_a_rule_not_a_request() -> None:
     assert kept("Do not use emoji in commit messages or code comments.") == [
         "Per the user, do not use emoji in commit messages or code comments."]
     assert kept("Do so and then update any markdown files where it is referenced.") == []
+
+
+def test_the_real_session_data_is_split_by_session_and_sourced() -> None:
+    data = (REPO / "bench" / "data" / "real_sessions.jsonl").read_text()
+    rows = [json.loads(line) for line in data.splitlines() if line.strip()]
+    splits: dict[str, set[str]] = {}
+    for row in rows:
+        splits.setdefault(row["session"], set()).add(row["split"])
+        assert row["split"] in ("tuning", "test")
+        assert row["text"].startswith("User: ") and "\n\nAssistant: " in row["text"]
+        assert row["source"]["repository"] and row["source"]["path"] and row["source"]["licence"]
+        assert len(row["source"]["commit"]) == 40
+        assert all(isinstance(f, str) and f for f in row["facts"])
+    assert all(len(s) == 1 for s in splits.values()), "a session must sit in one split"
+    readme = (REPO / "bench" / "data" / "README.md").read_text()
+    assert all(f"| {name} |" in readme for name in splits), "every session has a row in the sources table"
