@@ -37,7 +37,7 @@ writes ``bench/results/extraction_sessions.json``; ``--write`` replaces the sect
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
 import json
 import re
 import subprocess
@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,9 @@ __all__ = ["load_version", "main", "replay"]
 
 DATA = REPO_ROOT / "bench" / "data" / "real_sessions.jsonl"
 DOC = REPO_ROOT / "docs" / "benchmarks-extraction.md"
-#: The revision whose extractor is "before" (the tree before the capture rework).
-BEFORE = "a74adae"
+#: The baselines replayed beside this tree: ``original`` is the tree before the capture
+#: rework (the count the capture issue reported), ``start`` the first capture pass.
+BASELINES = (("original", "a74adae"), ("start", "3c5eb55"))
 THRESHOLDS = (0.6, 0.7)
 _BEGIN, _END = "<!-- real-sessions:begin -->", "<!-- real-sessions:end -->"
 _HOME = re.compile(r"/home/[A-Za-z0-9._-]+|/Users/[A-Za-z0-9._-]+|[A-Za-z]:\\Users\\")
@@ -92,24 +94,54 @@ def _pairs(left: list[str], right: list[str], cosine: _Cosines, threshold: float
     return out
 
 
-def load_version(rev: str | None) -> tuple[Any, Any]:
-    """``(RuleExtractor class, distil function)`` of revision ``rev`` (None: this tree)."""
+#: The modules that make up capture; a revision's own copies are loaded for "before".
+_CAPTURE_MODULES = ("tombstones", "durability", "rephrase", "candidates", "extraction", "reconcile")
+
+
+@contextlib.contextmanager
+def load_version(rev: str | None) -> Iterator[tuple[Any, Any]]:
+    """``(RuleExtractor class, distil function)`` of revision ``rev`` (None: this tree).
+
+    The capture modules of ``rev`` (those of :data:`_CAPTURE_MODULES` it has) are
+    loaded from git and stand in for this tree's under their own names while the
+    context is open, so their lazy imports of each other resolve to the same revision.
+    """
     if rev is None:
         from bli_memory.core.extraction import RuleExtractor
         from bli_memory.core.reconcile import distil
 
-        return RuleExtractor, distil
-    modules: dict[str, types.ModuleType] = {}
-    for name in ("extraction", "reconcile"):
-        source = subprocess.run(["git", "show", f"{rev}:core/{name}.py"], cwd=REPO_ROOT, check=True,
-                                capture_output=True, text=True).stdout
-        spec = importlib.util.spec_from_loader(f"_before_{name}", loader=None)
-        assert spec is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up
-        exec(compile(source, f"{rev}:core/{name}.py", "exec"), module.__dict__)  # noqa: S102
-        modules[name] = module
-    return modules["extraction"].RuleExtractor, modules["reconcile"].distil
+        yield RuleExtractor, distil
+        return
+    import bli_memory.core as package
+
+    saved: dict[str, Any] = {}
+    try:
+        for name in _CAPTURE_MODULES:
+            done = subprocess.run(["git", "show", f"{rev}:core/{name}.py"], cwd=REPO_ROOT,
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                continue  # the module is newer than the revision
+            full = f"bli_memory.core.{name}"
+            saved[name] = (sys.modules.get(full), getattr(package, name, None))
+            module = types.ModuleType(full)
+            module.__file__ = f"{rev}:core/{name}.py"
+            sys.modules[full] = module  # dataclasses and lazy imports look it up
+            setattr(package, name, module)
+            exec(compile(done.stdout, module.__file__, "exec"), module.__dict__)  # noqa: S102
+        modules = sys.modules
+        yield modules["bli_memory.core.extraction"].RuleExtractor, modules["bli_memory.core.reconcile"].distil
+    finally:
+        for name, (module, attr) in saved.items():
+            full = f"bli_memory.core.{name}"
+            if module is None:
+                sys.modules.pop(full, None)
+            else:
+                sys.modules[full] = module
+            if attr is None:
+                if hasattr(package, name):
+                    delattr(package, name)
+            else:
+                setattr(package, name, attr)
 
 
 def _user_prompt(text: str) -> str:
@@ -129,10 +161,9 @@ def replay(rows: list[dict[str, Any]], rev: str | None, cosine: _Cosines) -> dic
     """Replay every session through ``distil`` of revision ``rev``; per-exchange traces."""
     from bli_memory.core.engine import EmbeddedBackend
 
-    extractor_cls, distil = load_version(rev)
-    extractor = extractor_cls()
     sessions: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with load_version(rev) as (extractor_cls, distil), tempfile.TemporaryDirectory() as tmp:
+        extractor = extractor_cls()
         backend = EmbeddedBackend(Path(tmp) / "memory.sqlite3")
         try:
             for row in rows:
@@ -162,6 +193,7 @@ def score(sessions: dict[str, Any], cosine: _Cosines, threshold: float) -> dict[
     for name, s in sessions.items():
         kept = durable = transient = noise = facts = found = verbatim = home = unrelated = 0
         labelled: list[dict[str, Any]] = []
+        missed: list[str] = []
         all_facts = [f for e in s["exchanges"] for f in e["row"]["facts"]]
         for e in s["exchanges"]:
             row = e["row"]
@@ -180,6 +212,7 @@ def score(sessions: dict[str, Any], cosine: _Cosines, threshold: float) -> dict[
                 home += bool(_HOME.search(text))
             kept += len(written)
             facts += len(row["facts"])
+            missed += [f for j, f in enumerate(row["facts"]) if j not in matched.values()]
             found += len(matched)
             for new, old in e["replaced"].items():
                 a = _pairs([new], all_facts, cosine, threshold)
@@ -190,14 +223,16 @@ def score(sessions: dict[str, Any], cosine: _Cosines, threshold: float) -> dict[
                      "noise": noise, "facts": facts, "found": found,
                      "precision": durable / kept if kept else 1.0, "recall": found / facts if facts else 1.0,
                      "verbatim": verbatim, "home_paths": home, "unrelated_supersessions": unrelated,
-                     "live": len(s["live"]), "labelled": labelled}
+                     "live": len(s["live"]), "labelled": labelled, "missed": missed,
+                     "exchanges": len(s["exchanges"])}
     return out
 
 
 def _totals(per: dict[str, Any], split: str) -> dict[str, Any]:
     chosen = [v for v in per.values() if split == "all" or v["split"] == split]
-    t = {k: sum(v[k] for v in chosen) for k in ("kept", "durable", "transient", "noise", "facts", "found",
-                                                 "verbatim", "home_paths", "unrelated_supersessions", "live")}
+    keys = ("kept", "durable", "transient", "noise", "facts", "found", "verbatim", "home_paths",
+            "unrelated_supersessions", "live", "exchanges")
+    t = {k: sum(v[k] for v in chosen) for k in keys}
     t["precision"] = t["durable"] / t["kept"] if t["kept"] else 1.0
     t["recall"] = t["found"] / t["facts"] if t["facts"] else 1.0
     t["sessions"] = len(chosen)
@@ -215,26 +250,35 @@ def _lost(before: dict[str, Any], after: dict[str, Any], cosine: _Cosines) -> li
     return lost
 
 
-def _doc(results: dict[str, Any], machine: dict[str, Any], rev: str) -> str:
-    head = ["version", "split", "sessions", "kept", "durable", "transient", "noise", "precision",
+def _doc(results: dict[str, Any], machine: dict[str, Any], revs: dict[str, str]) -> str:
+    names = list(revs) + ["after"]
+    head = ["version", "split", "sessions", "exchanges", "kept", "durable", "transient", "noise", "precision",
             "facts", "recall", "verbatim prompts", "home paths", "unrelated supersessions"]
     rows = []
     for t in THRESHOLDS:
-        for version in ("before", "after"):
-            for split in ("test", "tuning"):
+        for split in ("test", "tuning"):
+            for version in names:
                 x = results[version][f"{t}"]["totals"][split]
-                rows.append([f"{version} @{t}", split, x["sessions"], x["kept"], x["durable"], x["transient"],
-                             x["noise"], x["precision"], x["facts"], x["recall"], x["verbatim"],
-                             x["home_paths"], x["unrelated_supersessions"]])
-    per_head = ["session", "split", "kept before", "kept after", "P before", "P after", "R before", "R after"]
+                rows.append([f"{version} @{t}", split, x["sessions"], x["exchanges"], x["kept"], x["durable"],
+                             x["transient"], x["noise"], x["precision"], x["facts"], x["recall"],
+                             x["verbatim"], x["home_paths"], x["unrelated_supersessions"]])
+    per_head = ["session", "split"] + [f"kept {v}" for v in names] + [f"P {v}" for v in names] + [
+        f"R {v}" for v in names]
     per_rows = []
     for name, a in results["after"]["0.6"]["sessions"].items():
-        b = results["before"]["0.6"]["sessions"][name]
-        per_rows.append([name, a["split"], b["kept"], a["kept"], b["precision"], a["precision"], b["recall"],
-                         a["recall"]])
-    live_b = sum(v["live"] for v in results["before"]["0.6"]["sessions"].values())
-    live_a = sum(v["live"] for v in results["after"]["0.6"]["sessions"].values())
-    lost = results["lost"]
+        per = [results[v]["0.6"]["sessions"][name] for v in names]
+        per_rows.append([name, a["split"]] + [p["kept"] for p in per] + [p["precision"] for p in per] +
+                        [p["recall"] for p in per])
+    live = {v: sum(x["live"] for x in results[v]["0.6"]["sessions"].values()) for v in names}
+    replay_lines = []
+    for v in revs:
+        lost = results["lost"][v]
+        replay_lines.append(
+            f"- against `{v}` ({revs[v]}): {live[v]} live memories, after {live['after']} "
+            f"({live['after'] / live[v]:.2f} of it); durable facts it held that after lost: {len(lost)}"
+            + (" (" + "; ".join(lost) + ")" if lost else "") + ".")
+    times = ", ".join(f"{v} {results[v]['extract_ms']:.2f} ms" for v in names)
+    rev_text = ", ".join(f"`{v}` = revision `{r}`" for v, r in revs.items())
     return "\n".join([
         _BEGIN,
         "## Real sessions: automatic capture before and after",
@@ -243,7 +287,7 @@ def _doc(results: dict[str, Any], machine: dict[str, Any], rev: str) -> str:
         "data and sources in `bench/data/` (public Claude Code sessions, split by session into `tuning` "
         "and `test`; the test part is the number to expect).",
         f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, Python {machine.get('python')}, "
-        f"commit {machine.get('commit', 'unknown')}; before = revision `{rev}`, after = this tree, same run.",
+        f"commit {machine.get('commit', 'unknown')}; {rev_text}, `after` = this tree, same run.",
         "",
         markdown_table(head, rows),
         "",
@@ -251,25 +295,52 @@ def _doc(results: dict[str, Any], machine: dict[str, Any], rev: str) -> str:
         "",
         markdown_table(per_head, per_rows),
         "",
-        f"Whole-session replay: {live_b} live memories before, {live_a} after "
-        f"({live_a / live_b:.2f} of before); durable facts the before set held and the after set lost: "
-        f"{len(lost)}" + (" (" + "; ".join(lost) + ")" if lost else "") + ".",
+        "Whole-session replay (live memories at the end of every session, summed):",
         "",
-        f"Extraction time after: {results['after']['extract_ms']:.2f} ms per exchange (mean), before "
-        f"{results['before']['extract_ms']:.2f} ms.",
+        *replay_lines,
+        "",
+        f"Extraction time per exchange (mean): {times}.",
         "",
         _END,
     ])
 
 
+def _show(sessions_scored: dict[str, Any], split: str) -> None:
+    """Print every kept memory of ``split`` with its label (for working on the tuning part)."""
+    for name, s in sessions_scored.items():
+        if s["split"] != split:
+            continue
+        sys.stdout.write(f"## {name}: P {s['precision']:.2f} R {s['recall']:.2f}\n")
+        for item in s["labelled"]:
+            sys.stdout.write(f"  [{item['label']}] {item['text']}\n")
+        for fact in s["missed"]:
+            sys.stdout.write(f"  [missed] {fact}\n")
+
+
 def main(argv: list[str]) -> int:
-    """Run before and after in one process; ``--write`` updates the doc section."""
-    rev = argv[argv.index("--before") + 1] if "--before" in argv else BEFORE
+    """Replay every version in one process; ``--write`` updates the doc section.
+
+    ``--show tuning`` prints each kept memory of the tuning part with its label and the
+    facts missed, and skips the baselines; the test part is never shown.
+    """
+    revs = dict(BASELINES)
+    if "--before" in argv:
+        revs = {"before": argv[argv.index("--before") + 1]}
+    if "--show" in argv and argv[argv.index("--show") + 1:][:1] != ["tuning"]:
+        raise SystemExit("only the tuning part is shown: the test part stays blind")
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
     log(f"{len(rows)} exchanges in {len({r['session'] for r in rows})} sessions")
     cosine = _Cosines()
+    if "--show" in argv:
+        split = "tuning"
+        per = score(replay([r for r in rows if r["split"] == split], None, cosine), cosine, 0.6)
+        _show(per, split)
+        t = _totals(per, split)
+        sys.stdout.write(f"{split}: kept {t['kept']} P {t['precision']:.3f} R {t['recall']:.3f}\n")
+        return 0
     results: dict[str, Any] = {}
-    replays = {"before": replay(rows, rev, cosine), "after": replay(rows, None, cosine)}
+    replays = {v: replay(rows, r, cosine) for v, r in revs.items()}
+    replays["after"] = replay(rows, None, cosine)
     for version, sessions in replays.items():
         entry: dict[str, Any] = {}
         for t in THRESHOLDS:
@@ -279,11 +350,11 @@ def main(argv: list[str]) -> int:
         times = [e["extract_ms"] for s in sessions.values() for e in s["exchanges"]]
         entry["extract_ms"] = sum(times) / len(times)
         results[version] = entry
-    results["lost"] = _lost(replays["before"], replays["after"], cosine)
+    results["lost"] = {v: _lost(replays[v], replays["after"], cosine) for v in revs}
     machine = machine_description()
     write_json(RESULTS_DIR / "extraction_sessions.json",
-               {"machine": machine, "before": rev, "results": results})
-    text = _doc(results, machine, rev)
+               {"machine": machine, "baselines": revs, "results": results})
+    text = _doc(results, machine, revs)
     sys.stdout.write(text + "\n")
     if "--write" in argv:
         doc = DOC.read_text()

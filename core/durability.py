@@ -18,15 +18,16 @@ so they hold for anyone's sessions:
   "now shows/showing" and "are identical", unless the sentence also gives a reason or a
   rule ("because", "so that", "always", "by default", "must").
 - **The moment**: "currently", "right now", "at the moment", "so far", "for now", "just
-  (now)", "this session", "the current/active session", "the latest run", "confirming".
+  (now)", "this session", "the current/active session", "the latest run", "confirming",
+  "another instance of you" (what a parallel session is doing).
 - **Requests for the task at hand** (the person's turn): an instruction with a pronoun
   object ("commit and push it", "only stage the files you changed") or one that names a
   one-off action (commit, push, examine, create, write, test, check, run this), unless it
   carries a cue of generality ("always", "never", "every", "from now on", "by default",
   "in this repo", "whenever", "all").
 - **Drawings and proposals**: box-drawing characters (a directory tree), and "My
-  recommendation: ...", "I'd suggest ...", "you could ...", "this would ...": an option
-  offered, not a decision taken (the person's answer is what decides).
+  recommendation: ...", "I'd suggest ...", "you could ...", "this would ...", "use it
+  as ...": an option offered, not a decision taken (the person's answer is what decides).
 - **Findings of a search**: "I found", "I discovered", "based on my research", "it turns
   out" (the fact they introduce, when it is one, is kept from its own sentence).
 
@@ -40,8 +41,9 @@ import re
 from functools import cache
 
 __all__ = [
-    "is_context", "is_fragment", "is_general", "is_preference", "is_rule_label", "is_setup",
-    "is_task_request", "is_transient", "teaches",
+    "is_context", "is_finding_item", "is_fragment", "is_general", "is_limitation", "is_preference",
+    "is_rule_label", "is_setup", "is_task_request", "is_transient", "names_place", "points_back",
+    "teaches",
 ]
 
 _DONE_VERBS = (
@@ -76,7 +78,8 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"this (?:session|chat|conversation|run|turn|time)|(?:the|our) (?:current|active|present) "
             r"(?:session|chat|conversation|run|state)|current session|the latest run|confirming|"
             r"just (?:created|updated|added|fixed|ran|made|wrote|modified|changed|finished)|"
-            r"pid \d+|process id \d+|(?:over|during|in) the (?:work )?session|(?:over|in) the (?:past|last) "
+            r"pid \d+|process id \d+|(?:another|other|one) (?:instance|session|copy) of you|"
+            r"(?:over|during|in) the (?:work )?session|(?:over|in) the (?:past|last) "
             r"(?:few )?(?:hours?|minutes?|days?))\b|^(?:assessment|summary|status|result|results|verdict|"
             r"conclusion|outcome|analysis|progress|recap|tl;?dr|actions taken|next steps?|overall)\s*:|"
             r"\b(?:correctly|properly|incorrectly) (?:uses?|used|set|named|formatted|qualified)\b|"
@@ -88,7 +91,9 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"^(?:(?:my )?recommendations?\s*:|i(?:'d| would)? (?:recommend|suggest|propose)|i recommend|"
             r"we could|you could|you might|consider\b|one option|alternatively|an alternative|"
             r"option [a-z1-9]\b|"
-            r"this (?:would|could|might|gets)|that (?:would|could|might|gets))", i),
+            r"this (?:would|could|might|gets)|that (?:would|could|might|gets)|"
+            r"(?:use|keep|move|put|frame|position|highlight|include|treat|present) "
+            r"(?:it|this|that|them)\b)", i),
         "finding": re.compile(
             r"^(?:i (?:found|discovered|noticed|see|can see|checked|verified|confirmed)|"
             r"based on (?:my|the) (?:research|analysis|findings|review)|it turns out|"
@@ -101,7 +106,7 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"^(?:please\s+)?(?:commit|push|stage|examine|create|write|build|add|make|fix|try|test|"
             r"check|look|show|tell|explain|find|search|research|update|change|rename|delete|remove|"
             r"install|run|open|go ahead|proceed|continue|implement|review|draft|generate|convert|"
-            r"initiali[sz]e|set up)\b", i),
+            r"initiali[sz]e|set up|read|do(?! not\b)|move|copy|start|finish|redo|undo|revert)\b", i),
         "general": re.compile(
             r"\b(?:always|never|every|each time|from now on|going forward|by default|in this repo|"
             r"in this project|whenever|all (?:of )?(?:the|our)?\s*\w+|any time|in general|as a rule)\b", i),
@@ -127,6 +132,44 @@ def is_transient(sentence: str) -> bool:
     if p["finding"].match(s) or p["moment"].search(s):
         return True
     return bool(p["report"].search(s)) and not p["reason"].search(s)
+
+
+_FINDING_ITEM = re.compile(r"^(?:[A-Z0-9][\w'/&.+-]*)(?: [\w'/&.+-]+){0,6} [-\u2013\u2014] \S")
+
+
+def is_finding_item(sentence: str) -> bool:
+    """True for an assistant's list item "Title - description" ("No Testing Infrastructure
+    - Zero tests despite ...", "Line Count Discrepancy - Documentation claims ..."): an
+    entry of a review, an audit or a feature list, whose meaning hangs on the heading
+    above it and which reports the state of the moment. Kept when it states a rule or
+    a reason ("... - must be sourced because ...")."""
+    s = sentence.strip()
+    return bool(_FINDING_ITEM.match(s)) and not _patterns()["reason"].search(s) and not is_rule_label(s)
+
+
+_NAMES_PLACE = re.compile(
+    r"\b(?:folder|directory|subfolder|subdirectory|dir|file|repo|repository)\s+(?:called|named)\s+\S+",
+    re.IGNORECASE)
+
+
+_POINTER = re.compile(
+    r"\b(?:this|these|those)\s+(?!(?:to|is|was|are|were|would|will|should|can|could|one|way|time|"
+    r"means|session|repo|repository|project|codebase)\b)[a-z]+", re.IGNORECASE)
+
+
+def points_back(sentence: str) -> bool:
+    """True when the sentence's subject matter is a pointer to what was said before ("All
+    content must conform to this standard.", "Keep those files in sync."; not "that",
+    which is as often a relative pronoun). With no named thing of its own such a
+    sentence cannot stand alone; the caller checks for named things."""
+    return bool(_POINTER.search(re.sub(r"`[^`]*`", " ", sentence)))
+
+
+def names_place(sentence: str) -> bool:
+    """True when the person names where things are kept ("create a folder called
+    transcripts/ and put each transcript in it", "keep it all in a folder called code"):
+    the place outlives the request, so it is kept even inside one."""
+    return bool(_NAMES_PLACE.search(sentence))
 
 
 def is_task_request(sentence: str) -> bool:
@@ -233,10 +276,37 @@ _RULE_LABEL = re.compile(
 )
 
 
+_LABELLED_RULE = re.compile(
+    r"^[A-Z][\w-]*(?:\s+[\w-]+){0,2}\s*:\s+.*\b(?:no [a-z]+|never|only|must|required|encouraged|"
+    r"not allowed|forbidden|avoid|at most|at least)\b", re.IGNORECASE)
+
+
 def is_rule_label(sentence: str) -> bool:
     """True for a summary line that states a rule as "label: values" ("Prohibited words:
-    Strategic, Leading", "Avoid: 'Learn more', 'Get started'", "Naming: snake_case")."""
-    return bool(_RULE_LABEL.match(sentence.strip()))
+    Strategic, Leading", "Avoid: 'Learn more', 'Get started'", "Naming: snake_case"), or
+    whose values carry a rule word ("Headlines: 4-6 words, periods encouraged, no
+    slogans")."""
+    s = sentence.strip()
+    return bool(_RULE_LABEL.match(s) or _LABELLED_RULE.match(s))
+
+
+_LIMITATION = re.compile(
+    r"\b(?:there(?:'s| is) no (?:direct |reliable |built-in |simple |easy |official )?way to|"
+    r"(?:can ?not|can't|is not able to|isn't able to) (?:be )?(?:map|mapped|correlat\w+|tell|detect\w*|"
+    r"know|identif\w+|distinguish\w*|determin\w+|access\w*|see)|"
+    r"(?:could|can|may|might) (?:indeed |also )?(?:be|belong to|come) (?:from|to) (?:a |an )?(?:different|"
+    r"other|another|wrong)|does(?:n't| not) (?:support|work with|allow|have a built-in)|"
+    r"(?:restricts?|prevents?|blocks?|forbids?|keeps?) (?:\w+ ){0,3}from (?:making|running|changing|writing|"
+    r"using|editing))\b",
+    re.IGNORECASE,
+)
+
+
+def is_limitation(sentence: str) -> bool:
+    """True for a limitation or a risk of the setup ("there's no direct way to correlate a
+    process PID with its session ID", "the newest file could be from a different
+    session"): the root cause a later session needs before it tries the same thing."""
+    return bool(_LIMITATION.search(sentence)) and "?" not in sentence
 
 
 _CONTEXT = re.compile(

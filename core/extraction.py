@@ -384,6 +384,7 @@ def _rules() -> _Rules:
         ),
         promise=re.compile(
             r"^(?:i'll|i will|i'd|will do|i can|i could|want me to|shall i|should i|i'm happy to|"
+            r"i need to|i have to|i must first|"
             r"i am happy to|if you (?:want|like|prefer))\b",
             i,
         ),
@@ -549,6 +550,10 @@ def _code_blocks(body: str) -> str:
     return out.replace("\x01", "")
 
 
+#: A line that opens with a short label and a colon ("Backend: Node.js + Express").
+_LABEL_LINE = re.compile(r"^[A-Z][\w/+.-]*(?: [\w/+.-]+){0,2}:\s+\S")
+
+
 def _units(body: str) -> list[str]:
     """Paragraphs -> bullets/lines -> sentences, with inline code kept whole."""
     r = _rules()
@@ -560,13 +565,15 @@ def _units(body: str) -> list[str]:
             stripped = line.strip()
             if not stripped or stripped.startswith("|") or re.fullmatch(r"[-=*_#]{3,}", stripped):
                 continue
-            stripped = re.sub(r"^#{1,6}\s+", "", stripped)
+            if re.match(r"#{1,6}\s", stripped) and not stripped.endswith(":"):
+                continue  # a heading titles what follows ("### Arguments for moving it"); it states nothing
+            stripped = re.sub(r"^#{1,6}\s+", "", stripped)  # "### Output Location:" labels the next line
             if r.bullet.match(stripped) or not items:
                 items.append(r.bullet.sub("", stripped))
             elif items[-1].rstrip().endswith(":") and re.fullmatch(r"`[^`]+`", stripped):
                 items[-1] += " " + stripped  # "Output location:" + "`~/exports/`" on the next line
-            elif items[-1].rstrip().endswith(":"):
-                items.append(stripped)
+            elif items[-1].rstrip().endswith(":") or _LABEL_LINE.match(stripped):
+                items.append(stripped)  # "Backend: Node.js + Express" on its own line is its own item
             else:
                 items[-1] += " " + stripped
         for item in items:
@@ -725,52 +732,26 @@ class RuleExtractor:
     name = "default"
 
     def extract(self, text: str) -> list[Statement]:
-        """See :meth:`Extractor.extract`."""
-        from bli_memory.core.blocks import strip_injected
+        """See :meth:`Extractor.extract`.
+
+        Each candidate sentence (:func:`bli_memory.core.candidates.candidates`) the
+        rules keep is rewritten to stand alone (:func:`_rewrite`); repeats are dropped.
+        """
+        from bli_memory.core.candidates import candidates
 
         out: list[Statement] = []
         seen: set[str] = set()
-        asked = False
-        from bli_memory.core import durability, rephrase
-
-        for role, body in _turns(strip_injected(text or "")):
-            units = _units(body)
-            request = False
-            if role == "user":
-                asked = _is_question(body)
-                units = [c for u in units for c in rephrase.user_clauses(u)]
-                request = any(durability.is_task_request(_clean(u)[0]) for u in units)
-            for unit in units:
-                cleaned, acknowledged = _clean(unit)
-                if role == "assistant" and acknowledged:
-                    continue  # "Got it: ..." repeats what the person just said
-                cleaned = rephrase.standalone(rephrase.label_value(cleaned))
-                if role == "user":
-                    cleaned = rephrase.project_subject(cleaned)
-                if durability.is_fragment(cleaned):
-                    continue
-                kind = _classify(cleaned, role, answers_question=role == "assistant" and asked)
-                if kind is None and role == "user" and durability.is_preference(cleaned):
-                    kind = "preference"  # "I would prefer this to run on demand"
-                elif kind is None and durability.is_rule_label(cleaned):
-                    kind = "convention"  # "Prohibited words: Strategic, Leading, ..."
-                elif kind is None and role == "user" and (durability.is_setup(cleaned) or
-                                                          durability.is_context(cleaned)):
-                    kind = "fact"  # "I am running Claude Code on WSL": the person's setup
-                if kind is None or durability.is_transient(cleaned):
-                    continue
-                scoped = (request and kind in ("convention", "command") and not durability.is_general(cleaned)
-                          and not durability.teaches(cleaned))
-                if role == "user" and (scoped or durability.is_task_request(cleaned)):
-                    continue  # "Commit and push it. Use the --no-verify flag.": this task only
-                statement = _rewrite(cleaned, role)
-                key = " ".join(statement.lower().split())
-                if key in seen:
-                    continue
-                seen.add(key)
-                out.append(Statement(text=statement, kind=kind))
-                if len(out) >= MAX_STATEMENTS:
-                    return out
+        for c in candidates(text):
+            if not c.rule_keep:
+                continue
+            statement = _rewrite(c.text, c.role)
+            key = " ".join(statement.lower().split())
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Statement(text=statement, kind=c.kind or "fact"))
+            if len(out) >= MAX_STATEMENTS:
+                return out
         return out
 
 

@@ -27,8 +27,8 @@ import os
 import re
 
 __all__ = [
-    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "label_value", "product_case", "project_subject",
-    "standalone", "user_clauses",
+    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "label_value", "list_intro", "product_case",
+    "project_subject", "standalone", "user_clauses",
 ]
 
 #: Lower-case spellings people type, and the product's own spelling.
@@ -200,7 +200,8 @@ _LABEL = re.compile(
     r"^[^\w`]*([A-Z][A-Za-z][A-Za-z /-]{1,40}?)\s*(?::\s+(`[^`]+`(?:\s*\([^)]*\))?)|\((`[^`]+`)\))\.?$")
 _LABEL_SKIP = re.compile(
     r"\b(?:current|this|that|these|latest|last|new|now|today|total|status|result|example|"
-    r"for|from|in|on|at|of|to|with|option|step|usage)\b", re.IGNORECASE)
+    r"for|from|in|on|at|of|to|with|option|step|usage|commit|hash|sha|date|time|duration|size)\b",
+    re.IGNORECASE)
 
 
 def label_value(sentence: str) -> str:
@@ -248,6 +249,24 @@ def standalone(sentence: str) -> str:
     if m:
         return "The project is " + m.group(1)
     return sentence
+
+
+def list_intro(sentence: str) -> str:
+    """The statement inside a sentence that introduces a list.
+
+    "This is a static website project for NiceHR - appears to be a company website with
+    pages for:" ends in a colon, so on its own it says nothing; its first clause is a
+    statement and is returned ("This is a static website project for NiceHR."). A
+    sentence that does not end in a colon, or whose first clause has fewer than four
+    words, is returned unchanged.
+    """
+    s = sentence.strip()
+    if not s.endswith(":"):
+        return sentence
+    head = re.split(r"\s+[-\u2013\u2014]\s+", s, maxsplit=1)[0]
+    if head == s or len(head.split()) < 4:
+        return sentence
+    return head.rstrip(" ,;") + "."
 
 
 _REQUIREMENT = re.compile(
