@@ -18,20 +18,22 @@ def test_a_job_queued_before_the_forget_does_not_bring_it_back(admin: Any, new_p
     person = new_person()
     backend = admin.for_person(admin.ensure_person(person.name))
     first = backend.enqueue_extract(EXCHANGE, space=space, source="hook:claude")
-    assert run_extract_jobs(admin, worker="w", max_jobs=1) == 1
+    # Drain everything pending (other tests share this database's queue), so the
+    # first job is surely done before the second is queued.
+    assert run_extract_jobs(admin, worker="w", max_jobs=1000) >= 1
     assert admin.job(first)["outcome"]["added"] == 1
     (content,) = [c for c in _live(backend, space) if "8443" in c]
     second = backend.enqueue_extract(EXCHANGE, space=space, source="hook:claude")
 
     backend.forget(space=space, content=content)
-    assert run_extract_jobs(admin, worker="w", max_jobs=5) >= 1
+    assert run_extract_jobs(admin, worker="w", max_jobs=1000) >= 1
     outcome = admin.job(second)["outcome"]
     assert outcome["added"] == 0 and outcome["unchanged"] == 1, outcome
     assert not [c for c in _live(backend, space) if "8443" in c]
 
     later = backend.enqueue_extract("User: Reminder: " + DECISION + "\n\nAssistant: Thanks.", space=space,
                                     source="hook:claude")
-    run_extract_jobs(admin, worker="w", max_jobs=5)
+    run_extract_jobs(admin, worker="w", max_jobs=1000)
     assert admin.job(later)["outcome"]["added"] == 0
     assert not [c for c in _live(backend, space) if "8443" in c]
 
