@@ -463,6 +463,16 @@ class SQLiteStore:
                 )
             ]
 
+    def has_match(self, spaces: Sequence[str], match: str) -> bool:
+        """True when some live row of these spaces matches the FTS5 expression (no ranking)."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            return conn.execute(
+                "SELECT 1 FROM memory_fts AS f JOIN memories AS m ON m.seq = f.rowid "
+                f"WHERE memory_fts MATCH ? AND m.space IN ({marks}) AND m.state = 'active' LIMIT 1",
+                (match, *spaces),
+            ).fetchone() is not None
+
     def keyword_terms(self, seqs: Sequence[int]) -> list[tuple[int, str]]:
         """``[(seq, terms), ...]``: the keyword-index term strings of these rows.
 

@@ -192,12 +192,27 @@ def test_daemon_answers_a_prompt_hook_exactly_as_the_direct_path(daemons: Daemon
     assert fields["via"] == "daemon" and fields["hits"] == 1 and "daemon" not in fields
     assert "teal" in (via_daemon.context or "")
 
-    direct = prompt_hook(project, env={"BLI_MEMORY_DAEMON": "0"})
+    # Another session (this one was given the memory already, and is not given it twice).
+    direct = run_hook("prompt", fixture("prompt.json", cwd=str(project), prompt=PROMPT,
+                                        session_id="another-session"), env={"BLI_MEMORY_DAEMON": "0"})
     assert direct.receipt[1]["via"] == "direct"
     assert direct.stdout == via_daemon.stdout  # one implementation of recall
 
     (hour,) = json.loads(hook_stats_path().read_text())["hours"].values()
     assert hour["prompt"]["via:daemon"] == 1 and hour["prompt"]["via:direct"] == 1
+
+
+def test_a_session_is_never_given_a_memory_twice_whichever_route_answers(daemons: Daemons,
+                                                                       project: Path) -> None:
+    save(project, "The user's favourite colour is teal.", "The CI runs on GitHub Actions.")
+    daemons.start()
+    first = prompt_hook(project)
+    assert first.receipt[1]["via"] == "daemon" and "teal" in (first.context or "")
+    again = prompt_hook(project, env={"BLI_MEMORY_DAEMON": "0"})  # same session, direct path
+    assert again.receipt[0] == "ok" and again.receipt[1]["via"] == "direct"
+    assert again.stdout == "" and again.receipt[1]["hits"] == 0
+    back = prompt_hook(project)  # and back on the daemon
+    assert back.receipt[1]["via"] == "daemon" and back.stdout == ""
 
 
 def test_trivial_prompt_and_stop_and_session_start_via_the_daemon(daemons: Daemons, project: Path,
