@@ -42,8 +42,9 @@ from typing import Any
 
 from common import CACHE_DIR, RESULTS_DIR, log, markdown_table, write_json
 
-__all__ = ["run", "render"]
+__all__ = ["render", "run"]
 
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo-dev.json"
 OLD_FLOOR = 0.35
 OLD_LIMIT = 5
 
@@ -60,7 +61,7 @@ class Prompt:
     unseen: float = 0.0
     exact: bool = False
     gated: list[str] = field(default_factory=list)  # dia ids the gate would inject at any threshold
-    old: list[str] = field(default_factory=list)    # dia ids the previous rule injects
+    old: list[str] = field(default_factory=list)  # dia ids the previous rule injects
     old_chars: int = 0
     gated_chars: int = 0
     hook_ids: list[str] = field(default_factory=list)  # dia ids in the real hook's block
@@ -72,7 +73,9 @@ def _half(name: str) -> bool:
     return hashlib.sha256(name.encode()).digest()[0] % 2 == 0
 
 
-def prompts(conversations: Sequence[Any], groups: tuple[list[Any], list[Any]], repos: dict[str, str]) -> list[Prompt]:
+def prompts(
+    conversations: Sequence[Any], groups: tuple[list[Any], list[Any]], repos: dict[str, str]
+) -> list[Prompt]:
     """Every prompt of every condition, with its split."""
     out: list[Prompt] = []
     ids = [c.sample_id for c in conversations]
@@ -107,7 +110,7 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
     saved = rel.GATE_THRESHOLD
     rel.GATE_THRESHOLD = -math.inf
     try:
-        d = decide(res.hits, unseen=p.unseen, limit=OLD_LIMIT, prompt=p.text)
+        d = decide(res.hits, unseen=p.unseen, limit=OLD_LIMIT, prompt=p.text, floor=OLD_FLOOR)
     finally:
         rel.GATE_THRESHOLD = saved
     p.top = d.top
@@ -128,8 +131,13 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
 
     from bli_memory.core.hook_events import answer_hook
 
-    payload = {"session_id": session, "cwd": p.repo, "hook_event_name": "UserPromptSubmit",
-               "prompt": p.text, "transcript_path": "/nonexistent"}
+    payload = {
+        "session_id": session,
+        "cwd": p.repo,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": p.text,
+        "transcript_path": "/nonexistent",
+    }
     ans = answer_hook(pm, host="claude", event="prompt", payload=payload, context=context, cwd=p.repo)
     if ans.outcome != "ok" or not ans.stdout:
         return
@@ -191,8 +199,12 @@ def _rates(ps: Sequence[Prompt], kind: str, weights: Sequence[float] | None = No
     else:
         inj = [p.gated if gate_pass(p, weights, t) else [] for p in ps]
         chars = [p.gated_chars if ids else 0 for p, ids in zip(ps, inj, strict=True)]
-    out = {"n": n, "block_rate": sum(1 for i in inj if i) / n, "lines": sum(len(i) for i in inj) / n,
-           "chars": sum(chars) / n}
+    out = {
+        "n": n,
+        "block_rate": sum(1 for i in inj if i) / n,
+        "lines": sum(len(i) for i in inj) / n,
+        "chars": sum(chars) / n,
+    }
     if ps[0].cond == "own":
         out["hook_recall"] = sum(1 for p, i in zip(ps, inj, strict=True) if set(i) & p.evidence) / n
     return out
@@ -221,7 +233,9 @@ def run(conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = 
     for name, group in (("stdlib-a", a), ("stdlib-b", b)):
         repo = locomo_mcp.make_repo(home.root, name)
         repos[name] = str(repo)
-        spaces[name] = locomo_mcp.save_all(home, repo, [d.paragraph for d in group], [{"name": d.name} for d in group])
+        spaces[name] = locomo_mcp.save_all(
+            home, repo, [d.paragraph for d in group], [{"name": d.name} for d in group]
+        )
         log(f"hook: saved {name} ({len(group)} docstrings) into {spaces[name]}")
     home.apply()
     backend = EmbeddedBackend(Path(home.env["BLI_MEMORY_DATA_DIR"]) / "memory.sqlite3")
@@ -260,20 +274,32 @@ def run(conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = 
     cal = [p for p in all_prompts if p.calibration]
     fitted = fit(cal) if calibrate else None
     weights, threshold = GATE_WEIGHTS, GATE_THRESHOLD
-    result: dict[str, Any] = {"weights": list(weights), "threshold": threshold,
-                              "fitted": [list(fitted[0]), fitted[1]] if fitted else None,
-                              "mcp": {k: mcp[k] for k in ("metrics", "save_ms", "search_ms")},
-                              "per_prompt_ms": per_prompt_ms, "splits": {}}
-    for split, sel in (("report", lambda p: not p.calibration), ("calibration", lambda p: p.calibration),
-                       ("all", lambda p: True)):
+    result: dict[str, Any] = {
+        "weights": list(weights),
+        "threshold": threshold,
+        "fitted": [list(fitted[0]), fitted[1]] if fitted else None,
+        "mcp": {k: mcp[k] for k in ("metrics", "save_ms", "search_ms")},
+        "per_prompt_ms": per_prompt_ms,
+        "splits": {},
+    }
+    for split, sel in (
+        ("report", lambda p: not p.calibration),
+        ("calibration", lambda p: p.calibration),
+        ("all", lambda p: True),
+    ):
         rows = {}
         for c in CONDS:
             ps = [p for p in all_prompts if p.cond == c and sel(p)]
             rows[c] = {"hook": _rates(ps, "hook"), "previous": _rates(ps, "old")}
         result["splits"][split] = rows
+    result["own_top_at_floor"] = sum(1 for p in own if p.top is not None and p.top >= OLD_FLOOR) / max(
+        len(own), 1
+    )
     result["one_session"] = _rates(session_runs, "hook")
     result["one_session"]["in_session_recall"] = sum(
-        1 for q in session_runs if set(q.hook_ids) & q.evidence or q.evidence_given_earlier  # type: ignore[attr-defined]
+        1
+        for q in session_runs
+        if set(q.hook_ids) & q.evidence or q.evidence_given_earlier  # type: ignore[attr-defined]
     ) / max(len(session_runs), 1)
     # Trade-off over the threshold (report split), for the plot and the table.
     curve = []
@@ -303,13 +329,23 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     curve = result["curve"]
     rep = result["splits"]["report"]
-    for c, label in (("cross", "(a) other conversation"), ("code_near", "(c) near miss in code"),
-                     ("chat_in_code", "(b) chat prompt in code")):
+    for c, label in (
+        ("cross", "(a) other conversation"),
+        ("code_near", "(c) near miss in code"),
+        ("chat_in_code", "(b) chat prompt in code"),
+    ):
         ax.plot([p[c] for p in curve], [p["own"] for p in curve], marker=".", label=label)
-        ax.scatter([rep[c]["hook"]["block_rate"]], [rep["own"]["hook"]["hook_recall"]], marker="*", s=160,
-                   zorder=5)
-        ax.scatter([rep[c]["previous"]["block_rate"]], [rep["own"]["previous"]["hook_recall"]], marker="x",
-                   s=60, color="black", zorder=5)
+        ax.scatter(
+            [rep[c]["hook"]["block_rate"]], [rep["own"]["hook"]["hook_recall"]], marker="*", s=160, zorder=5
+        )
+        ax.scatter(
+            [rep[c]["previous"]["block_rate"]],
+            [rep["own"]["previous"]["hook_recall"]],
+            marker="x",
+            s=60,
+            color="black",
+            zorder=5,
+        )
     ax.set_xlabel("false injection (share of unrelated prompts given a block)")
     ax.set_ylabel("hook recall (evidence in the block)")
     ax.set_title("Injection gate over its threshold (report split); * chosen, x previous floor", fontsize=9)
@@ -323,41 +359,92 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def render(result: dict[str, Any]) -> str:
     """The hook section's markdown."""
-    names = {"own": "own repository (hook recall)", "cross": "(a) another conversation's repository",
-             "chat_in_code": "(b) chat question in a codebase", "code_in_chat": "(b) docstring in a conversation",
-             "code_near": "(c) near miss: other codebase"}
+    names = {
+        "own": "own repository (hook recall)",
+        "cross": "(a) another conversation's repository",
+        "chat_in_code": "(b) chat question in a codebase",
+        "code_in_chat": "(b) docstring in a conversation",
+        "code_near": "(c) near miss: other codebase",
+    }
     out = []
-    for split, title in (("report", "Report split (conversations 4-6, half the docstrings)"),
-                         ("all", "All of dev (6 conversations, every docstring)")):
+    for split, title in (
+        ("report", "Report split (conversations 4-6, half the docstrings)"),
+        ("all", "All of dev (6 conversations, every docstring)"),
+    ):
         rows = []
         for c in CONDS:
             for rule in ("previous", "hook"):
                 r = result["splits"][split][c][rule]
-                label = "previous: floor 0.35 or exact keyword" if rule == "previous" else "gate (this release)"
+                label = (
+                    "previous: floor 0.35 or exact keyword" if rule == "previous" else "gate (this release)"
+                )
                 rate = r.get("hook_recall")
-                rows.append([names[c], label, r["n"], "" if rate is None else rate, r["block_rate"],
-                             r["lines"], r["chars"]])
-        out += [f"**{title}**", "", markdown_table(
-            ["prompts", "rule", "n", "hook recall", "block rate", "lines / prompt", "chars / prompt"], rows), ""]
+                rows.append(
+                    [
+                        names[c],
+                        label,
+                        r["n"],
+                        "" if rate is None else rate,
+                        r["block_rate"],
+                        r["lines"],
+                        r["chars"],
+                    ]
+                )
+        out += [
+            f"**{title}**",
+            "",
+            markdown_table(
+                ["prompts", "rule", "n", "hook recall", "block rate", "lines / prompt", "chars / prompt"],
+                rows,
+            ),
+            "",
+        ]
     one = result["one_session"]
-    out += [f"One session per conversation (all dev questions typed in one session, so a memory is given "
-            f"once): evidence in the block {one['hook_recall']:.3f}, in the block or given earlier in the "
-            f"session {one['in_session_recall']:.3f}; {one['lines']:.2f} lines and {one['chars']:.0f} "
-            "characters per prompt.", ""]
+    out += [
+        f"One session per conversation (all dev questions typed in one session, so a memory is given "
+        f"once): evidence in the block {one['hook_recall']:.3f}, in the block or given earlier in the "
+        f"session {one['in_session_recall']:.3f}; {one['lines']:.2f} lines and {one['chars']:.0f} "
+        "characters per prompt.",
+        "",
+    ]
     m = result["mcp"]["metrics"]["overall"]
-    out += [f"LoCoMo through MCP (save_memory, then search_memory): recall_any@5 {m['recall_any@5']:.3f}, "
-            f"recall_any@10 {m['recall_any@10']:.3f}, MRR@10 {m['mrr@10']:.3f}.", ""]
+    out += [
+        f"LoCoMo through MCP (save_memory, then search_memory): recall_any@5 {m['recall_any@5']:.3f}, "
+        f"recall_any@10 {m['recall_any@10']:.3f}, MRR@10 {m['mrr@10']:.3f}.",
+        "",
+    ]
+    if "own_top_at_floor" in result:
+        out += [
+            f"Share of questions whose best hit in their own space reaches the 0.35 floor: "
+            f"{result['own_top_at_floor']:.3f}.",
+            "",
+        ]
     w = result["weights"]
     out += [f"Gate: z = {w[0]} + {w[1]} * top + {w[2]} * unseen, inject when z >= {result['threshold']}.", ""]
     if result.get("fitted"):
         fw, ft = result["fitted"]
         out += [f"Fitted on the calibration split in this run: weights {fw}, threshold {ft}.", ""]
-    rows = [[p["threshold"], p["own"], p["cross"], p["chat_in_code"], p["code_in_chat"], p["code_near"]]
-            for p in result["curve"]]
-    out += ["Trade-off over the threshold (report split):", "",
-            markdown_table(["threshold", "hook recall", "(a) cross", "(b) chat in code", "(b) code in chat",
-                            "(c) near miss"], rows), "",
-            "![hook recall against false injection](../bench/results/hook.png)"]
+    rows = [
+        [p["threshold"], p["own"], p["cross"], p["chat_in_code"], p["code_in_chat"], p["code_near"]]
+        for p in result["curve"]
+    ]
+    out += [
+        "Trade-off over the threshold (report split):",
+        "",
+        markdown_table(
+            [
+                "threshold",
+                "hook recall",
+                "(a) cross",
+                "(b) chat in code",
+                "(b) code in chat",
+                "(c) near miss",
+            ],
+            rows,
+        ),
+        "",
+        "![hook recall against false injection](../bench/results/hook.png)",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -367,14 +454,19 @@ def main(argv: list[str]) -> int:
     import locomo
 
     parser = argparse.ArgumentParser(prog="bench/hook.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo-dev.json")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        default=DEFAULT_LOCOMO,
+    )
     parser.add_argument("--calibrate", action="store_true", help="fit the gate on the calibration split")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     convs = locomo.load(args.locomo, limit=2 if args.quick else None)
     result = run(convs, calibrate=args.calibrate, quick=args.quick)
     out = CACHE_DIR / "quick" if args.quick else RESULTS_DIR
+    if args.locomo.resolve() != DEFAULT_LOCOMO.resolve():  # another file: results apart
+        out = CACHE_DIR / f"locomo-{args.locomo.stem}"
     write_json(out / "hook.json", result)
     plot(result, out / "hook.png")
     text = render(result)

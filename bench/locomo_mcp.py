@@ -61,8 +61,11 @@ def make_repo(root: Path, name: str) -> Path:
     repo = root / "repos" / name
     repo.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", f"https://example.org/bench/{name}.git"],
-                   check=False, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", f"https://example.org/bench/{name}.git"],
+        check=False,
+        capture_output=True,
+    )
     return repo
 
 
@@ -103,7 +106,11 @@ def search_all(home: BenchHome, repo: Path, questions: Sequence[str], limit: int
         out = []
         for q in questions:
             res = await client.call_tool("search_memory", {"query": q, "limit": limit})
-            hits = (res.structured_content or {}).get("results") or (res.structured_content or {}).get("hits") or []
+            hits = (
+                (res.structured_content or {}).get("results")
+                or (res.structured_content or {}).get("hits")
+                or []
+            )
             out.append([h.get("metadata") or (h.get("memory") or {}).get("metadata") or {} for h in hits])
         return out
 
@@ -127,8 +134,9 @@ def run(conversations: Sequence[Any], home: BenchHome) -> dict[str, Any]:
     for c in conversations:
         repo = make_repo(home.root, c.sample_id)
         repos[c.sample_id] = str(repo)
-        spaces[c.sample_id] = save_all(home, repo, [t.memory for t in c.turns],
-                                       [{"dia_id": t.dia_id} for t in c.turns])
+        spaces[c.sample_id] = save_all(
+            home, repo, [t.memory for t in c.turns], [{"dia_id": t.dia_id} for t in c.turns]
+        )
         n_saved += len(c.turns)
         log(f"locomo/mcp: saved {c.sample_id} ({len(c.turns)} turns) into {spaces[c.sample_id]}")
     save_ms = (time.perf_counter() - t0) * 1000 / max(n_saved, 1)

@@ -24,8 +24,21 @@ from pathlib import Path
 __all__ = ["Docstring", "split_groups", "stdlib_docstrings"]
 
 #: Folders of the standard library that are tests, demos or tool code, not library text.
-_SKIP = frozenset({"test", "tests", "idlelib", "lib2to3", "turtledemo", "site-packages",
-                   "ensurepip", "__pycache__", "tkinter", "pydoc_data", "distutils"})
+_SKIP = frozenset(
+    {
+        "test",
+        "tests",
+        "idlelib",
+        "lib2to3",
+        "turtledemo",
+        "site-packages",
+        "ensurepip",
+        "__pycache__",
+        "tkinter",
+        "pydoc_data",
+        "distutils",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
         unseen = unseen_share(present, size)
     session = hook_input.session_id
     decision = decide(
-        result.hits, unseen=unseen, limit=limit, prompt=prompt,
+        result.hits, unseen=unseen, limit=limit, prompt=prompt, floor=ctx.settings.similarity_floor,
         skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
     )
     block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,

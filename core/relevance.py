@@ -71,6 +71,7 @@ SMALL_SPACE = 100
 #: top 5 and drops 2 % of the lines (``docs/benchmarks.md``, hook section).
 TAIL_DROP = 0.25
 
+
 @dataclass(frozen=True)
 class Decision:
     """What the gate decided for one prompt.
@@ -117,8 +118,11 @@ def _is_identifier(token: str) -> bool:
     body = token.strip("'")
     if not any(c.isalpha() for c in body):  # years, counts and versions without letters
         return False
-    return (any(c.isdigit() for c in body) or any(c in "_.-/#:@+" for c in body)
-            or any(a.islower() and b.isupper() for a, b in zip(body, body[1:], strict=False)))
+    return (
+        any(c.isdigit() for c in body)
+        or any(c in "_.-/#:@+" for c in body)
+        or any(a.islower() and b.isupper() for a, b in zip(body, body[1:], strict=False))
+    )
 
 
 def identifiers(prompt: str) -> list[str]:
@@ -138,6 +142,7 @@ def decide(
     unseen: float,
     limit: int,
     prompt: str = "",
+    floor: float = -1.0,
     skip_ids: frozenset[str] | set[str] = frozenset(),
     skip_session: str | None = None,
 ) -> Decision:
@@ -149,6 +154,8 @@ def decide(
         limit: Most hits injected.
         prompt: The prompt as searched: a hit naming every identifier in it passes
             (:func:`identifiers`).
+        floor: A prompt whose best cosine is below this gets nothing from the gate
+            (``BLI_MEMORY_SIMILARITY_FLOOR``); exact keyword and identifier hits pass.
         skip_ids: Memory ids never injected (already injected in this session).
         skip_session: Memories of this host session are never injected (the model has
             that part of the session in its context already).
@@ -173,16 +180,20 @@ def decide(
     if exact:
         # Every content term of the prompt, or every identifier it names, occurs in
         # these memories: the space is on the prompt's subject, whatever the cosine.
-        rest = [h for h in hits if h not in exact and allowed(h) and top is not None
-                and (h.similarity or 0.0) >= top - TAIL_DROP]
+        rest = [
+            h
+            for h in hits
+            if h not in exact and allowed(h) and top is not None and (h.similarity or 0.0) >= top - TAIL_DROP
+        ]
         return Decision(tuple([*exact, *rest][:limit]), None, top, unseen, "exact_keyword")
     if top is None:
         return Decision((), None, None, unseen, "no_hits")
     score = gate_score(top, unseen)
-    if score < GATE_THRESHOLD:
+    if score < GATE_THRESHOLD or top < floor:
         return Decision((), score, top, unseen, "below_threshold")
     kept = [
-        h for h in hits
+        h
+        for h in hits
         if allowed(h) and (h.channels != ("vector",) or (h.similarity or 0.0) >= top - TAIL_DROP)
     ]
     return Decision(tuple(kept[:limit]), score, top, unseen, "relevant")

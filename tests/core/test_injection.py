@@ -31,8 +31,13 @@ def prompt(project: Path, text: str, session: str = "s-1"):
 
 
 def _hit(content: str, n: int = 0) -> SearchHit:
-    memory = Memory(id=f"00000000-0000-4000-8000-{n:012d}", space="s", content=content,
-                    created_at="2026-11-30T10:00:00.000000Z", updated_at="2026-11-30T10:00:00.000000Z")
+    memory = Memory(
+        id=f"00000000-0000-4000-8000-{n:012d}",
+        space="s",
+        content=content,
+        created_at="2026-11-30T10:00:00.000000Z",
+        updated_at="2026-11-30T10:00:00.000000Z",
+    )
     return SearchHit(memory=memory, similarity=0.5, score=1.0, channels=("vector",))
 
 
@@ -85,8 +90,11 @@ def test_memories_of_the_current_session_are_not_injected_and_the_header_says_so
 
 
 def test_a_prompt_about_something_the_space_never_mentions_gets_nothing(project: Path) -> None:
-    save(project, *[f"Caroline went to the pottery class on day {n} and painted a bowl." for n in range(30)],
-         *[f"Melanie ran a charity race in week {n} with her kids." for n in range(90)])
+    save(
+        project,
+        *[f"Caroline went to the pottery class on day {n} and painted a bowl." for n in range(30)],
+        *[f"Melanie ran a charity race in week {n} with her kids." for n in range(90)],
+    )
     r = prompt(project, "What did Jonathan say about his trip to Rome with Gina?")
     assert r.receipt[0] == "ok" and r.stdout == "" and r.receipt[1]["gate"] == "below_threshold"
     ok = prompt(project, "What did Caroline paint at the pottery class?", session="s-3")
@@ -94,8 +102,11 @@ def test_a_prompt_about_something_the_space_never_mentions_gets_nothing(project:
 
 
 def test_an_identifier_named_in_a_prompt_is_still_injected(project: Path) -> None:
-    save(project, "BLI-3580 moved the billing jobs to the new queue.",
-         *[f"Unrelated note {n} about fonts and colours." for n in range(150)])
+    save(
+        project,
+        "BLI-3580 moved the billing jobs to the new queue.",
+        *[f"Unrelated note {n} about fonts and colours." for n in range(150)],
+    )
     r = prompt(project, "what happened with BLI-3580 again?")
     assert "BLI-3580 moved the billing jobs" in (r.context or "")
     assert r.receipt[1]["gate"] == "exact_keyword"
