@@ -1,12 +1,17 @@
 """What automatic injection gives a session: the gate, per-session dedup, ids on every line.
 
-Real hook subprocesses on the direct path, a real SQLite store, the real embedder.
+Hook runs go through :func:`bli_memory.core.hook_events.answer_hook` in this process: the
+function the hook process and the daemon both run, with the real Claude Code adapter,
+a real SQLite store and the real embedder (one warm backend, so the hook's 2 s deadline
+on a loaded machine never decides a test). The routes themselves are covered by
+``tests/core/test_hooks.py`` and ``tests/core/test_daemon.py``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from bli_memory.core.blocks import recall_block
@@ -14,7 +19,7 @@ from bli_memory.core.injection_log import MAX_IDS, already_injected, log_dir, re
 from bli_memory.core.models import Memory, SearchHit
 from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES
-from tests.hooks_util import run_hook, save
+from tests.hooks_util import save
 
 CLAUDE = FIXTURES / "claude"
 _ID = re.compile(r"id ([0-9a-f-]{36})\)")
@@ -26,8 +31,33 @@ def fixture(name: str, **overrides: object) -> dict:
     return data
 
 
-def prompt(project: Path, text: str, session: str = "s-1"):
-    return run_hook("prompt", fixture("prompt.json", cwd=str(project), prompt=text, session_id=session))
+@dataclass
+class Run:
+    outcome: str
+    fields: dict
+    context: str | None
+
+
+_CTX: dict[str, object] = {}
+
+
+def hook(event: str, payload: dict, project: Path) -> Run:
+    from bli_memory.core.contracts import get_plugin_manager
+    from bli_memory.core.hook_events import HookContext, answer_hook
+
+    pm = get_plugin_manager(host="claude")
+    key = str(store_path())
+    if key not in _CTX:
+        _CTX.clear()
+        _CTX[key] = HookContext.build(pm)
+    ans = answer_hook(pm, host="claude", event=event, payload=payload, context=lambda: _CTX[key],
+                      cwd=str(project))
+    ctx = json.loads(ans.stdout)["hookSpecificOutput"]["additionalContext"] if ans.stdout else None
+    return Run(ans.outcome, dict(ans.fields), ctx)
+
+
+def prompt(project: Path, text: str, session: str = "s-1") -> Run:
+    return hook("prompt", fixture("prompt.json", cwd=str(project), prompt=text, session_id=session), project)
 
 
 def _hit(content: str, n: int = 0) -> SearchHit:
@@ -58,19 +88,19 @@ def test_a_line_with_too_little_room_is_left_out_not_cut_to_nothing() -> None:
 def test_same_session_gets_a_memory_once_and_another_session_gets_it_again(project: Path) -> None:
     save(project, "The user's favourite colour is teal.", "The CI runs on GitHub Actions.")
     first = prompt(project, "What is my favourite colour?")
-    assert "teal" in (first.context or "") and first.receipt[1]["hits"] == 1
+    assert "teal" in (first.context or "") and first.fields["hits"] == 1
     again = prompt(project, "Which favourite colour did I name?")
-    assert again.receipt[0] == "ok" and again.stdout == "" and again.receipt[1]["hits"] == 0
+    assert again.outcome == "ok" and again.context is None and again.fields["hits"] == 0
     other = prompt(project, "What is my favourite colour?", session="s-2")
     assert "teal" in (other.context or "")
 
 
 def test_session_start_counts_as_injected_for_the_prompts_after_it(project: Path) -> None:
     save(project, "The user's favourite colour is teal.")
-    start = run_hook("session-start", fixture("session_start.json", cwd=str(project), session_id="s-9"))
+    start = hook("session-start", fixture("session_start.json", cwd=str(project), session_id="s-9"), project)
     assert "teal" in (start.context or "")
     after = prompt(project, "What is my favourite colour?", session="s-9")
-    assert after.receipt[0] == "ok" and after.stdout == ""
+    assert after.outcome == "ok" and after.context is None
 
 
 def test_memories_of_the_current_session_are_not_injected_and_the_header_says_so(project: Path) -> None:
@@ -96,7 +126,7 @@ def test_a_prompt_about_something_the_space_never_mentions_gets_nothing(project:
         *[f"Melanie ran a charity race in week {n} with her kids." for n in range(90)],
     )
     r = prompt(project, "What did Jonathan say about his trip to Rome with Gina?")
-    assert r.receipt[0] == "ok" and r.stdout == "" and r.receipt[1]["gate"] == "below_threshold"
+    assert r.outcome == "ok" and r.context is None and r.fields["gate"] == "below_threshold"
     ok = prompt(project, "What did Caroline paint at the pottery class?", session="s-3")
     assert "pottery" in (ok.context or "")
 
@@ -109,7 +139,7 @@ def test_an_identifier_named_in_a_prompt_is_still_injected(project: Path) -> Non
     )
     r = prompt(project, "what happened with BLI-3580 again?")
     assert "BLI-3580 moved the billing jobs" in (r.context or "")
-    assert r.receipt[1]["gate"] == "exact_keyword"
+    assert r.fields["gate"] == "exact_keyword"
 
 
 def test_the_log_is_bounded_and_survives_a_corrupt_file(tmp_path: Path) -> None:
