@@ -24,7 +24,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -103,11 +102,12 @@ def record_injected(
                     previous = [i for i in data["ids"] if isinstance(i, str)]
         merged = list(dict.fromkeys([*previous, *new]))[-MAX_IDS:]
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        tmp = path.parent / f".tmp-{os.getpid()}-{os.urandom(4).hex()}.json"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"ids": merged}, fh)
-            os.chmod(tmp, 0o600)
+            os.chmod(tmp, 0o600)  # whatever the umask
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):

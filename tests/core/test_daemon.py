@@ -195,8 +195,8 @@ def test_daemon_answers_a_prompt_hook_exactly_as_the_direct_path(daemons: Daemon
     # Another session (this one was given the memory already, and is not given it twice).
     direct = run_hook("prompt", fixture("prompt.json", cwd=str(project), prompt=PROMPT,
                                         session_id="another-session"), env={"BLI_MEMORY_DAEMON": "0"})
-    assert direct.receipt[1]["via"] == "direct"
-    assert direct.stdout == via_daemon.stdout  # one implementation of recall
+    assert direct.receipt[1]["via"] == "direct", direct.stderr
+    assert direct.stdout == via_daemon.stdout, direct.stderr  # one implementation of recall
 
     (hour,) = json.loads(hook_stats_path().read_text())["hours"].values()
     assert hour["prompt"]["via:daemon"] == 1 and hour["prompt"]["via:direct"] == 1
