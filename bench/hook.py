@@ -215,7 +215,9 @@ def _rates(ps: Sequence[Prompt], kind: str, weights: Sequence[float] | None = No
 CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near")
 
 
-def run(conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = False) -> dict[str, Any]:
+def run(
+    conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = False, reuse: bool = False
+) -> dict[str, Any]:
     """Build the spaces over MCP, run every prompt, and summarise (see the module doc)."""
     import locomo_mcp
     import noise
@@ -226,7 +228,7 @@ def run(conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = 
     from bli_memory.core.relevance import GATE_THRESHOLD, GATE_WEIGHTS
 
     home = locomo_mcp.BenchHome(CACHE_DIR / ("hook-quick" if quick else "hook"))
-    mcp = locomo_mcp.run(conversations, home)
+    mcp = locomo_mcp.run(conversations, home, reuse=reuse)
     a, b = noise.split_groups(noise.stdlib_docstrings())
     if quick:
         a, b = a[:120], b[:120]
@@ -235,9 +237,14 @@ def run(conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = 
     for name, group in (("stdlib-a", a), ("stdlib-b", b)):
         repo = locomo_mcp.make_repo(home.root, name)
         repos[name] = str(repo)
+        saved = home.root / f"{name}.tag"
+        if reuse and saved.exists():
+            spaces[name] = saved.read_text()
+            continue
         spaces[name] = locomo_mcp.save_all(
             home, repo, [d.paragraph for d in group], [{"name": d.name} for d in group]
         )
+        saved.write_text(spaces[name])
         log(f"hook: saved {name} ({len(group)} docstrings) into {spaces[name]}")
     home.apply()
     backend = EmbeddedBackend(Path(home.env["BLI_MEMORY_DATA_DIR"]) / "memory.sqlite3")
@@ -463,9 +470,14 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--calibrate", action="store_true", help="fit the gate on the calibration split")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the store a previous run saved over MCP (only the searches and prompts run)",
+    )
     args = parser.parse_args(argv)
     convs = locomo.load(args.locomo, limit=2 if args.quick else None)
-    result = run(convs, calibrate=args.calibrate, quick=args.quick)
+    result = run(convs, calibrate=args.calibrate, quick=args.quick, reuse=args.reuse)
     out = CACHE_DIR / "quick" if args.quick else RESULTS_DIR
     if args.locomo.resolve() != DEFAULT_LOCOMO.resolve():  # another file: results apart
         out = CACHE_DIR / f"locomo-{args.locomo.stem}"

@@ -15,6 +15,7 @@ The store this builds is reused by the hook section (:mod:`hook`). The data is C
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -117,8 +118,11 @@ def search_all(home: BenchHome, repo: Path, questions: Sequence[str], limit: int
     return anyio.run(_session, repo, home.env, body)
 
 
-def run(conversations: Sequence[Any], home: BenchHome) -> dict[str, Any]:
+def run(conversations: Sequence[Any], home: BenchHome, *, reuse: bool = False) -> dict[str, Any]:
     """Save every conversation over MCP, then search every question over MCP.
+
+    With ``reuse``, the repositories and store a previous run left in ``home`` are kept
+    and only the searches run (the saves are the slow part).
 
     Returns:
         ``{"metrics": score(...), "spaces": {sample_id: tag}, "repos": {sample_id: path},
@@ -126,20 +130,25 @@ def run(conversations: Sequence[Any], home: BenchHome) -> dict[str, Any]:
     """
     import locomo
 
-    home.reset()
-    spaces: dict[str, str] = {}
+    reuse = reuse and (home.root / "reused.json").exists()
+    if not reuse:
+        home.reset()
+    spaces: dict[str, str] = json.loads((home.root / "reused.json").read_text()) if reuse else {}
     repos: dict[str, str] = {}
     t0 = time.perf_counter()
     n_saved = 0
     for c in conversations:
         repo = make_repo(home.root, c.sample_id)
         repos[c.sample_id] = str(repo)
+        if reuse:
+            continue
         spaces[c.sample_id] = save_all(
             home, repo, [t.memory for t in c.turns], [{"dia_id": t.dia_id} for t in c.turns]
         )
         n_saved += len(c.turns)
         log(f"locomo/mcp: saved {c.sample_id} ({len(c.turns)} turns) into {spaces[c.sample_id]}")
-    save_ms = (time.perf_counter() - t0) * 1000 / max(n_saved, 1)
+    save_ms = (time.perf_counter() - t0) * 1000 / max(n_saved, 1) if n_saved else None
+    (home.root / "reused.json").write_text(json.dumps(spaces))
     ranked: list[list[str]] = []
     questions = []
     t0 = time.perf_counter()

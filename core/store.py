@@ -467,9 +467,11 @@ class SQLiteStore:
         """True when some live row of these spaces matches the FTS5 expression (no ranking)."""
         marks = ",".join("?" * len(spaces))
         with self._read() as conn:
+            # The match runs once, as a subquery: joined, SQLite may probe the FTS5 query
+            # once per row of the space (700 ms for an absent term in 700 rows).
             return conn.execute(
-                "SELECT 1 FROM memory_fts AS f JOIN memories AS m ON m.seq = f.rowid "
-                f"WHERE memory_fts MATCH ? AND m.space IN ({marks}) AND m.state = 'active' LIMIT 1",
+                "SELECT 1 FROM memories WHERE seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?) "
+                f"AND space IN ({marks}) AND state = 'active' LIMIT 1",
                 (match, *spaces),
             ).fetchone() is not None
 
