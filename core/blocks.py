@@ -27,6 +27,7 @@ __all__ = [
     "context_block",
     "neutralise_tags",
     "recall_block",
+    "recall_header",
     "strip_injected",
     "truncate",
 ]

@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -150,8 +151,11 @@ def project(tmp_path: Path) -> Path:
     return p
 
 
-def prompt_hook(project: Path, prompt: str = PROMPT, **kwargs) -> HookRun:
-    return run_hook("prompt", fixture("prompt.json", cwd=str(project), prompt=prompt), **kwargs)
+def prompt_hook(project: Path, prompt: str = PROMPT, session: str | None = None, **kwargs) -> HookRun:
+    """One prompt hook run; each run is its own host session unless ``session`` is given
+    (a session is given a memory once)."""
+    payload = fixture("prompt.json", cwd=str(project), prompt=prompt, session_id=session or str(uuid.uuid4()))
+    return run_hook("prompt", payload, **kwargs)
 
 
 def raw_exchange(data: bytes, *, shut: bool = True, timeout: float = 10.0) -> dict:
@@ -206,12 +210,12 @@ def test_a_session_is_never_given_a_memory_twice_whichever_route_answers(daemons
                                                                        project: Path) -> None:
     save(project, "The user's favourite colour is teal.", "The CI runs on GitHub Actions.")
     daemons.start()
-    first = prompt_hook(project)
+    first = prompt_hook(project, session="one-session")
     assert first.receipt[1]["via"] == "daemon" and "teal" in (first.context or "")
-    again = prompt_hook(project, env={"BLI_MEMORY_DAEMON": "0"})  # same session, direct path
+    again = prompt_hook(project, session="one-session", env={"BLI_MEMORY_DAEMON": "0"})  # direct path
     assert again.receipt[0] == "ok" and again.receipt[1]["via"] == "direct"
     assert again.stdout == "" and again.receipt[1]["hits"] == 0
-    back = prompt_hook(project)  # and back on the daemon
+    back = prompt_hook(project, session="one-session")  # and back on the daemon
     assert back.receipt[1]["via"] == "daemon" and back.stdout == ""
 
 

@@ -130,7 +130,8 @@ def test_two_machines_share_and_another_person_sees_nothing(
     assert r.receipt[0] == "ok", r.stderr
     assert r.receipt[1]["hits"] >= 1 and fact in (r.context or "")
 
-    r = run_hook("session-start", _fixture("session_start.json", cwd=str(repo_b)), cwd=repo_b, env=desktop)
+    r = run_hook("session-start", _fixture("session_start.json", cwd=str(repo_b), session_id="a-new-session"),
+                 cwd=repo_b, env=desktop)
     assert r.receipt[0] == "ok" and fact in (r.context or "")
 
     # Another person with the same repository sees none of it.
