@@ -481,10 +481,12 @@ def test_eight_hooks_at_once_are_all_answered_in_time(
 ) -> None:
     save(project, "The user's favourite colour is teal.", "The CI runs on GitHub Actions.")
     daemons.start()
-    payload_file = tmp_path / "payload.json"
-    payload_file.write_text(json.dumps(fixture("prompt.json", cwd=str(project), prompt=PROMPT)))
     procs = []
-    for _ in range(8):  # all eight started before any is read, each with its payload ready
+    for n in range(8):  # all eight started before any is read, each with its payload ready
+        # Eight sessions: one session is given a memory once.
+        payload_file = tmp_path / f"payload-{n}.json"
+        payload_file.write_text(json.dumps(fixture("prompt.json", cwd=str(project), prompt=PROMPT,
+                                                   session_id=f"session-{n}")))
         with payload_file.open("rb") as stdin:
             procs.append(subprocess.Popen([bin_path(), "hook", "prompt"], stdin=stdin, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, env=os.environ.copy()))

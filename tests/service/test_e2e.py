@@ -167,7 +167,9 @@ def test_two_machines_share_and_another_person_sees_nothing(
     outcome, fields = r.receipt
     assert outcome == "ok" and fields["queued"] is True and "saved" not in fields
 
-    linter = _fixture("prompt.json", cwd=str(repo_b), prompt="which linter do we use for python?")
+    # Another session than the one that captured it (a session is not given its own memories).
+    linter = _fixture("prompt.json", cwd=str(repo_b), prompt="which linter do we use for python?",
+                      session_id="a-later-session")
     deadline = time.monotonic() + 60
     while True:
         r = run_hook("prompt", linter, cwd=repo_b, env=desktop)
