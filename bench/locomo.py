@@ -96,7 +96,7 @@ def load(path: Path, *, limit: int | None = None) -> list[Conversation]:
 
     Returns:
         Conversations with their turns in order and their questions of categories 1-4
-        that name at least one evidence turn.
+        that name at least one evidence turn of the conversation.
     """
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     out: list[Conversation] = []
@@ -109,8 +109,11 @@ def load(path: Path, *, limit: int | None = None) -> list[Conversation]:
             for turn in conv[f"session_{n}"]:
                 c.turns.append(Turn(turn["dia_id"], turn["speaker"], turn["text"], date))
             n += 1
+        known = {t.dia_id for t in c.turns}
         for qa in item["qa"]:
-            ev = frozenset(_DIA.findall(" ".join(str(e) for e in qa.get("evidence", []))))
+            # Evidence ids that name no turn of the conversation (the data has a few,
+            # e.g. D4:36) are dropped; a question left with none is not scored.
+            ev = frozenset(_DIA.findall(" ".join(str(e) for e in qa.get("evidence", [])))) & known
             if qa["category"] in CATEGORIES and ev:
                 c.questions.append(Question(qa["question"], ev, int(qa["category"])))
         out.append(c)

@@ -27,6 +27,7 @@ __all__ = [
     "context_block",
     "neutralise_tags",
     "recall_block",
+    "recall_header",
     "strip_injected",
     "truncate",
 ]
@@ -91,26 +92,71 @@ def _one_line(text: str, limit: int) -> str:
     return truncate(" ".join(neutralise_tags(clean_text(text)).split()), limit)
 
 
-def _memory_line(memory: Memory, limit: int, suffix: str = "") -> str:
+def _memory_line(memory: Memory, limit: int, suffix: str = "") -> tuple[str, str, str]:
+    """``(head, text, tail)`` of one memory line; only ``text`` may be cut to fit a budget.
+
+    The tail names the memory's id, so a line cut short still says which memory to
+    fetch in full (``search_memory`` / ``memory get ID``).
+    """
     date = memory.created_at[:10] if memory.created_at else "undated"
-    return f"{MARKER} [{date}] {_one_line(memory.content, limit)}{suffix}"
+    note = f"{suffix}; id {memory.id}" if suffix else f"id {memory.id}"
+    return f"{MARKER} [{date}] ", _one_line(memory.content, limit), f" ({note})"
 
 
-def _bounded(lines: list[str], tag: str, budget: int) -> str | None:
+#: A memory line is cut to fit the block's budget only while this many characters of
+#: its text still fit; below that the line says too little to be worth its id.
+MIN_CUT_TEXT = 40
+
+Line = str | tuple[str, str, str]
+
+
+def _bounded(lines: Sequence[Line], tag: str, budget: int) -> str | None:
+    """The block with as many lines as fit in ``budget`` characters.
+
+    A memory line that does not fit whole is cut (its text only, so its date and id
+    stay) when at least :data:`MIN_CUT_TEXT` characters of its text fit; the lines
+    after it are left out. Plain lines are kept whole or not at all.
+    """
     head, tail = f"<{tag}>", f"</{tag}>"
     used = len(head) + len(tail) + 2
     kept: list[str] = []
+    memories = 0
     for line in lines:
-        if used + len(line) + 1 > budget:
-            break
-        kept.append(line)
-        used += len(line) + 1
-    if not kept:
+        if isinstance(line, tuple):
+            start, text, end = line
+            room = budget - used - 1 - len(start) - len(end)
+            if room < len(text):
+                if room >= MIN_CUT_TEXT:
+                    kept.append(start + truncate(text, room) + end)
+                    memories += 1
+                break
+            whole = start + text + end
+            memories += 1
+        else:
+            whole = line
+            if used + len(whole) + 1 > budget:
+                break
+        kept.append(whole)
+        used += len(whole) + 1
+    if not kept or not memories:
         return None
     return "\n".join([head, *kept, tail])
 
 
-def recall_block(hits: Sequence[SearchHit], *, space: str, budget: int, line_chars: int = 600) -> str | None:
+def recall_header(space: str, *, session_known: bool) -> str:
+    """First line of a recall block: what it holds and where it comes from.
+
+    Memories of the current session are never in the block (the model has that turn
+    already), so with a known session the header says they come from other sessions.
+    """
+    origin = "from other sessions" if session_known else "kept"
+    return (f"{MARKER} Memories {origin} in {space} that may bear on this prompt "
+            "(id: fetch the whole memory):")
+
+
+def recall_block(
+    hits: Sequence[SearchHit], *, space: str, budget: int, line_chars: int = 600, session_known: bool = False
+) -> str | None:
     """The ``<bli-memory-recall>`` block for prompt hits, or None when there are none.
 
     Args:
@@ -118,14 +164,16 @@ def recall_block(hits: Sequence[SearchHit], *, space: str, budget: int, line_cha
         space: Container tag they came from.
         budget: Most characters in the whole block.
         line_chars: Most characters of one memory's text.
+        session_known: The hits were chosen for a known host session (those of that
+            session left out), which the header then says (:func:`recall_header`).
     """
     if not hits:
         return None
-    lines = [f"{MARKER} Memories from earlier sessions in {space} that may bear on this prompt:"]
+    lines: list[Line] = [recall_header(space, session_known=session_known)]
     for h in hits:
-        sim = f" (similarity {h.similarity:.2f})" if h.similarity is not None else ""
+        sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else ""
         lines.append(_memory_line(h.memory, line_chars, sim))
-    return _bounded(lines, RECALL_TAG, budget) if len(lines) > 1 else None
+    return _bounded(lines, RECALL_TAG, budget)
 
 
 def context_block(
@@ -134,7 +182,7 @@ def context_block(
     """The ``<bli-memory-context>`` block for session-start, or None when the space is empty."""
     if not facts and not recent:
         return None
-    lines = [f"{MARKER} Memory for {space}, kept across sessions and agents."]
+    lines: list[Line] = [f"{MARKER} Memory for {space}, kept across sessions and agents."]
     lines.append(f"{MARKER} User Profile:")
     lines += [_memory_line(m, line_chars) for m in facts] or [f"{MARKER} (nothing recorded yet)"]
     lines.append(f"{MARKER} Recent Context:")

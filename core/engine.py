@@ -376,6 +376,22 @@ class EmbeddedBackend:
         return SearchResult(query=query, space=canonical, spaces=spaces, hits=ordered, profile=profile,
                             conflicts=conflicts)
 
+    def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
+        """Which content terms of ``query`` occur in the space, and its live size.
+
+        Returns:
+            ``([present, ...], live_memories)``: one flag per term of
+            :func:`~bli_memory.core.terms.query_terms` (exact form or stem), for the
+            injection gate (:mod:`bli_memory.core.relevance`).
+        """
+        _, spaces = self.store.resolve_space(space)
+        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        present = []
+        for term in query_terms(q)[:MAX_QUERY_TERMS]:
+            expr = fts_any_query([term])
+            present.append(bool(expr) and self.store.has_match(spaces, expr))
+        return present, len(self.store.vectors(spaces).seqs)
+
     def _keyword(
         self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
     ) -> list[int]:

@@ -8,9 +8,12 @@ direct path, and the resident daemon (:mod:`bli_memory.core.daemon`) calls the v
 same function for the hooks it answers; there is no second implementation of
 recall or capture.
 
-- ``session-start``: the space's profile -> one ``<bli-memory-context>`` block.
-- ``prompt``: search the space, keep the top hits at or above the similarity floor
-  (an exact keyword hit passes), -> one ``<bli-memory-recall>`` block.
+- ``session-start``: the space's profile, less what this session already holds or was
+  given -> one ``<bli-memory-context>`` block.
+- ``prompt``: search the space; the injection gate (:mod:`bli_memory.core.relevance`)
+  decides whether the space holds anything on the prompt's subject and which hits to
+  inject, leaving out memories of this session and those already injected in it
+  (:mod:`bli_memory.core.injection_log`) -> one ``<bli-memory-recall>`` block, or nothing.
 - ``stop``: the last exchange from the host's transcript, injected blocks stripped,
   secrets redacted, queued as a durable extract job -> ``queued: true``; in a space
   whose sessions are being recorded, kept as a recording instead -> ``recorded: true``.
@@ -128,28 +131,56 @@ def space_for(
 SpaceOf = Callable[[HookInput], str]
 
 
-def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
+def _injected_ids(block: str | None, memories: Any) -> list[str]:
+    """Ids of ``memories`` whose line made it into ``block`` (the budget may cut the rest)."""
+    return [m.id for m in memories if block and f"id {m.id})" in block]
+
+
+def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
+                   environ: Mapping[str, str] | None = None) -> HookResult:
+    from bli_memory.core.injection_log import already_injected, record_injected
+
     space = space_of(hook_input)
     profile = ctx.backend.profile(space=space, limit=8)
-    block = context_block(
-        profile.facts, profile.recent, space=profile.space, budget=ctx.settings.recall_budget_chars
-    )
-    fields: dict[str, Any] = {"facts": len(profile.facts), "recent": len(profile.recent)}
+    # A resumed session already has its own memories and what it was given.
+    seen = already_injected(hook_input.host, hook_input.session_id, environ=environ)
+    session = hook_input.session_id
+
+    def fresh(memories: Any) -> list[Any]:
+        return [m for m in memories if m.id not in seen and not (session and m.session_id == session)]
+
+    facts, recent = fresh(profile.facts), fresh(profile.recent)
+    block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars)
+    record_injected(hook_input.host, session, _injected_ids(block, [*facts, *recent]), environ=environ)
+    fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
     return HookResult(event="session-start", outcome="ok", block=block, fields=fields)
 
 
-def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
+def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
+            environ: Mapping[str, str] | None = None) -> HookResult:
+    from bli_memory.core.injection_log import already_injected, record_injected
+    from bli_memory.core.relevance import decide, unseen_share
+
     space = space_of(hook_input)
     prompt = strip_injected(hook_input.prompt or "").strip()
     limit = ctx.settings.recall_limit
     result = ctx.backend.search(prompt, space=space, limit=limit * 3)
-    floor = ctx.settings.similarity_floor
-    kept = [
-        h for h in result.hits
-        if h.exact_keyword or (h.similarity is not None and h.similarity >= floor)
-    ][:limit]
-    block = recall_block(kept, space=result.space, budget=ctx.settings.recall_budget_chars)
-    return HookResult(event="prompt", outcome="ok", block=block, fields={"hits": len(kept)})
+    unseen = 0.0
+    presence = getattr(ctx.backend, "term_presence", None)
+    if result.hits and callable(presence):  # a backend without it is gated on cosine alone
+        present, size = presence(prompt, space=space)
+        unseen = unseen_share(present, size)
+    session = hook_input.session_id
+    decision = decide(
+        result.hits, unseen=unseen, limit=limit, prompt=prompt, floor=ctx.settings.similarity_floor,
+        skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
+    )
+    block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,
+                         session_known=bool(session))
+    shown = _injected_ids(block, [h.memory for h in decision.inject])
+    record_injected(hook_input.host, session, shown, environ=environ)
+    fields: dict[str, Any] = {"hits": len(shown), "gate": decision.reason}
+    return HookResult(event="prompt", outcome="ok", block=block, fields=fields)
 
 
 class _Kept(NamedTuple):
@@ -190,7 +221,8 @@ def bounded_exchange(user: str, assistant: str) -> str:
     return f"User: {head}\n\nAssistant: {_cut(assistant, room, keep='tail')}"
 
 
-def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf) -> HookResult:
+def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
+          environ: Mapping[str, str] | None = None) -> HookResult:
     from bli_memory.core.redaction import redact, rules_with_plugins
 
     if hook_input.reentrant:
@@ -282,7 +314,7 @@ def handle(
     def space_of(parsed: HookInput) -> str:
         return space_for(parsed, cwd=cwd, environ=environ)
 
-    return _HANDLERS[hook_input.event](ctx, hook_input, space_of)
+    return _HANDLERS[hook_input.event](ctx, hook_input, space_of, environ)
 
 
 @dataclass(frozen=True)

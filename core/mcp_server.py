@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
@@ -259,12 +260,19 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 @dataclass
 class ServerState:
-    """What the tools share for the life of the server (built by the lifespan)."""
+    """What the tools share for the life of the server (built by the lifespan).
+
+    ``session_id`` names this connection's session (``mcp-<uuid4>``): a host starts one
+    server per agent session over stdio, so the memories one session saves are session
+    neighbours, and the ``context`` channel of search applies to them as to
+    hook-captured ones (:func:`bli_memory.core.ranking.context_bonus`).
+    """
 
     settings: Settings
     backend: MemoryBackend
     default_space: str
     space_origin: str
+    session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4()}")
 
 
 def _default_space(settings: Settings) -> tuple[str, str]:
@@ -457,7 +465,10 @@ def build_server(state_factory: Any) -> MCPServer:
         if extract:
             _require_enabled(tag)
             # Not even the queue row holds them (the worker redacts again).
-            job_id = await call(state.backend.enqueue_extract, clean.text, space=tag, source="mcp")
+            job_id = await call(
+                state.backend.enqueue_extract, clean.text, space=tag, source="mcp",
+                session_id=state.session_id,
+            )
             wake.set()
             out = SaveOutput(status="queued", containerTag=tag, jobId=job_id, masked=clean.masked)
             return result(
@@ -469,7 +480,7 @@ def build_server(state_factory: Any) -> MCPServer:
         _require_enabled(tag)
         expires = _parse_expiry(expiresAt)
         res = await call(state.backend.save, clean.text, space=tag, custom_id=customId, metadata=metadata,
-                         expires_at=expires)
+                         expires_at=expires, session_id=state.session_id)
         out = SaveOutput(
             status=res.status, containerTag=res.space,
             memory=_memory_out(res.memory) if res.memory else None,

@@ -97,7 +97,9 @@ def test_memory_provider_runs_the_same_hooks(project: Path, monkeypatch: pytest.
     assert provider.name == "bli-memory" and provider.is_available() and provider.get_tool_schemas() == []
     provider.initialize("s-1", platform="cli", hermes_home=str(project))
     assert "favourite colour is teal" in provider.system_prompt_block()
-    assert "teal" in provider.prefetch("What is my favourite colour?")
+    assert provider.prefetch("What is my favourite colour?") == ""  # this session has it already
+    save(project, "The CI runs on GitHub Actions.")
+    assert "GitHub Actions" in provider.prefetch("Which CI do we run on GitHub?")
     provider.sync_turn("Remember that the build uses uv.", "Noted.", session_id="s-1")
     [job] = jobs()
     assert job["text"] == "User: Remember that the build uses uv.\n\nAssistant: Noted."

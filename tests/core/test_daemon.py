@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -150,8 +151,11 @@ def project(tmp_path: Path) -> Path:
     return p
 
 
-def prompt_hook(project: Path, prompt: str = PROMPT, **kwargs) -> HookRun:
-    return run_hook("prompt", fixture("prompt.json", cwd=str(project), prompt=prompt), **kwargs)
+def prompt_hook(project: Path, prompt: str = PROMPT, session: str | None = None, **kwargs) -> HookRun:
+    """One prompt hook run; each run is its own host session unless ``session`` is given
+    (a session is given a memory once)."""
+    payload = fixture("prompt.json", cwd=str(project), prompt=prompt, session_id=session or str(uuid.uuid4()))
+    return run_hook("prompt", payload, **kwargs)
 
 
 def raw_exchange(data: bytes, *, shut: bool = True, timeout: float = 10.0) -> dict:
@@ -192,12 +196,27 @@ def test_daemon_answers_a_prompt_hook_exactly_as_the_direct_path(daemons: Daemon
     assert fields["via"] == "daemon" and fields["hits"] == 1 and "daemon" not in fields
     assert "teal" in (via_daemon.context or "")
 
-    direct = prompt_hook(project, env={"BLI_MEMORY_DAEMON": "0"})
-    assert direct.receipt[1]["via"] == "direct"
-    assert direct.stdout == via_daemon.stdout  # one implementation of recall
+    # Another session (this one was given the memory already, and is not given it twice).
+    direct = run_hook("prompt", fixture("prompt.json", cwd=str(project), prompt=PROMPT,
+                                        session_id="another-session"), env={"BLI_MEMORY_DAEMON": "0"})
+    assert direct.receipt[1]["via"] == "direct", direct.stderr
+    assert direct.stdout == via_daemon.stdout, direct.stderr  # one implementation of recall
 
     (hour,) = json.loads(hook_stats_path().read_text())["hours"].values()
     assert hour["prompt"]["via:daemon"] == 1 and hour["prompt"]["via:direct"] == 1
+
+
+def test_a_session_is_never_given_a_memory_twice_whichever_route_answers(daemons: Daemons,
+                                                                       project: Path) -> None:
+    save(project, "The user's favourite colour is teal.", "The CI runs on GitHub Actions.")
+    daemons.start()
+    first = prompt_hook(project, session="one-session")
+    assert first.receipt[1]["via"] == "daemon" and "teal" in (first.context or "")
+    again = prompt_hook(project, session="one-session", env={"BLI_MEMORY_DAEMON": "0"})  # direct path
+    assert again.receipt[0] == "ok" and again.receipt[1]["via"] == "direct"
+    assert again.stdout == "" and again.receipt[1]["hits"] == 0
+    back = prompt_hook(project, session="one-session")  # and back on the daemon
+    assert back.receipt[1]["via"] == "daemon" and back.stdout == ""
 
 
 def test_trivial_prompt_and_stop_and_session_start_via_the_daemon(daemons: Daemons, project: Path,
@@ -462,10 +481,12 @@ def test_eight_hooks_at_once_are_all_answered_in_time(
 ) -> None:
     save(project, "The user's favourite colour is teal.", "The CI runs on GitHub Actions.")
     daemons.start()
-    payload_file = tmp_path / "payload.json"
-    payload_file.write_text(json.dumps(fixture("prompt.json", cwd=str(project), prompt=PROMPT)))
     procs = []
-    for _ in range(8):  # all eight started before any is read, each with its payload ready
+    for n in range(8):  # all eight started before any is read, each with its payload ready
+        # Eight sessions: one session is given a memory once.
+        payload_file = tmp_path / f"payload-{n}.json"
+        payload_file.write_text(json.dumps(fixture("prompt.json", cwd=str(project), prompt=PROMPT,
+                                                   session_id=f"session-{n}")))
         with payload_file.open("rb") as stdin:
             procs.append(subprocess.Popen([bin_path(), "hook", "prompt"], stdin=stdin, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, env=os.environ.copy()))

@@ -168,9 +168,11 @@ def test_real_claude_fixture_through_stop_hook_and_worker(project: Path, tmp_pat
     assert memory.source == "hook:claude" and memory.session_id == "521d7583-94d2-4863-aa6f-7ccc775c8dbb"
     assert "Hello from the fake model" not in memory.content  # chit-chat is not kept
 
-    # session-start now shows it under User Profile.
+    # The next session's session-start shows it under User Profile (the session it was
+    # captured in has it already, and is not given it again).
     payload = json.loads((CLAUDE / "session_start.json").read_text())
     payload["cwd"] = str(project)
+    payload["session_id"] = "the-next-session"
     ctx = run_hook("session-start", payload).context
     assert ctx is not None and "favourite colour is teal" in ctx.split("Recent Context")[0]
 

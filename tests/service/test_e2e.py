@@ -147,7 +147,8 @@ def test_two_machines_share_and_another_person_sees_nothing(
     assert r.receipt[0] == "ok", r.stderr
     assert r.receipt[1]["hits"] >= 1 and fact in (r.context or "")
 
-    r = run_hook("session-start", _fixture("session_start.json", cwd=str(repo_b)), cwd=repo_b, env=desktop)
+    r = run_hook("session-start", _fixture("session_start.json", cwd=str(repo_b), session_id="a-new-session"),
+                 cwd=repo_b, env=desktop)
     assert r.receipt[0] == "ok" and fact in (r.context or "")
 
     # Another person with the same repository sees none of it.
@@ -183,7 +184,9 @@ def test_two_machines_share_and_another_person_sees_nothing(
     outcome, fields = r.receipt
     assert outcome == "ok" and fields["queued"] is True and "saved" not in fields
 
-    linter = _fixture("prompt.json", cwd=str(repo_b), prompt="which linter do we use for python?")
+    # Another session than the one that captured it (a session is not given its own memories).
+    linter = _fixture("prompt.json", cwd=str(repo_b), prompt="which linter do we use for python?",
+                      session_id="a-later-session")
     deadline = time.monotonic() + 60
     while True:
         r = run_hook("prompt", linter, cwd=repo_b, env=desktop)
