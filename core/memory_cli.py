@@ -108,7 +108,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--yes", action="store_true", help="confirm: without it nothing is erased")
     p = sub.add_parser("reembed", help="re-embed the embedded store with the configured model "
-                       "(BLI_MEMORY_EMBEDDER); resumable, safe to interrupt")
+                       "(BLI_MEMORY_EMBEDDER); resumable, safe to interrupt",
+                       description="Needed after a change of embedding model (BLI_MEMORY_EMBEDDER): a "
+                       "store holds vectors of one model, and search and save refuse a store of "
+                       "another. This computes every live and historical row's vector again with the "
+                       "configured model, a batch per transaction; ids, versions and tombstones stay "
+                       "as they are. Interrupt it at any time and run it again to finish.")
     p.add_argument("--batch", type=_limit, default=64, help="rows per transaction, 1-100 (default 64)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p = sub.add_parser("audit", help="check the store's indexes; --repair rebuilds them")

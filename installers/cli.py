@@ -87,6 +87,12 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
             out(f"{host}: not_found (skipped)\n")
         _daemon_line(out)
         return 0
+    skipped_status = {st.host: st for st in status_hosts(pm, skipped, contract, home)}
+    if command == "uninstall":
+        # A host whose CLI is gone (or was never on PATH) may still hold our entries:
+        # `uninstall --host all` takes them away too.
+        ours = [h for h in skipped if skipped_status[h].state in ("installed", "outdated")]
+        hosts, skipped = hosts + ours, [h for h in skipped if h not in ours]
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
     plans, trusted, untrusted = _gemini_trust(plans, args, command, home)
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
@@ -111,6 +117,8 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
             out(f"  - {note}\n")
     for host in skipped:
         out(f"{host}: not found on this machine; skipped\n")
+        for detail in skipped_status[host].details:
+            out(f"  - {detail}\n")
     if command == "uninstall" and not args.dry_run:
         _stop_daemon_if_unused(pm, contract, home, out)
     return 0
@@ -164,7 +172,8 @@ def _record_trust(trusted: str | None, forget: bool) -> None:
 def _status_lines(st, out) -> None:
     out(f"{st.host}: {st.state}\n")
     if st.state == "absent":
-        out(f"  - not installed here; `bli-memory-mcp install --host {st.host}` adds it\n")
+        out(f"  - its CLI is here, but BLI Memory is not set up for it; "
+            f"`bli-memory-mcp install --host {st.host}` adds it\n")
     for d in st.details:
         out(f"  - {d}\n")
 
@@ -212,4 +221,4 @@ def _daemon_line(out) -> None:
     if st.get("running"):
         out(f"daemon: running (version {st.get('version')}, pid {st.get('pid')})\n")
     else:
-        out("daemon: not running (the prompt hook starts it on demand)\n")
+        out("daemon: not running (a prompt hook of an installed host starts it on demand)\n")

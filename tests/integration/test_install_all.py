@@ -79,7 +79,8 @@ def test_status_without_host_shows_the_hosts_found_and_how_to_add_one(temp_home:
     lines = run("status", home=temp_home, path=str(bindir)).stdout.splitlines()
     assert lines[0] == "codex: installed"
     assert lines[1:3] == ["gemini: absent",
-                          "  - not installed here; `bli-memory-mcp install --host gemini` adds it"]
+                          "  - its CLI is here, but BLI Memory is not set up for it; "
+                          "`bli-memory-mcp install --host gemini` adds it"]
     assert not any(line.startswith(("claude", "hermes")) for line in lines)  # neither CLI nor entries
 
 
@@ -94,3 +95,23 @@ def test_dry_run_all_names_the_skipped_hosts_and_ends_saying_nothing_was_written
     assert "== gemini: not found on this machine; skipped ==" in lines
     assert lines[-1] == "Dry run: nothing was written (2 files would change)."
     assert not (temp_home / ".codex").exists()
+
+
+def test_uninstall_all_takes_away_a_host_whose_cli_is_not_on_path(temp_home: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()  # no host CLI at all: Hermes is installed by name, then its CLI is "gone"
+    assert run("install", "--host", "hermes", home=temp_home, path=str(bindir)).returncode == 0
+    assert (temp_home / ".hermes").exists()
+    done = run("uninstall", "--host", "all", home=temp_home, path=str(bindir))
+    assert done.returncode == 0, done.stderr
+    assert "hermes: uninstalled" in done.stdout, done.stdout
+    assert not (temp_home / ".hermes").exists()
+    assert "hermes: installed" not in run("status", home=temp_home, path=str(bindir)).stdout
+
+
+def test_install_all_says_how_to_point_at_a_host_it_cannot_find(temp_home: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    done = run("install", "--host", "all", home=temp_home, path=str(bindir))
+    assert "hermes: not found on this machine; skipped" in done.stdout
+    assert "BLI_MEMORY_HERMES_BIN" in done.stdout, done.stdout
