@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
                        "(BLI_MEMORY_EMBEDDER); resumable, safe to interrupt",
                        description="Needed after a change of embedding model (BLI_MEMORY_EMBEDDER): a "
                        "store holds vectors of one model, and search and save refuse a store of "
-                       "another. This computes every live and historical row's vector again with the "
+                       "another. This computes the vector of every row that keeps one again with the "
                        "configured model, a batch per transaction; ids, versions and tombstones stay "
                        "as they are. Interrupt it at any time and run it again to finish.")
     p.add_argument("--batch", type=_limit, default=64, help="rows per transaction, 1-100 (default 64)")
