@@ -1254,12 +1254,19 @@ class PostgresBackend:
         """
         with self._conn("tombstones") as conn:
             view = self._view(conn, space)
+            # The versions a forgotten memory replaced count as forgotten too (as embedded).
             rows = conn.execute(
-                "SELECT content FROM memories WHERE space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) "
-                "AND state = 'forgotten' ORDER BY forgotten_at DESC NULLS LAST, seq DESC LIMIT %(limit)s",
+                "WITH RECURSIVE chain(content, supersedes, owner_id, at, seq, depth) AS ("
+                " SELECT content, supersedes, owner_id, forgotten_at, seq, 0 FROM memories"
+                " WHERE space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) AND state = 'forgotten'"
+                " UNION ALL"
+                " SELECT m.content, m.supersedes, m.owner_id, chain.at, chain.seq, chain.depth + 1"
+                " FROM memories m JOIN chain ON m.id = chain.supersedes AND m.owner_id = chain.owner_id"
+                " WHERE m.state = 'superseded' AND chain.depth < 100)"
+                " SELECT content FROM chain ORDER BY at DESC NULLS LAST, seq DESC, depth LIMIT %(limit)s",
                 {"spaces": list(view.spaces), "owners": list(view.readers), "limit": int(limit)},
             ).fetchall()
-        return [str(r[0]) for r in rows]
+        return list(dict.fromkeys(str(r[0]) for r in rows))
 
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """User Profile (durable preferences, conventions, decisions) and Recent Context."""

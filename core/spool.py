@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bli_memory.core.private_files import make_private_dir
+
 __all__ = [
     "BACKLOG_BUDGET_S",
     "MAX_BYTES",
@@ -120,7 +122,7 @@ def _fsync_dir(folder: Path) -> None:
 def _put(folder: Path, entry: dict[str, Any]) -> Path | None:
     """Write one entry durably; None when the spool is full."""
     data = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(folder)  # every missing parent 0700 too, whatever the umask
     os.chmod(folder, 0o700)
     count, size = _usage(folder)
     if count >= MAX_ENTRIES or size + len(data) > MAX_BYTES:

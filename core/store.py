@@ -430,15 +430,26 @@ class SQLiteStore:
         return [_row_to_memory(r) for r in rows]
 
     def forgotten(self, spaces: Sequence[str], *, limit: int = 500) -> list[str]:
-        """Contents of the tombstones (state ``forgotten``) of these spaces, newest first."""
+        """Contents of the tombstones of these spaces and of their older versions, newest first.
+
+        A forget tombstones the live version; the versions it replaced (``superseded``,
+        reached through ``supersedes``) said the same thing in other words, so they count
+        as forgotten too. Each distinct text once; at most ``limit`` texts.
+        """
         marks = ",".join("?" * len(spaces))
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT content FROM memories WHERE state = 'forgotten' AND space IN ({marks}) "
-                "ORDER BY forgotten_at DESC, seq DESC LIMIT ?",
+                "WITH RECURSIVE chain(content, supersedes, at, seq, depth) AS ("
+                " SELECT content, supersedes, forgotten_at, seq, 0 FROM memories"
+                f" WHERE state = 'forgotten' AND space IN ({marks})"
+                " UNION ALL"
+                " SELECT m.content, m.supersedes, chain.at, chain.seq, chain.depth + 1"
+                " FROM memories m JOIN chain ON m.id = chain.supersedes"
+                " WHERE m.state = 'superseded' AND chain.depth < 100)"
+                " SELECT content FROM chain ORDER BY at DESC, seq DESC, depth LIMIT ?",
                 (*spaces, int(limit)),
             ).fetchall()
-        return [str(r[0]) for r in rows]
+        return list(dict.fromkeys(str(r[0]) for r in rows))
 
     def recent_of_kinds(
         self, spaces: Sequence[str], kinds: Sequence[str], *, limit: int = 10

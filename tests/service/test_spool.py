@@ -175,3 +175,14 @@ def test_a_revoked_token_is_reported_and_the_exchange_stays_spooled(
     assert r.reason == "http_401" and "http_401" in json.loads(r.stdout)["systemMessage"]
     assert len(_spooled()) == 1  # not lost: sent once the machine is paired again
     assert person.token not in r.stderr + r.stdout
+
+
+def test_the_spool_makes_every_missing_folder_private_whatever_the_umask(tmp_path: Path) -> None:
+    folder = tmp_path / "state" / "bli-cockpit" / "spool"
+    old = os.umask(0)
+    try:
+        spool._put(folder, {"id": "00000000-0000-4000-8000-000000000001", "service": "http://x", "text": "x"})
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "state", tmp_path / "state" / "bli-cockpit", folder):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
