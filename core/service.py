@@ -395,7 +395,7 @@ def create_app(
     from starlette.background import BackgroundTask
     from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse, PlainTextResponse
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
 
     from bli_memory.core.service_http import (
         BODY_TIMEOUT_SECONDS,
@@ -404,6 +404,8 @@ def create_app(
         error_payload,
         read_body,
     )
+    from bli_memory.core.ui.service_app import MOUNT as UI_MOUNT
+    from bli_memory.core.ui.service_app import build_service_app
 
     if database_url is None and backend is None:
         raise ConfigError("the service needs --database-url", reason="config_invalid")
@@ -703,6 +705,8 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        # The memory browser's pages, behind their own sign-in (docs/ui.md, core/ui/service_app.py).
+        Mount(UI_MOUNT, app=build_service_app(lambda: state().backend)),
     ]
     async def no_door(request: Request, exc: Exception) -> Response:
         # Starlette's own 404 and 405 answer plain text; every answer here is the
