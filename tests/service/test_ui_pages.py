@@ -60,7 +60,7 @@ def team(client: Any, new_person: Any, admin: Any) -> dict[str, Any]:
     tag = uuid.uuid4().hex[:10]
     spaces = {"alice_ro": f"ro_{tag}", "alice_rw": f"rw_{tag}", "bob": f"bob_{tag}", "carol": f"carol_{tag}"}
     ids = {
-        "alice_ro": _save(client, alice, spaces["alice_ro"], "alice read-only note: the deploy window is friday"),
+        "alice_ro": _save(client, alice, spaces["alice_ro"], "alice read-only note: deploys on friday"),
         "alice_rw": _save(client, alice, spaces["alice_rw"], "alice shared note: staging uses port 8443"),
         "bob": _save(client, bob, spaces["bob"], "bob own note: the linter runs with ruff"),
         "carol": _save(client, carol, spaces["carol"], "carol private note: her dentist is on tuesday"),
@@ -70,7 +70,9 @@ def team(client: Any, new_person: Any, admin: Any) -> dict[str, Any]:
     return {"alice": alice, "bob": bob, "carol": carol, "spaces": spaces, "ids": ids}
 
 
-def test_without_a_session_pages_send_to_sign_in_and_changes_are_refused(client: Any, team: dict[str, Any]) -> None:
+def test_without_a_session_pages_send_to_sign_in_and_changes_are_refused(
+    client: Any, team: dict[str, Any]
+) -> None:
     client.cookies.clear()
     r = client.get("/ui/", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/ui/login"
@@ -102,7 +104,8 @@ def test_a_person_sees_their_spaces_and_the_shared_ones_only(client: Any, team: 
     assert "carol private note" not in other and "no live memories" in other
     # Carol's memory by id: 404, the doors' answer to Bob.
     r = client.get(f"/ui/memory/{ids['carol']}")
-    door = client.post("/api/memory/get", headers=bob.headers, json={"id": ids["carol"], "includeInactive": True})
+    door = client.post("/api/memory/get", headers=bob.headers,
+                       json={"id": ids["carol"], "includeInactive": True})
     assert r.status_code == door.status_code == 404
     assert "carol private note" not in r.text
     hits = client.get("/ui/search", params={"q": "dentist tuesday", "space": spaces["carol"]}).text
@@ -133,7 +136,8 @@ def test_changes_follow_the_doors_ownership_rules(client: Any, team: dict[str, A
                     follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/ui/")
     alice = team["alice"]
-    after = client.post("/api/memory/get", headers=alice.headers, json={"id": ids["alice_rw"], "includeInactive": True})
+    after = client.post("/api/memory/get", headers=alice.headers,
+                        json={"id": ids["alice_rw"], "includeInactive": True})
     if action == "purge":
         assert after.status_code == 404
     elif action == "forget":
@@ -143,7 +147,9 @@ def test_changes_follow_the_doors_ownership_rules(client: Any, team: dict[str, A
         assert live["memory"]["content"] == "rewritten by bob" and live["memory"]["version"] == 2
 
 
-def test_forget_needs_this_pages_origin_and_the_sessions_csrf_token(client: Any, team: dict[str, Any]) -> None:
+def test_forget_needs_this_pages_origin_and_the_sessions_csrf_token(
+    client: Any, team: dict[str, Any]
+) -> None:
     bob, memory = team["bob"], team["ids"]["bob"]
     _sign_in(client, bob)
     csrf = _csrf(client.get(f"/ui/memory/{memory}/forget").text)
@@ -222,6 +228,7 @@ def test_a_stored_script_renders_as_text_on_the_service(client: Any, team: dict[
     _sign_in(client, bob)
     page = client.get(f"/ui/memory/{memory}")
     assert page.status_code == 200
-    assert "<script>alert(1)</script>" not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert "<script>alert(1)</script>" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     assert "script-src" not in page.headers["content-security-policy"]
     assert "default-src 'none'" in page.headers["content-security-policy"]
