@@ -81,9 +81,9 @@ class PersonStore:
         """Counts per state of every space this person reads, most live rows first.
 
         A space is its canonical tag (aliases folded in); it is listed when the person
-        owns rows in it or someone shared it with them. Only the person's own rows and
-        the rows of owners who shared that space with them are read (the
-        ``memories_live`` and primary-key indexes), never the whole table.
+        owns rows in it or someone shared it with them. Only the person's own rows
+        (the ``memories_owner`` index) and the shared spaces' rows of the owners who
+        shared them (the primary key) are read, never the whole table.
 
         Returns:
             ``[(tag, {"active": n, "superseded": n, "forgotten": n}), ...]``, at most
@@ -95,20 +95,28 @@ class PersonStore:
         with self.backend._conn("count spaces") as conn:
             rows = conn.execute(
                 """
-                WITH mine AS (
+                WITH shared AS (
+                    SELECT space AS tag, owner_id, space AS raw FROM memory_space_shares
+                    WHERE grantee_id = %(me)s AND owner_id <> %(me)s
+                ), shared_tags AS (
+                    SELECT tag, owner_id, raw FROM shared
+                    UNION
+                    SELECT sh.tag, sh.owner_id, a.alias FROM shared sh
+                    JOIN memory_space_aliases a ON a.canonical = sh.tag
+                ), visible AS (
                     SELECT coalesce(a.canonical, m.space) AS tag, m.owner_id, m.state, count(*) AS n
                     FROM memories m LEFT JOIN memory_space_aliases a ON a.alias = m.space
                     WHERE m.owner_id = %(me)s
-                       OR m.owner_id IN (SELECT owner_id FROM memory_space_shares WHERE grantee_id = %(me)s)
+                    GROUP BY 1, 2, 3
+                    UNION ALL
+                    SELECT st.tag, m.owner_id, m.state, count(*)
+                    FROM shared_tags st JOIN memories m ON m.space = st.raw AND m.owner_id = st.owner_id
                     GROUP BY 1, 2, 3
                 )
-                SELECT r.tag, r.state, sum(r.n)::bigint,
-                       array_agg(DISTINCT p.name) FILTER (WHERE r.owner_id <> %(me)s)
-                FROM mine r JOIN memory_people p ON p.id = r.owner_id
-                WHERE r.owner_id = %(me)s OR EXISTS (
-                    SELECT 1 FROM memory_space_shares s
-                    WHERE s.space = r.tag AND s.owner_id = r.owner_id AND s.grantee_id = %(me)s)
-                GROUP BY r.tag, r.state
+                SELECT v.tag, v.state, sum(v.n)::bigint,
+                       array_agg(DISTINCT p.name) FILTER (WHERE v.owner_id <> %(me)s)
+                FROM visible v JOIN memory_people p ON p.id = v.owner_id
+                GROUP BY v.tag, v.state
                 """,
                 {"me": me},
             ).fetchall()

@@ -232,3 +232,23 @@ def test_a_stored_script_renders_as_text_on_the_service(client: Any, team: dict[
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     assert "script-src" not in page.headers["content-security-policy"]
     assert "default-src 'none'" in page.headers["content-security-policy"]
+
+
+def test_counts_fold_aliases_and_never_show_an_unseen_spaces_alias(
+    client: Any, team: dict[str, Any], admin: Any
+) -> None:
+    bob, alice, carol, spaces = team["bob"], team["alice"], team["carol"], team["spaces"]
+    old, carols_old = f"old_{spaces['alice_ro']}", f"old_{spaces['carol']}"
+    admin.add_alias(old, spaces["alice_ro"])
+    admin.add_alias(carols_old, spaces["carol"])
+    _save(client, alice, old, "alice note under the space's old name")
+    _save(client, carol, carols_old, "carol note under her space's old name")
+    _sign_in(client, bob)
+    page = client.get("/ui/").text
+    row = re.search(rf"<tr[^>]*><td><a href=\"/ui/\?space={spaces['alice_ro']}\">.*?</tr>", page, re.S)
+    assert row, page
+    assert re.findall(r'<td class="num">(\d+)</td>', row.group(0))[0] == "2"  # both names, one space
+    assert old in row.group(0)
+    assert carols_old not in page and spaces["carol"] not in page
+    listed = client.get("/ui/", params={"space": old}).text
+    assert "old name" in listed and "read-only note" in listed
