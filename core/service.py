@@ -35,6 +35,8 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``GET /healthz``, ``/readyz``  liveness; readiness (database + schema + model)
 ``GET /metrics``               Prometheus text format
 ``GET /openapi.json``          OpenAPI 3.1 description of the doors
+``/ui/``                       the memory browser's pages, behind a device-token
+                               sign-in (:mod:`bli_memory.core.ui.service_app`)
 =============================  =====================================================
 
 Every ``/api`` door needs ``Authorization: Bearer <device token>``; the person and

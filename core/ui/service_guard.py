@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from bli_memory.core.errors import BliMemoryError
 from bli_memory.core.ui.guard import (
     _HEADERS,
     _SAFE_METHODS,
@@ -111,7 +112,11 @@ class ServiceGuard:
             self._check_origin(request)
             state = scope.setdefault("state", {})
             if not path.startswith(_OPEN):
-                found = await run_in_threadpool(self._signed_in, request)
+                try:
+                    found = await run_in_threadpool(self._signed_in, request)
+                except BliMemoryError as exc:  # Postgres away: the doors' 503, as a page
+                    raise Refused(503, f"The service's database did not answer ({exc.reason}); "
+                                       "try again in a moment.") from exc
                 if found is None:
                     if request.method in _SAFE_METHODS and "authorization" not in request.headers:
                         await RedirectResponse(f"{root}/login", status_code=303)(scope, receive, send)
