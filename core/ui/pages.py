@@ -127,13 +127,20 @@ def _memory_and_history(backend: Any, id: str) -> tuple[Memory, list[Memory]]:
     return found, store.history(found.id)
 
 
+def _writable(backend: Any, m: Memory) -> bool:
+    # On the service, a space shared read-only offers no changes (the local store: all).
+    check = getattr(backend.store, "writable", None)
+    return True if check is None else bool(check(m))
+
+
 async def memory(request: Request) -> Response:
     """``GET /memory/{id}``: text, metadata, expiry, source, session and every version."""
-    found, history = await run_in_threadpool(_memory_and_history, _state(request).backend,
-                                             request.path_params["id"])
+    backend = _state(request).backend
+    found, history = await run_in_threadpool(_memory_and_history, backend, request.path_params["id"])
+    writable = await run_in_threadpool(_writable, backend, found)
     done = DONE.get(request.query_params.get("done", ""))
     return render(request, "memory.html", nav="spaces", m=found, history=history, done=done,
-                  expired=_expired(found))
+                  expired=_expired(found), writable=writable)
 
 
 def _redirect(request: Request, path: str, **query: str) -> Response:

@@ -190,6 +190,14 @@ class PersonStore:
             return None
         return next((m for m in chain if m.id == key), None)
 
+    def writable(self, memory: Any) -> bool:
+        """Whether this person may change ``memory``: theirs, or in a space shared with
+        them for writing (the doors' rule, ``PostgresBackend._writable``)."""
+        with self.backend._conn("check a memory's owner") as conn:
+            row = conn.execute("SELECT owner_id FROM memories WHERE space = %s AND id = %s",
+                               (memory.space, memory.id)).fetchone()
+            return row is not None and int(row[0]) in self.backend._view(conn, memory.space).writers
+
     def history(self, id: str) -> list[Any]:
         """Every version of the memory, newest first."""
         return list(self.backend.history(id))

@@ -252,3 +252,16 @@ def test_counts_fold_aliases_and_never_show_an_unseen_spaces_alias(
     assert carols_old not in page and spaces["carol"] not in page
     listed = client.get("/ui/", params={"space": old}).text
     assert "old name" in listed and "read-only note" in listed
+
+
+def test_a_read_only_share_offers_no_changes_and_a_writable_one_does(
+    client: Any, team: dict[str, Any]
+) -> None:
+    ids = team["ids"]
+    _sign_in(client, team["bob"])
+    read_only = client.get(f"/ui/memory/{ids['alice_ro']}").text
+    assert "shared with you read-only" in read_only
+    assert f"/ui/memory/{ids['alice_ro']}/forget" not in read_only
+    for key in ("alice_rw", "bob"):
+        page = client.get(f"/ui/memory/{ids[key]}").text
+        assert "read-only" not in page and f"/ui/memory/{ids[key]}/forget" in page
