@@ -35,6 +35,8 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``GET /healthz``, ``/readyz``  liveness; readiness (database + schema + model)
 ``GET /metrics``               Prometheus text format
 ``GET /openapi.json``          OpenAPI 3.1 description of the doors
+``/ui/``                       the memory browser's pages, behind a device-token
+                               sign-in (:mod:`bli_memory.core.ui.service_app`)
 =============================  =====================================================
 
 Every ``/api`` door needs ``Authorization: Bearer <device token>``; the person and
@@ -395,7 +397,7 @@ def create_app(
     from starlette.background import BackgroundTask
     from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse, PlainTextResponse
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
 
     from bli_memory.core.service_http import (
         BODY_TIMEOUT_SECONDS,
@@ -404,6 +406,8 @@ def create_app(
         error_payload,
         read_body,
     )
+    from bli_memory.core.ui.service_app import MOUNT as UI_MOUNT
+    from bli_memory.core.ui.service_app import build_service_app
 
     if database_url is None and backend is None:
         raise ConfigError("the service needs --database-url", reason="config_invalid")
@@ -703,6 +707,8 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        # The memory browser's pages, behind their own sign-in (docs/ui.md, core/ui/service_app.py).
+        Mount(UI_MOUNT, app=build_service_app(lambda: state().backend)),
     ]
     async def no_door(request: Request, exc: Exception) -> Response:
         # Starlette's own 404 and 405 answer plain text; every answer here is the

@@ -1,4 +1,5 @@
-"""The memory browser: ``bli-memory-mcp ui``, a local web page over the embedded store.
+"""The memory browser: ``bli-memory-mcp ui``, a local web page over the embedded store,
+and the same pages on the team service.
 
 See, search, correct and forget what the agents remember. Server-rendered HTML
 (Starlette + Jinja2), no JavaScript, no CDN: it works offline. Modules:
@@ -11,7 +12,10 @@ See, search, correct and forget what the agents remember. Server-rendered HTML
 - :mod:`~bli_memory.core.ui.ops_pages`: recent captures, hook health, experience and ops;
 - :mod:`~bli_memory.core.ui.health`: hook latency percentiles from the stats file;
 - :mod:`~bli_memory.core.ui.charts`: inline SVG charts;
-- :mod:`~bli_memory.core.ui.cli`: the command.
+- :mod:`~bli_memory.core.ui.cli`: the command;
+- :mod:`~bli_memory.core.ui.service_app`: the same pages on the team service, under
+  ``/ui/`` (:mod:`~bli_memory.core.ui.service_guard`: its sign-in and sessions;
+  :mod:`~bli_memory.core.ui.pg_reads`: one person's view of the service database).
 
 Like ``bli_memory.core``, this ``__init__`` imports nothing.
 """

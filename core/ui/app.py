@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from bli_memory.core.ui.guard import Guard
 
-__all__ = ["STATIC_DIR", "BrowserState", "build_app"]
+__all__ = ["STATIC_DIR", "BrowserState", "browser_app", "build_app"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -40,11 +40,15 @@ class BrowserState:
         backend: The embedded engine (:class:`~bli_memory.core.engine.EmbeddedBackend`).
         home_space: The space the agent would use from the folder ``ui`` started in.
         derived_from: How that space was derived (e.g. ``git remote github.com/org/repo``).
+        service: On the team service, the signed-in person's
+            :class:`~bli_memory.core.ui.pg_reads.PersonStore` (then ``home_space`` may be
+            "" for "their largest space"); None on the local page.
     """
 
     backend: Any
     home_space: str
     derived_from: str = ""
+    service: Any = None
 
 
 def _error_status(exc: Exception) -> tuple[int, str]:
@@ -54,7 +58,9 @@ def _error_status(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, Refused):
         return exc.status, exc.message
     if isinstance(exc, NotFoundError):
-        return 404, exc.message
+        # The service's "read-only share" is a NotFoundError with its own reason (403 at
+        # the doors too, core/service.py).
+        return (403 if exc.reason == "read_only" else 404), exc.message
     if isinstance(exc, InvalidInputError):
         return 400, exc.message
     if isinstance(exc, BliMemoryError):
@@ -73,6 +79,21 @@ def build_app(state: BrowserState, *, port: int, token: str | None = None) -> Gu
     Returns:
         The guard, an ASGI app; ``guard.url`` is the URL that opens a session.
     """
+    from bli_memory.core.ui.guard import Guard
+
+    app = browser_app(local=True)
+    app.state.browser = state
+    return Guard(app, port=port, token=token)
+
+
+def browser_app(*, local: bool, extra_routes: list[Any] | None = None) -> Any:
+    """The Starlette app of the pages, without a guard.
+
+    Args:
+        local: Include the pages that read this machine (captures, hook health,
+            experience and ops); the team service leaves them out.
+        extra_routes: Routes added first (the service's sign-in pages).
+    """
     import logging
 
     from starlette.applications import Starlette
@@ -81,7 +102,7 @@ def build_app(state: BrowserState, *, port: int, token: str | None = None) -> Gu
 
     from bli_memory.core.errors import BliMemoryError
     from bli_memory.core.ui import ops_pages, pages
-    from bli_memory.core.ui.guard import Guard, Refused
+    from bli_memory.core.ui.guard import Refused
     from bli_memory.core.ui.render import render
 
     async def on_error(request: Request, exc: Exception) -> Response:
@@ -94,21 +115,24 @@ def build_app(state: BrowserState, *, port: int, token: str | None = None) -> Gu
         return render(request, "error.html", status=404, code=404, message="There is no such page.")
 
     both = ["GET", "POST"]
-    app = Starlette(
-        routes=[
-            Route("/", pages.index),
-            Route("/memory/{id}", pages.memory),
-            Route("/memory/{id}/edit", pages.edit, methods=both),
-            Route("/memory/{id}/forget", pages.forget, methods=both),
-            Route("/memory/{id}/purge", pages.purge, methods=both),
-            Route("/search", pages.search),
+    routes = [
+        *(extra_routes or []),
+        Route("/", pages.index),
+        Route("/memory/{id}", pages.memory),
+        Route("/memory/{id}/edit", pages.edit, methods=both),
+        Route("/memory/{id}/forget", pages.forget, methods=both),
+        Route("/memory/{id}/purge", pages.purge, methods=both),
+        Route("/search", pages.search),
+        Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
+    ]
+    if local:
+        routes[-1:-1] = [
             Route("/captures", ops_pages.captures),
             Route("/health", ops_pages.health),
             Route("/ops", ops_pages.ops),
-            Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
-        ],
+        ]
+    return Starlette(
+        routes=routes,
         exception_handlers={Refused: on_error, BliMemoryError: on_error, Exception: on_error,
                             404: not_found},
     )
-    app.state.browser = state
-    return Guard(app, port=port, token=token)

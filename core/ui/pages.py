@@ -21,7 +21,7 @@ from starlette.responses import RedirectResponse
 from bli_memory.core.errors import BliMemoryError, InvalidInputError, NotFoundError
 from bli_memory.core.ui.charts import bar_chart
 from bli_memory.core.ui.guard import checked_form
-from bli_memory.core.ui.render import render
+from bli_memory.core.ui.render import browser_state, home_space, render
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -58,7 +58,7 @@ DONE = {
 
 
 def _state(request: Request) -> Any:
-    return request.app.state.browser
+    return browser_state(request)
 
 
 def _space_arg(request: Request) -> str:
@@ -66,7 +66,7 @@ def _space_arg(request: Request) -> str:
 
     raw = request.query_params.get("space")
     if raw is None or not raw.strip():
-        return str(_state(request).home_space)
+        return home_space(_state(request))
     try:
         return validate_tag(raw)
     except ValueError as exc:
@@ -96,6 +96,8 @@ def _space_page(backend: Any, space: str, before: int | None) -> dict[str, Any]:
         "next_before": page[-1][0] if more else None, "first_page": before is None,
         "spaces": [(tag, counts, aliases.get(tag, [])) for tag, counts in all_spaces],
         "chart": chart, "spaces_shown": SPACES_SHOWN,
+        # On the service: who shared each space with the person (none on the local page).
+        "owners": {tag: store.owners(tag) for tag, _ in all_spaces} if hasattr(store, "owners") else {},
     }
 
 
@@ -125,17 +127,25 @@ def _memory_and_history(backend: Any, id: str) -> tuple[Memory, list[Memory]]:
     return found, store.history(found.id)
 
 
+def _writable(backend: Any, m: Memory) -> bool:
+    # On the service, a space shared read-only offers no changes (the local store: all).
+    check = getattr(backend.store, "writable", None)
+    return True if check is None else bool(check(m))
+
+
 async def memory(request: Request) -> Response:
     """``GET /memory/{id}``: text, metadata, expiry, source, session and every version."""
-    found, history = await run_in_threadpool(_memory_and_history, _state(request).backend,
-                                             request.path_params["id"])
+    backend = _state(request).backend
+    found, history = await run_in_threadpool(_memory_and_history, backend, request.path_params["id"])
+    writable = await run_in_threadpool(_writable, backend, found)
     done = DONE.get(request.query_params.get("done", ""))
     return render(request, "memory.html", nav="spaces", m=found, history=history, done=done,
-                  expired=_expired(found))
+                  expired=_expired(found), writable=writable)
 
 
-def _redirect(path: str, **query: str) -> Response:
-    return RedirectResponse(path + (f"?{urlencode(query)}" if query else ""), status_code=303)
+def _redirect(request: Request, path: str, **query: str) -> Response:
+    root = request.scope.get("root_path", "")
+    return RedirectResponse(root + path + (f"?{urlencode(query)}" if query else ""), status_code=303)
 
 
 async def edit(request: Request) -> Response:
@@ -153,7 +163,7 @@ async def edit(request: Request) -> Response:
         result = await run_in_threadpool(backend.update, text, space=found.space, id=found.id)
     except InvalidInputError as exc:
         return render(request, "edit.html", nav="spaces", m=found, text=text, error=exc.message, status=400)
-    return _redirect(f"/memory/{result.memory.id}", done=result.status)
+    return _redirect(request, f"/memory/{result.memory.id}", done=result.status)
 
 
 async def forget(request: Request) -> Response:
@@ -166,7 +176,7 @@ async def forget(request: Request) -> Response:
         return render(request, "confirm.html", nav="spaces", m=found, action="forget", versions=None)
     await checked_form(request)
     result = await run_in_threadpool(lambda: backend.forget(space=found.space, id=found.id))
-    return _redirect(f"/memory/{result.memory.id}", done="forgotten")
+    return _redirect(request, f"/memory/{result.memory.id}", done="forgotten")
 
 
 async def purge(request: Request) -> Response:
@@ -178,7 +188,7 @@ async def purge(request: Request) -> Response:
         return render(request, "confirm.html", nav="spaces", m=found, action="purge", versions=len(history))
     await checked_form(request)
     await run_in_threadpool(backend.purge, found.id)
-    return _redirect("/", space=found.space, done="purged")
+    return _redirect(request, "/", space=found.space, done="purged")
 
 
 # --- search ----------------------------------------------------------------------------
@@ -192,7 +202,7 @@ async def search(request: Request) -> Response:
     silent; a failure says what failed (status 400 for bad input, 500 otherwise).
     """
     q = request.query_params.get("q", "")
-    space = request.query_params.get("space") or _state(request).home_space
+    space = request.query_params.get("space") or home_space(_state(request))
     ctx: dict[str, Any] = {"q": q, "space": space, "hits": None, "error": None, "resolved": space}
     if q.strip():
         backend = _state(request).backend

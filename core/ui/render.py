@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.templating import Jinja2Templates
 
-__all__ = ["TEMPLATES_DIR", "render", "templates", "when"]
+__all__ = ["TEMPLATES_DIR", "browser_state", "home_space", "render", "templates", "when"]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
@@ -68,14 +68,38 @@ def templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
+def browser_state(request: Request) -> Any:
+    """The request's :class:`~bli_memory.core.ui.app.BrowserState`: the one the service's
+    guard set for the signed-in person, else the app's (the local page); None before
+    sign-in on the service."""
+    found = getattr(request.state, "browser", None)
+    if found is not None:
+        return found
+    return getattr(request.app.state, "browser", None)
+
+
+def home_space(state: Any) -> str:
+    """The space pages open on: the local page's project space, or on the service the
+    person's space with the most live memories."""
+    if state is None:
+        return ""
+    if state.home_space or state.service is None:
+        return str(state.home_space)
+    return str(state.service.home_space())
+
+
 def render(request: Request, name: str, *, status: int = 200, **context: Any) -> Response:
-    """Render template ``name`` with ``context`` plus the session's CSRF token and the
-    browser's home space (``csrf``, ``home``, ``nav``)."""
+    """Render template ``name`` with ``context`` plus the session's CSRF token, the
+    browser's home space, the mount the pages are served under and, on the service, who
+    is signed in (``csrf``, ``home``, ``nav``, ``root``, ``service``)."""
     session = getattr(request.state, "session", None)
-    state = request.app.state.browser
+    state = browser_state(request)
     context.setdefault("nav", "")
     return templates().TemplateResponse(
-        request, name, {"csrf": session.csrf if session else "", "home": state.home_space,
-                        "store_path": str(state.backend.store_path), **context},
+        request, name, {"csrf": session.csrf if session else "", "home": home_space(state),
+                        "store_path": str(state.backend.store_path) if state else "",
+                        "root": request.scope.get("root_path", ""),
+                        "service": state.service if state else None,
+                        "on_service": bool(getattr(request.app.state, "service_ui", False)), **context},
         status_code=status,
     )
