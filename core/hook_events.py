@@ -149,7 +149,9 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     def fresh(memories: Any) -> list[Any]:
         return [m for m in memories if m.id not in seen and not (session and m.session_id == session)]
 
-    facts, recent = fresh(profile.facts), fresh(profile.recent)
+    facts = fresh(profile.facts)
+    listed = {m.id for m in facts}
+    recent = [m for m in fresh(profile.recent) if m.id not in listed]  # a fact is shown once
     block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars)
     record_injected(hook_input.host, session, _injected_ids(block, [*facts, *recent]), environ=environ)
     fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}

@@ -153,3 +153,18 @@ def test_the_log_is_bounded_and_survives_a_corrupt_file(tmp_path: Path) -> None:
     record_injected("claude", "s", ["a"])
     assert already_injected("claude", "s") == {"a"}
     assert already_injected("claude", None) == set()
+
+
+def test_session_start_shows_a_profile_fact_once_not_again_under_recent_context(project: Path) -> None:
+    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.spaces import derive_space
+
+    backend = EmbeddedBackend(store_path())
+    tag = derive_space(project).tag
+    fact = backend.save("We decided to deploy with blue-green on Fridays.", space=tag,
+                        metadata={"kind": "decision"}).memory
+    backend.save("The staging host is staging.example.org.", space=tag)
+    backend.close()
+    start = hook("session-start", fixture("session_start.json", cwd=str(project), session_id="s-7"), project)
+    assert start.context is not None
+    assert _ID.findall(start.context).count(fact.id) == 1, start.context
