@@ -437,6 +437,10 @@ class EmbeddedBackend:
         problem = metadata_problem(metadata)
         if problem:
             raise InvalidInputError(problem)
+        from bli_memory.core.stored_secrets import check_custom_id, masked_metadata
+
+        check_custom_id(custom_id)
+        metadata, _ = masked_metadata(metadata)
         from bli_memory.core.expiry import parse_expiry
 
         expires_at = parse_expiry(expires_at)

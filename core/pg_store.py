@@ -1045,6 +1045,10 @@ class PostgresBackend:
         problem = metadata_problem(metadata)
         if problem:
             raise InvalidInputError(problem)
+        from bli_memory.core.stored_secrets import check_custom_id, masked_metadata
+
+        check_custom_id(custom_id)
+        metadata, _ = masked_metadata(metadata)
         expires = expiry_datetime(expires_at)
         me = self._me()
         vector = self._embed_one(text)

@@ -47,3 +47,19 @@ def test_every_store_masks_secrets_in_what_it_saves(backend, space: str) -> None
     updated = backend.update(f"CI pushes with {token} since May.", space=space, id=saved.id).memory
     assert token not in updated.content
     assert all(token not in m.content for m in backend.history(saved.id))
+
+
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_secrets_in_metadata_are_masked_and_a_secret_custom_id_is_refused(backend, space: str) -> None:
+    saved = backend.save("CI pushes with a deploy token.", space=space,
+                         metadata={"token": GITHUB_TOKEN, "nested": [{"auth": f"Bearer {GITHUB_TOKEN}"}],
+                                   "owner": "platform team"})
+    stored = json.dumps(saved.memory.metadata)
+    assert GITHUB_TOKEN not in stored and "[REDACTED:" in stored
+    assert saved.memory.metadata["owner"] == "platform team"
+    with pytest.raises(InvalidInputError) as err:
+        backend.save("The deploy key is rotated monthly.", space=space, custom_id=GITHUB_TOKEN)
+    assert "customId" in str(err.value)
+    assert [m.content for m in backend.profile(space=space).recent] == ["CI pushes with a deploy token."]

@@ -1,0 +1,58 @@
+"""Secrets outside a memory's content: metadata values and the ``customId`` upsert key.
+
+:func:`bli_memory.core.engine.checked_content` masks secrets in a memory's text before
+any store writes it. Metadata and the ``customId`` reach the same row (and, on the team
+service, everyone who can read the space), so the stores run them through the same
+rules (:func:`bli_memory.core.redaction.redact`):
+
+- every string value inside the metadata object (at any depth; keys are names, not
+  values, and stay as given) is masked like content;
+- a ``customId`` that holds a secret is refused: it is the key a later save upserts on,
+  so a masked copy would silently name another memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bli_memory.core.errors import InvalidInputError
+
+__all__ = ["check_custom_id", "masked_metadata"]
+
+
+def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
+    """``(metadata with every string value redacted, secrets masked)``; None stays None."""
+    from bli_memory.core.redaction import redact
+
+    count = 0
+
+    def walk(value: Any) -> Any:
+        nonlocal count
+        if isinstance(value, str):
+            clean = redact(value)
+            count += clean.masked
+            return clean.text
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    if metadata is None:
+        return None, 0
+    return walk(metadata), count
+
+
+def check_custom_id(custom_id: str | None) -> None:
+    """Refuse a ``customId`` that holds a secret.
+
+    Raises:
+        InvalidInputError: the key would store a secret in the clear.
+    """
+    if not custom_id:
+        return
+    from bli_memory.core.redaction import redact
+
+    if redact(custom_id).masked:
+        raise InvalidInputError("customId holds what looks like a secret; use a name for the key, "
+                                "not a credential (nothing was saved)")
