@@ -214,6 +214,14 @@ _add("redis-cli -a", "redis-cli -h cache -a " + _p(15) + " ping", _p(15))
 _add("wifi password prose", "the staging wifi password is kkcglHpqS&3", "kkcglHpqS&3")
 _add("password prose colon", "btw my password: " + _p(16) + " for the vpn", _p(16))
 _add("passphrase prose", "the gpg passphrase was " + _p(17), _p(17))
+_add("password prose is colon", "the wifi password is: " + _p(40), _p(40))
+_add("password dash", "Password - " + _p(41), _p(41))
+_add("netrc", "machine api.example.com login bob password " + _p(42), _p(42))
+_add("pgpass", "db.example.com:5432:app:bob:" + _p(43), _p(43))
+_add("sudo -S", "echo '" + _p(44) + "' | sudo -S apt-get update", _p(44))
+_add("python requests auth", 'r = requests.get(url, auth=("bob", "' + _p(45) + '"))', _p(45))
+_add("openssl -k", "openssl enc -aes-256-cbc -k " + _p(46) + " -in secrets.tar", _p(46))
+_add("heroku HRKU", "export HEROKU_API_KEY=HRKU-" + chars(60, URLSAFE, start=47), "HRKU-" + chars(60, URLSAFE, start=47))
 
 
 # Lines that must come out exactly as they went in.

@@ -61,6 +61,39 @@ _COMMAND_LINE_RULES = (
         rf"(?!{_PROSE_WORD}(?![^\s\"'`]))[\"']?(?P<value>[^\s\"'`]+)",
         "value",
     ),
+    # echo VALUE | sudo -S (sudo(8): -S reads the password from standard input).
+    _rule(
+        "cli_password",
+        r"echo(?<![\w-]echo)[ \t]+[\"']?(?P<value>[^\s\"'`|]+)[\"']?[ \t]*\|[ \t]*sudo\b[^\r\n|]{0,80}?[ \t]-S\b",
+        "value",
+    ),
+    # openssl enc/pkcs12/... -k VALUE, -pass pass:VALUE, -passin/-passout pass:VALUE
+    # (openssl-passphrase-options(1)).
+    _rule(
+        "cli_password",
+        r"openssl(?<![\w-]openssl)\b[^\r\n]{0,400}?[ \t](?:-k[ \t]+|-pass(?:in|out)?[ \t]+pass:)"
+        r"[\"']?(?P<value>[^\s\"'`]+)",
+        "value",
+    ),
+    # A .netrc entry: machine HOST login USER password VALUE (netrc(5)).
+    _rule(
+        "netrc_password",
+        r"machine(?<![\w-]machine)[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?[ \t]+password[ \t]+(?P<value>\S+)",
+        "value",
+    ),
+    # A .pgpass line: host:port:database:user:password (libpq, "The Password File").
+    _rule(
+        "pgpass_password",
+        r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:(?P<value>[^\s:][^\s]*)[ \t]*$",
+        "value",
+    ),
+    # Python requests: auth=("user", "VALUE") / HTTPBasicAuth("user", "VALUE").
+    _rule(
+        "basic_auth",
+        r"(?:auth[ \t]*=[ \t]*\(|HTTPBasicAuth\()[ \t]*[\"'][^\"'\r\n]*[\"'][ \t]*,[ \t]*[\"']"
+        r"(?P<value>[^\"'\r\n]+)[\"']",
+        "value",
+    ),
     # key=value pairs inside another flag: kubectl --from-literal=password=VALUE,
     # helm --set db.password=VALUE.
     _rule(

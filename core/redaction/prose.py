@@ -15,7 +15,7 @@ from bli_memory.core.redaction.patterns import _INLINE_VALUE, _TOKEN_LIKE, _rule
 
 # "for the staging db", "of the admin account", "on prod": at most three words.
 _FOR_WHAT = r"(?:[ \t]+(?i:for|of|on|to)(?:[ \t]+[\w.@:/-]+){1,3}?)?"
-_IS = r"(?:[ \t]+(?i:is|was|=)[ \t]+|[ \t]*:[ \t]*)"
+_IS = r"(?:[ \t]+(?i:is|was)[ \t]*:?[ \t]+|[ \t]+=[ \t]+|[ \t]*:[ \t]*|[ \t]+-[ \t]+)"
 _OPEN_QUOTE = r"[\"'`]?"
 
 _PROSE_RULES = (

@@ -32,6 +32,8 @@ _PROVIDER_RULES = (
         "s",
         r"k-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20,})",
     ),
+    # Heroku's newer API keys (``heroku authorizations:create``): HRKU- then the key.
+    _token("heroku_api_key", "H", r"RKU-[A-Za-z0-9_-]{20,}"),
     _token("github_token", "g", r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_\w{22,})"),
     _token(
         "gitlab_token",
