@@ -221,7 +221,8 @@ _add("pgpass", "db.example.com:5432:app:bob:" + _p(43), _p(43))
 _add("sudo -S", "echo '" + _p(44) + "' | sudo -S apt-get update", _p(44))
 _add("python requests auth", 'r = requests.get(url, auth=("bob", "' + _p(45) + '"))', _p(45))
 _add("openssl -k", "openssl enc -aes-256-cbc -k " + _p(46) + " -in secrets.tar", _p(46))
-_add("heroku HRKU", "export HEROKU_API_KEY=HRKU-" + chars(60, URLSAFE, start=47), "HRKU-" + chars(60, URLSAFE, start=47))
+_HRKU = "HRKU-" + chars(60, URLSAFE, start=47)
+_add("heroku HRKU", "export HEROKU_API_KEY=" + _HRKU, _HRKU)
 
 
 # Lines that must come out exactly as they went in.

@@ -64,7 +64,8 @@ _COMMAND_LINE_RULES = (
     # echo VALUE | sudo -S (sudo(8): -S reads the password from standard input).
     _rule(
         "cli_password",
-        r"echo(?<![\w-]echo)[ \t]+[\"']?(?P<value>[^\s\"'`|]+)[\"']?[ \t]*\|[ \t]*sudo\b[^\r\n|]{0,80}?[ \t]-S\b",
+        r"echo(?<![\w-]echo)[ \t]+[\"']?(?P<value>[^\s\"'`|]+)[\"']?"
+        r"[ \t]*\|[ \t]*sudo\b[^\r\n|]{0,80}?[ \t]-S\b",
         "value",
     ),
     # openssl enc/pkcs12/... -k VALUE, -pass pass:VALUE, -passin/-passout pass:VALUE
