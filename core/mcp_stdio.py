@@ -37,7 +37,11 @@ from bli_memory.core.unicode_text import clean_strings
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["robust_stdio_server"]
+__all__ = ["EOF_GRACE_S", "robust_stdio_server"]
+
+#: When the client closes stdin, requests still running get this long to answer before
+#: the server ends (a tool call that embeds or waits on a store answers well within it).
+EOF_GRACE_S = 60.0
 
 def _error(request_id: Any, code: int, message: str) -> SessionMessage:
     if not isinstance(request_id, str | int) or isinstance(request_id, bool):
@@ -55,6 +59,8 @@ class _CheckedLines:
         self._lines = source.__aiter__()
         self._ready = anyio.Event()
         self._write: Any = None
+        self.pending: set[str | int] = set()  # ids of requests read and not yet answered
+        self.answered = anyio.Event()
 
     def attach(self, write_stream: Any) -> None:
         """Give the stream errors are answered on (the server's write stream)."""
@@ -64,18 +70,62 @@ class _CheckedLines:
     def __aiter__(self) -> _CheckedLines:
         return self
 
+    def done(self, message: Any) -> None:
+        """Note that the response to a request id went out."""
+        root = getattr(message, "message", None)
+        root = getattr(root, "root", root)  # a RootModel wrapper in some SDK versions
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and root.id in self.pending:
+            self.pending.discard(root.id)
+            self.answered.set()
+
+    async def _drain(self) -> None:
+        """At end of input, wait (at most :data:`EOF_GRACE_S`) for the requests in flight."""
+        with anyio.move_on_after(EOF_GRACE_S):
+            while self.pending:
+                self.answered = anyio.Event()
+                await self.answered.wait()
+
     async def __anext__(self) -> str:
         while True:
-            raw: bytes = await self._lines.__anext__()
+            try:
+                raw: bytes = await self._lines.__anext__()
+            except StopAsyncIteration:
+                await self._drain()  # the SDK cancels what is in flight once input ends
+                raise
             line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue
             answer, accepted = _check(line)
             if accepted is not None:
+                message = json.loads(accepted)
+                if isinstance(message, dict) and "method" in message and "id" in message:
+                    self.pending.add(message["id"])
                 return accepted
             await self._ready.wait()
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self._write.send(answer)
+
+
+class _NotingSender:
+    """The server's write stream, telling :class:`_CheckedLines` which requests were answered."""
+
+    def __init__(self, stream: Any, lines: _CheckedLines) -> None:
+        self._stream = stream
+        self._lines = lines
+
+    async def send(self, message: Any) -> None:
+        await self._stream.send(message)
+        self._lines.done(message)
+
+    async def __aenter__(self) -> _NotingSender:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _check(line: str) -> tuple[SessionMessage | None, str | None]:
@@ -111,7 +161,7 @@ async def robust_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
     try:
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             lines.attach(write_stream)
-            yield read_stream, write_stream
+            yield read_stream, _NotingSender(write_stream, lines)
     finally:
         if private is not None:
             _release_stdin(private)

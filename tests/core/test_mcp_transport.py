@@ -161,3 +161,20 @@ def test_a_server_started_without_stdin_ends_cleanly(tmp_path: Path) -> None:
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout == b""
+
+
+def test_requests_in_flight_are_answered_when_the_client_closes_stdin(tmp_path: Path) -> None:
+    calls = [
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "save_memory", "arguments": {"content": "The staging port is 8443."}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "search_memory", "arguments": {"query": "staging port"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+    ]
+    done = subprocess.run([bin_path()], cwd=tmp_path, env=dict(os.environ), capture_output=True,
+                          input="".join(json.dumps(c) + "\n" for c in calls).encode(), timeout=120)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert sorted(a["id"] for a in answers) == [1, 2, 3, 4], answers
+    assert done.returncode == 0
