@@ -8,7 +8,7 @@ from pathlib import Path
 from bli_memory.core.engine import EmbeddedBackend
 from bli_memory.core.models import Memory, SearchHit
 from bli_memory.core.relevance import unseen_share
-from bli_memory.core.term_evidence import hit_coverage, idf, weighted_unseen
+from bli_memory.core.term_evidence import hit_coverage, idf
 
 
 def _hit(content: str) -> SearchHit:
@@ -28,16 +28,16 @@ def test_idf_is_near_zero_for_a_word_in_every_memory_and_largest_for_an_absent_o
     assert math.isclose(idf(0, 0), math.log(2))
 
 
-def test_an_absent_rare_word_outweighs_common_words_the_space_holds() -> None:
+def test_an_absent_rare_word_outweighs_common_words_a_hit_shares() -> None:
     # "return" and "file" are in every memory; "struct" is in none.
     counts = [("return", 200), ("file", 200), ("struct", 0)]
-    assert unseen_share([True, True, False], 200) < 0.34
-    assert weighted_unseen(counts, 200, small_space=100) > 0.95
-    assert weighted_unseen([("return", 200)], 200, small_space=100) == 0.0
-    assert weighted_unseen([], 200, small_space=100) == 0.0
-    # a small space says little by absence, as the unweighted share
-    half = weighted_unseen(counts, 50, small_space=100)
-    assert math.isclose(half, weighted_unseen(counts, 50, small_space=50) / 2)
+    hit = [_hit("Return the file object.")]
+    assert unseen_share([True, True, False], 200) < 0.34  # counted alike, it looks at home
+    assert hit_coverage(counts, 200, hit) < 0.05  # weighed by rarity, it is not
+    # a small space says little by what a hit lacks: the shortfall scales with size / 100
+    small = hit_coverage(counts, 50, hit, small_space=100)
+    assert math.isclose(1 - small, (1 - hit_coverage(counts, 50, hit)) / 2)
+    assert hit_coverage(counts, 500, hit, small_space=100) == hit_coverage(counts, 500, hit)
 
 
 def test_coverage_counts_the_telling_words_a_hit_shares_not_the_common_ones() -> None:
