@@ -66,6 +66,11 @@ class Prompt:
     # filled by the run
     top: float | None = None
     unseen: float = 0.0
+    cover: float = 0.0  # idf-weighted share of the prompt's terms the best hit holds
+    gap: float = 0.0  # best cosine minus the mean cosine of the other hits (not shipped)
+    agree: float = 0.0  # 1 when the best-cosine hit also matched a keyword channel
+    presence_ms: float = 0.0  # term presence, the first feature set's lexical cost
+    weights_ms: float = 0.0  # document frequencies and coverage, the second set's
     exact: bool = False
     gated: list[str] = field(default_factory=list)  # dia ids the gate would inject at any threshold
     old: list[str] = field(default_factory=list)  # dia ids the previous rule injects
@@ -106,18 +111,32 @@ def prompts(
 
 def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
     """Fill the gate's evidence and both rules' choices for one prompt (no session state)."""
+    import bli_memory.core.relevance as rel
     from bli_memory.core.blocks import recall_block
     from bli_memory.core.relevance import decide, unseen_share
+    from bli_memory.core.term_evidence import hit_coverage
 
     res = backend.search(p.text, space=space, limit=OLD_LIMIT * 3)
+    t0 = time.perf_counter()
     present, size = backend.term_presence(p.text, space=space)
     p.unseen = unseen_share(present, size)
-    import bli_memory.core.relevance as rel
+    t1 = time.perf_counter()
+    counts, size = backend.term_frequencies(p.text, space=space)
+    p.cover = hit_coverage(counts, size, res.hits, small_space=rel.SMALL_SPACE)
+    t2 = time.perf_counter()
+    p.presence_ms, p.weights_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
+    sims = sorted(((h.similarity, h) for h in res.hits if h.similarity is not None), key=lambda x: -x[0])
+    if len(sims) > 1:
+        p.gap = sims[0][0] - sum(s for s, _ in sims[1:]) / (len(sims) - 1)
+    if sims:
+        p.agree = 1.0 if set(sims[0][1].channels) - {"vector"} else 0.0
 
     saved = rel.GATE_THRESHOLD
     rel.GATE_THRESHOLD = -math.inf
     try:
-        d = decide(res.hits, unseen=p.unseen, limit=OLD_LIMIT, prompt=p.text, floor=OLD_FLOOR)
+        d = decide(
+            res.hits, coverage=p.cover, limit=OLD_LIMIT, prompt=p.text, floor=OLD_FLOOR
+        )
     finally:
         rel.GATE_THRESHOLD = saved
     p.top = d.top
@@ -155,16 +174,31 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
     p.hook_lines = len(ids)
 
 
-def gate_pass(p: Prompt, weights: Sequence[float], threshold: float) -> bool:
+#: The gate's feature sets, all fitted in every ``--calibrate`` run: ``v1`` the first
+#: release (best cosine, unseen share), ``v2`` this one (best cosine, idf-weighted
+#: coverage of the best hit, ``core/term_evidence.py``), and ``v2+gap`` (also the best
+#: cosine's margin over the mean cosine of the other hits), measured, not shipped: on the
+#: calibration split it takes near misses from 0.40 to 0.26 but hook recall from 0.661
+#: to 0.640, below the 0.65 asked for.
+FEATURES: dict[str, Any] = {
+    "v1": lambda p: (p.top, p.unseen),
+    "v2": lambda p: (p.top, p.cover),
+    "v2+gap": lambda p: (p.top, p.cover, p.gap),
+}
+LABELS = {"v1": "v1: top, unseen", "v2": "v2: top, coverage (shipped)", "v2+gap": "v2 + gap (not shipped)"}
+SHIPPED = "v2"  # the set core/relevance.py's GATE_WEIGHTS belong to
+
+
+def gate_pass(p: Prompt, weights: Sequence[float], threshold: float, features: str = SHIPPED) -> bool:
     if p.exact:
         return True
     if p.top is None:
         return False
-    b, wt, wu = weights
-    return b + wt * p.top + wu * p.unseen >= threshold
+    x = FEATURES[features](p)
+    return weights[0] + sum(w * v for w, v in zip(weights[1:], x, strict=True)) >= threshold
 
 
-def fit(cal: Sequence[Prompt]) -> tuple[tuple[float, float, float], float]:
+def fit(cal: Sequence[Prompt], features: str = SHIPPED) -> tuple[tuple[float, ...], float]:
     """Logistic weights on the calibration prompts (classes weighted equally), and the
     smallest threshold keeping cross-conversation false injection at or below
     :data:`CROSS_TARGET` on the calibration split."""
@@ -174,26 +208,33 @@ def fit(cal: Sequence[Prompt]) -> tuple[tuple[float, float, float], float]:
     conds = sorted({p.cond for p in rows})
     count = {c: sum(1 for p in rows if p.cond == c) for c in conds}
     negs = [c for c in conds if c != "own"]
-    X = np.array([[1.0, p.top, p.unseen] for p in rows])
+    X = np.array([[1.0, *FEATURES[features](p)] for p in rows])
+    k = X.shape[1]
     y = np.array([1.0 if p.cond == "own" else 0.0 for p in rows])
     w8 = np.array([0.5 / count["own"] if p.cond == "own" else 0.5 / len(negs) / count[p.cond] for p in rows])
-    w = np.zeros(3)
+    w = np.zeros(k)
     for _ in range(60):  # Newton's method, a little L2 for stability
         pr = 1 / (1 + np.exp(-X @ w))
         g = X.T @ ((pr - y) * w8) + 1e-4 * w
-        h = (X * (pr * (1 - pr) * w8)[:, None]).T @ X + 1e-4 * np.eye(3)
+        h = (X * (pr * (1 - pr) * w8)[:, None]).T @ X + 1e-4 * np.eye(k)
         w -= np.linalg.solve(h, g)
-    weights = (round(float(w[0]), 3), round(float(w[1]), 3), round(float(w[2]), 3))
+    weights = tuple(round(float(v), 3) for v in w)
     cross = [p for p in cal if p.cond == "cross"]
     best = 0.0
     for t in np.arange(-3.0, 4.0, 0.05):
-        if sum(gate_pass(p, weights, t) for p in cross) / len(cross) <= CROSS_TARGET:
+        if sum(gate_pass(p, weights, t, features) for p in cross) / len(cross) <= CROSS_TARGET:
             best = round(float(t), 2)
             break
     return weights, best
 
 
-def _rates(ps: Sequence[Prompt], kind: str, weights: Sequence[float] | None = None, t: float = 0.0) -> dict:
+def _rates(
+    ps: Sequence[Prompt],
+    kind: str,
+    weights: Sequence[float] | None = None,
+    t: float = 0.0,
+    features: str = SHIPPED,
+) -> dict:
     """Block rate, lines, chars and (own) recall of one rule over prompts."""
     n = len(ps)
     if not n:
@@ -205,7 +246,7 @@ def _rates(ps: Sequence[Prompt], kind: str, weights: Sequence[float] | None = No
         inj = [p.old for p in ps]
         chars = [p.old_chars for p in ps]
     else:
-        inj = [p.gated if gate_pass(p, weights, t) else [] for p in ps]
+        inj = [p.gated if gate_pass(p, weights, t, features) else [] for p in ps]
         chars = [p.gated_chars if ids else 0 for p, ids in zip(ps, inj, strict=True)]
     out = {
         "n": n,
@@ -288,6 +329,23 @@ def run(
         session_runs.append(q)
     cal = [p for p in all_prompts if p.calibration]
     fitted = fit(cal) if calibrate else None
+    # Both feature sets fitted on the calibration split in this run, scored on the
+    # report split from the same features: the before/after of the feature change.
+    sets = {}
+    rep = [p for p in all_prompts if not p.calibration]
+    for name in FEATURES:
+        fw, ft = fit(cal, name)
+        sets[name] = {
+            "weights": list(fw),
+            "threshold": ft,
+            "report": {c: _rates([p for p in rep if p.cond == c], "gate", fw, ft, name) for c in CONDS},
+        }
+    n_all = max(len(all_prompts), 1)
+    cost = {
+        "presence_ms": sum(p.presence_ms for p in all_prompts) / n_all,
+        "weights_ms": sum(p.weights_ms for p in all_prompts) / n_all,
+        "weights_ms_p95": sorted(p.weights_ms for p in all_prompts)[int(0.95 * (n_all - 1))],
+    }
     weights, threshold = GATE_WEIGHTS, GATE_THRESHOLD
     result: dict[str, Any] = {
         "weights": list(weights),
@@ -295,6 +353,8 @@ def run(
         "fitted": [list(fitted[0]), fitted[1]] if fitted else None,
         "mcp": {k: mcp[k] for k in ("metrics", "save_ms", "search_ms")},
         "per_prompt_ms": per_prompt_ms,
+        "feature_sets": sets,
+        "feature_cost": cost,
         "splits": {},
     }
     for split, sel in (
@@ -320,7 +380,7 @@ def run(
     curve = []
     import numpy as np
 
-    for t in np.arange(-2.0, 3.01, 0.25):
+    for t in np.arange(-3.0, 4.01, 0.25):
         point = {"threshold": round(float(t), 2)}
         for c in CONDS:
             ps = [p for p in all_prompts if p.cond == c and not p.calibration]
@@ -328,6 +388,28 @@ def run(
             point[c] = r.get("hook_recall", r["block_rate"])
         curve.append(point)
     result["curve"] = curve
+    v1 = sets["v1"]["weights"]
+    result["curve_v1"] = [
+        {
+            "threshold": round(float(t), 2),
+            **{
+                c: (lambda r: r.get("hook_recall", r["block_rate"]))(
+                    _rates([p for p in rep if p.cond == c], "gate", v1, float(t), "v1")
+                )
+                for c in ("own", "code_near")
+            },
+        }
+        for t in np.arange(-3.0, 4.01, 0.25)
+    ]
+    write_json(
+        CACHE_DIR / "hook-features.json",
+        [
+            {k: getattr(p, k) for k in ("cond", "calibration", "top", "unseen", "cover", "gap")}
+            | {"agree": p.agree, "exact": p.exact, "gated": bool(p.gated)}
+            | {"hit": bool(set(p.gated) & p.evidence)}
+            for p in all_prompts
+        ],
+    )
     ex = next((p for p in all_prompts if p.cond == "own"), None)
     del ex
     backend.close()
@@ -361,6 +443,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
             color="black",
             zorder=5,
         )
+    if result.get("curve_v1"):
+        old = result["curve_v1"]
+        ax.plot([p["code_near"] for p in old], [p["own"] for p in old], linestyle="--", color="grey",
+                label="(c) near miss, v1 features (top, unseen)")
     ax.set_xlabel("false injection (share of unrelated prompts given a block)")
     ax.set_ylabel("hook recall (evidence in the block)")
     ax.set_title("Injection gate over its threshold (report split); * chosen, x previous floor", fontsize=9)
@@ -435,7 +521,43 @@ def render(result: dict[str, Any]) -> str:
             "",
         ]
     w = result["weights"]
-    out += [f"Gate: z = {w[0]} + {w[1]} * top + {w[2]} * unseen, inject when z >= {result['threshold']}.", ""]
+    out += [
+        f"Gate: z = {w[0]} + {w[1]} * top + {w[2]} * coverage, "
+        f"inject when z >= {result['threshold']}.",
+        "",
+    ]
+    if result.get("feature_sets"):
+        rows = []
+        for name, fs in result["feature_sets"].items():
+            r = fs["report"]
+            rows.append(
+                [
+                    LABELS[name],
+                    " ".join(str(v) for v in fs["weights"]),
+                    fs["threshold"],
+                    r["own"]["hook_recall"],
+                    r["cross"]["block_rate"],
+                    r["chat_in_code"]["block_rate"],
+                    r["code_in_chat"]["block_rate"],
+                    r["code_near"]["block_rate"],
+                ]
+            )
+        cost = result["feature_cost"]
+        out += [
+            "Feature sets side by side, each fitted on the calibration split in this run and "
+            "scored on the report split:",
+            "",
+            markdown_table(
+                ["features", "weights", "threshold", "hook recall", "(a) cross", "(b) chat in code",
+                 "(b) code in chat", "(c) near miss"],
+                rows,
+            ),
+            "",
+            f"Lexical cost per prompt (embedded store, mean over every prompt of this run): term "
+            f"presence (v1) {cost['presence_ms']:.2f} ms, term document frequencies and coverage (v2) "
+            f"{cost['weights_ms']:.2f} ms (p95 {cost['weights_ms_p95']:.2f} ms).",
+            "",
+        ]
     if result.get("fitted"):
         fw, ft = result["fitted"]
         out += [f"Fitted on the calibration split in this run: weights {fw}, threshold {ft}.", ""]

@@ -112,6 +112,11 @@ class MemoryBackend(Protocol):
         """Durable facts and recent context of a space, for session-start."""
         ...
 
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """``([(term, live memories holding it), ...], live memories)`` for the query's
+        content terms, for the injection gate (:mod:`bli_memory.core.term_evidence`)."""
+        ...
+
     def history(self, id: str) -> list[Memory]:
         """Every version of the memory ``id`` belongs to, newest first, tombstones included."""
         ...

@@ -392,6 +392,23 @@ class EmbeddedBackend:
             present.append(bool(expr) and self.store.has_match(spaces, expr))
         return present, len(self.store.vectors(spaces).seqs)
 
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """In how many live memories of the space each content term of ``query`` occurs.
+
+        Returns:
+            ``([(term, count), ...], live_memories)``: the document frequency of each
+            term of :func:`~bli_memory.core.terms.query_terms` (exact form or stem), in
+            query order, for the injection gate's term weights
+            (:mod:`bli_memory.core.term_evidence`).
+        """
+        _, spaces = self.store.resolve_space(space)
+        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        counts = []
+        for term in query_terms(q)[:MAX_QUERY_TERMS]:
+            expr = fts_any_query([term])
+            counts.append((term, self.store.match_count(spaces, expr) if expr else 0))
+        return counts, len(self.store.vectors(spaces).seqs)
+
     def _keyword(
         self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
     ) -> list[int]:

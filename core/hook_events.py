@@ -161,20 +161,27 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
 def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
             environ: Mapping[str, str] | None = None) -> HookResult:
     from bli_memory.core.injection_log import already_injected, record_injected
-    from bli_memory.core.relevance import decide, unseen_share
+    from bli_memory.core.relevance import SMALL_SPACE, decide
+    from bli_memory.core.term_evidence import hit_coverage
 
     space = space_of(hook_input)
     prompt = strip_injected(hook_input.prompt or "").strip()
     limit = ctx.settings.recall_limit
     result = ctx.backend.search(prompt, space=space, limit=limit * 3)
-    unseen = 0.0
-    presence = getattr(ctx.backend, "term_presence", None)
-    if result.hits and callable(presence):  # a backend without it is gated on cosine alone
-        present, size = presence(prompt, space=space)
-        unseen = unseen_share(present, size)
+    coverage = 0.0
+    if result.hits:
+        frequencies = getattr(ctx.backend, "term_frequencies", None)
+        if callable(frequencies):
+            counts, size = frequencies(prompt, space=space)
+        else:  # a plugin backend without term counts: every term weighs the same
+            from bli_memory.core.terms import query_terms
+
+            counts, size = [(t, 0) for t in query_terms(prompt)], SMALL_SPACE
+        coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
     session = hook_input.session_id
     decision = decide(
-        result.hits, unseen=unseen, limit=limit, prompt=prompt, floor=ctx.settings.similarity_floor,
+        result.hits, coverage=coverage, limit=limit, prompt=prompt,
+        floor=ctx.settings.similarity_floor,
         skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
     )
     block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,

@@ -1272,6 +1272,35 @@ class PostgresBackend:
             ).fetchall()
         return list(dict.fromkeys(str(r[0]) for r in rows))
 
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """In how many live memories of the space each content term of ``query`` occurs.
+
+        As :meth:`EmbeddedBackend.term_frequencies`, for the injection gate
+        (:mod:`bli_memory.core.term_evidence`); a term matches its lexeme as the keyword
+        channel of :meth:`search` does. One round trip: ``count(*) FILTER`` per term.
+
+        Returns:
+            ``([(term, count), ...], live_memories)``.
+        """
+        words = query_terms((query or "").strip()[:MAX_QUERY_CHARS])[:MAX_QUERY_TERMS]
+        with self._conn("search") as conn:
+            view = self._view(conn, space)
+            args: dict[str, Any] = {"spaces": list(view.spaces), "owners": list(view.readers)}
+            cols = ["count(*)"]
+            for i, w in enumerate(words):
+                tsq = _tsquery([w], "|")
+                if tsq:
+                    args[f"t{i}"] = tsq
+                    cols.append(f"count(*) FILTER (WHERE terms @@ %(t{i})s::tsquery)")
+                else:
+                    cols.append("0")
+            row = conn.execute(
+                f"SELECT {', '.join(cols)} FROM memories "
+                "WHERE space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) AND state = 'active'",
+                args,
+            ).fetchone()
+        return [(w, int(c)) for w, c in zip(words, row[1:], strict=True)], int(row[0])
+
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """User Profile (durable preferences, conventions, decisions) and Recent Context."""
         with self._conn("profile") as conn:

@@ -336,6 +336,18 @@ class RemoteBackend:
 
         return self._parsed(parse, data)  # type: ignore[no-any-return]
 
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """Document frequency of each content term of ``query`` in the space (``POST /api/memory/terms``).
+
+        The shape of :meth:`EmbeddedBackend.term_frequencies`: ``([(term, count), ...], live)``.
+        """
+        data = self._call("POST", "/api/memory/terms", {"q": query, "containerTag": space})
+
+        def parse(d: dict[str, Any]) -> tuple[list[tuple[str, int]], int]:
+            return [(str(t["term"]), int(t["count"])) for t in d["terms"]], int(d["live"])
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """Newest live memories of a space (``POST /api/memory/list``); ``limit`` is clamped to 1..100."""
         limit = max(1, min(int(limit), 100))

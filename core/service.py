@@ -15,6 +15,8 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``POST /api/memory/history``   every version of a memory
 ``POST /api/memory/purge``     erase a memory and its versions
 ``POST /api/memory/info``      the space, its aliases, counts by state, the model
+``POST /api/memory/terms``     document frequency of each content term of a prompt
+                               in a space (the injection gate's term weights)
 ``POST /api/memory/list``      newest live memories of a space
 ``POST /api/memory/get``       one memory and its version history
 ``POST /api/memory/audit``     check (``repair``: rebuild) the caller's own rows'
@@ -595,6 +597,10 @@ def create_app(
         answer["store"] = {"kind": "service", "person": p.person, "device": p.device}
         return 200, answer
 
+    def terms(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+        counts, size = acting(p).term_frequencies(_str(body, "q", alt="query") or "", space=_tag(body))
+        return 200, {"terms": [{"term": t, "count": c} for t, c in counts], "live": size}
+
     def list_(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
         tag = _tag(body)
         rows = acting(p).list_memories(space=tag, limit=_int(body, "limit", 20, 1, 100))
@@ -692,6 +698,7 @@ def create_app(
         Route("/api/memory/history", door("history", history), methods=["POST"]),
         Route("/api/memory/purge", door("purge", purge), methods=["POST"]),
         Route("/api/memory/info", door("info", info), methods=["POST"]),
+        Route("/api/memory/terms", door("terms", terms), methods=["POST"]),
         Route("/api/memory/list", door("list", list_), methods=["POST"]),
         Route("/api/memory/get", door("get", get), methods=["POST"]),
         Route("/api/memory/audit", door("audit", audit), methods=["POST"]),
@@ -910,6 +917,13 @@ def openapi_document() -> dict[str, Any]:
                     "space": _S, "aliases": {"type": "array", "items": _S}, "counts": counts,
                     "recordings": {"type": "integer"}, "store": {"type": "object"}, "embeddingModel": _S,
                     "extractJobs": counts}), "What the caller sees of the space.")},
+            ),
+            "/api/memory/terms": post(
+                "In how many live memories of the space each content term of q occurs.",
+                _obj({"q": _S, "containerTag": _TAG}, ("containerTag",)),
+                {"200": answer(_obj({"terms": {"type": "array", "items": _obj(
+                    {"term": _S, "count": {"type": "integer"}})}, "live": {"type": "integer"}}),
+                    "Document frequency per term, and the live memories of the space.")},
             ),
             "/api/memory/list": post(
                 "The newest live memories of a space.",

@@ -517,6 +517,17 @@ class SQLiteStore:
                 (match, *spaces),
             ).fetchone() is not None
 
+    def match_count(self, spaces: Sequence[str], match: str) -> int:
+        """How many live rows of these spaces match the FTS5 expression (document frequency)."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            # One subquery, as in has_match: the FTS5 query runs once, not once per row.
+            return int(conn.execute(
+                "SELECT count(*) FROM memories WHERE seq IN (SELECT rowid FROM memory_fts WHERE memory_fts "
+                f"MATCH ?) AND space IN ({marks}) AND state = 'active'",
+                (match, *spaces),
+            ).fetchone()[0])
+
     def keyword_terms(self, seqs: Sequence[int]) -> list[tuple[int, str]]:
         """``[(seq, terms), ...]``: the keyword-index term strings of these rows.
 

@@ -565,3 +565,17 @@ def test_an_id_names_the_memory_across_its_versions(backend, space: str) -> None
                  lambda: backend.get_memory(v1.id)):
         with pytest.raises(NotFoundError, match="no longer live|no live memory"):
             call()
+
+
+def test_term_frequencies_count_live_memories_of_the_space(backend, space: str) -> None:
+    gone = backend.save("We deploy the billing service with blue-green.", space=space).memory
+    backend.save("We deploy on Fridays; BLI-3580 tracks the billing queue.", space=space)
+    backend.save("Lunch is at noon on Fridays.", space=space)
+    backend.save("We deploy the billing service from another project.", space=space + "_other")
+    backend.forget(id=gone.id, space=space)
+
+    counts, live = backend.term_frequencies("deploy billing on Fridays, BLI-3580 and Rome?", space=space)
+    assert live == 2
+    assert counts == [("deploy", 1), ("billing", 1), ("fridays", 2), ("bli-3580", 1), ("rome", 0)]
+    assert backend.term_frequencies("", space=space) == ([], 2)
+    assert backend.term_frequencies("anything", space=space + "_empty") == ([("anything", 0)], 0)

@@ -168,3 +168,23 @@ def test_session_start_shows_a_profile_fact_once_not_again_under_recent_context(
     start = hook("session-start", fixture("session_start.json", cwd=str(project), session_id="s-7"), project)
     assert start.context is not None
     assert _ID.findall(start.context).count(fact.id) == 1, start.context
+
+
+def test_a_prompt_sharing_only_the_words_every_memory_uses_gets_nothing(project: Path) -> None:
+    # A codebase whose memories all say "return", "file", "module", "value": a prompt about
+    # another codebase finds those words here, and only those; each weighs next to nothing.
+    topics = ["connection pool", "proxy", "retry policy", "request timeout", "response headers",
+              "cookie jar", "redirect history", "certificate", "session", "streaming body",
+              "chunked upload", "auth handler"]
+    forms = ["Return the file module value of the {t}.",
+             "This module reads the {t} value from a file and returns it.",
+             "Set the {t} value in the module file.",
+             "Return the {t} read from the module's file as a value."]
+    save(project, *[f.format(t=t) + f" Case {k}." for t in topics for f in forms for k in range(3)])
+    near = ["This module reads the tar archive checksum value from a file.",
+            "Set the locale decimal separator value in the module file.",
+            "Return the calendar month read from the module's file as a value."]
+    runs = [prompt(project, text, session=f"near-{n}") for n, text in enumerate(near)]
+    assert [(r.context, r.fields["gate"]) for r in runs] == [(None, "below_threshold")] * len(near)
+    own = prompt(project, "How does the module return the proxy value?", session="own")
+    assert "value of the proxy" in (own.context or "")
