@@ -49,7 +49,6 @@ from bli_memory.core.models import (
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.records import (
     MAX_KEY_CHARS,
-    metadata_problem,
     record_problem,
     records_problem,
     usable_vector,
@@ -451,13 +450,9 @@ class EmbeddedBackend:
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
                 raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
-        problem = metadata_problem(metadata)
-        if problem:
-            raise InvalidInputError(problem)
-        from bli_memory.core.stored_secrets import check_custom_id, masked_metadata
+        from bli_memory.core.stored_secrets import checked_extras
 
-        check_custom_id(custom_id)
-        metadata, _ = masked_metadata(metadata)
+        metadata = checked_extras(metadata, custom_id)
         from bli_memory.core.expiry import parse_expiry
 
         expires_at = parse_expiry(expires_at)

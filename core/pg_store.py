@@ -86,7 +86,6 @@ from bli_memory.core.models import (
 )
 from bli_memory.core.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.records import (
-    metadata_problem,
     record_problem,
     records_problem,
     text_problem,
@@ -1042,13 +1041,9 @@ class PostgresBackend:
         for field, value in (("content", text), ("customId", custom_id),
                              ("source", source), ("sessionId", session_id)):
             _check_storable(field, value)
-        problem = metadata_problem(metadata)
-        if problem:
-            raise InvalidInputError(problem)
-        from bli_memory.core.stored_secrets import check_custom_id, masked_metadata
+        from bli_memory.core.stored_secrets import checked_extras
 
-        check_custom_id(custom_id)
-        metadata, _ = masked_metadata(metadata)
+        metadata = checked_extras(metadata, custom_id)
         expires = expiry_datetime(expires_at)
         me = self._me()
         vector = self._embed_one(text)

@@ -17,7 +17,7 @@ from typing import Any
 
 from bli_memory.core.errors import InvalidInputError
 
-__all__ = ["check_custom_id", "masked_metadata"]
+__all__ = ["check_custom_id", "checked_extras", "masked_metadata"]
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
@@ -56,3 +56,22 @@ def check_custom_id(custom_id: str | None) -> None:
     if redact(custom_id).masked:
         raise InvalidInputError("customId holds what looks like a secret; use a name for the key, "
                                 "not a credential (nothing was saved)")
+
+
+def checked_extras(metadata: Any, custom_id: str | None) -> dict[str, Any] | None:
+    """The metadata a store may keep for a save, after the rules both stores share.
+
+    Metadata must pass :func:`bli_memory.core.records.metadata_problem` (a JSON object
+    within the size limit); its string values are masked (:func:`masked_metadata`), and
+    a ``customId`` holding a secret is refused (:func:`check_custom_id`).
+
+    Raises:
+        InvalidInputError: metadata that cannot be stored, or a secret ``customId``.
+    """
+    from bli_memory.core.records import metadata_problem
+
+    problem = metadata_problem(metadata)
+    if problem:
+        raise InvalidInputError(problem)
+    check_custom_id(custom_id)
+    return masked_metadata(metadata)[0]
