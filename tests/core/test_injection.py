@@ -188,3 +188,13 @@ def test_a_prompt_sharing_only_the_words_every_memory_uses_gets_nothing(project:
     assert [(r.context, r.fields["gate"]) for r in runs] == [(None, "below_threshold")] * len(near)
     own = prompt(project, "How does the module return the proxy value?", session="own")
     assert "value of the proxy" in (own.context or "")
+
+
+def test_a_keyword_hit_far_below_the_best_cosine_is_left_out_of_the_block(project: Path) -> None:
+    save(project, "We parse YAML files with ruamel.yaml, never PyYAML.",
+         "The staging deploy function runs on Fridays.",
+         "Stripe webhooks are verified in the payments function.",
+         "The team standup is at 9:30.")
+    r = prompt(project, "Please write a function that reads YAML files", session="yaml-1")
+    assert r.context is not None and "ruamel.yaml" in r.context
+    assert "Stripe" not in r.context and "staging deploy" not in r.context, r.context
