@@ -22,9 +22,8 @@ stores agree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from bli_memory.core.models import SearchHit
+from bli_memory.core.models import Conflict, SearchHit
 
 __all__ = ["NEAR_DUPLICATE_MIN_COSINE", "Conflict", "newer_first"]
 
@@ -34,25 +33,6 @@ __all__ = ["NEAR_DUPLICATE_MIN_COSINE", "Conflict", "newer_first"]
 #: food" 0.866, Postgres 15/16 0.957, port 8443/9443 0.950), while different subjects
 #: of one topic stay under 0.71 ("loves Chinese"/"loves Italian food" 0.702).
 NEAR_DUPLICATE_MIN_COSINE = 0.80
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Two live memories on one subject in one result.
-
-    Attributes:
-        newer: Id of the later-saved memory (ranked first).
-        older: Id of the earlier one.
-        similarity: Cosine similarity of their embeddings.
-    """
-
-    newer: str
-    older: str
-    similarity: float
-
-    def to_dict(self) -> dict[str, object]:
-        """``{"newer", "older", "similarity"}`` as the tools and the service send it."""
-        return {"newer": self.newer, "older": self.older, "similarity": self.similarity}
 
 
 def _age_key(hit: SearchHit) -> tuple[str, str]:

@@ -9,12 +9,10 @@ point can import them for free. Times are ISO 8601 strings in UTC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from bli_memory.core.conflicts import Conflict
+from typing import Any, Literal
 
 __all__ = [
+    "Conflict",
     "Exchange",
     "ForgetResult",
     "HookEvent",
@@ -90,6 +88,25 @@ class Memory:
             "forgottenAt": self.forgotten_at,
             "expiresAt": self.expires_at,
         }
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two live memories on one subject in one result.
+
+    Attributes:
+        newer: Id of the later-saved memory (ranked first).
+        older: Id of the earlier one.
+        similarity: Cosine similarity of their embeddings (:mod:`bli_memory.core.conflicts`).
+    """
+
+    newer: str
+    older: str
+    similarity: float
+
+    def to_dict(self) -> dict[str, object]:
+        """``{"newer", "older", "similarity"}`` as the tools and the service send it."""
+        return {"newer": self.newer, "older": self.older, "similarity": self.similarity}
 
 
 @dataclass(frozen=True)

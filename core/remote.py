@@ -242,7 +242,7 @@ class RemoteBackend:
                           score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
                 for h in d["results"]
             )
-            from bli_memory.core.conflicts import Conflict
+            from bli_memory.core.models import Conflict
 
             profile = _profile(d["profile"]) if d.get("profile") else None
             conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
