@@ -19,6 +19,32 @@ from tests.core.ui.test_browser import _click, _shot, _text, browser  # noqa: F4
 pytestmark = pytest.mark.integration
 
 
+def _sign_in(d: Any, token: str) -> None:
+    """Type ``token`` into the sign-in form and submit it, on a settled page.
+
+    Chromium can still swap the document just after the previous answer (a form post
+    answered with the same page): a node found then "does not belong to the document".
+    The form is then found again, a few times, instead of failing on a stale node.
+    """
+    import time
+
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.common.by import By
+
+    for attempt in range(3):
+        try:
+            field = d.find_element(By.ID, "token")
+            field.clear()
+            field.send_keys(token)
+            _click(d, d.find_element(By.XPATH, "//button[normalize-space()='Sign in']"))
+            return
+        except (StaleElementReferenceException, WebDriverException) as exc:
+            if attempt == 2 or "document" not in str(exc).lower() and not isinstance(
+                    exc, StaleElementReferenceException):
+                raise
+            time.sleep(0.3)
+
+
 def test_sign_in_list_and_forget_on_the_service(browser: Any, start_service: Any,  # noqa: F811
                                                 new_person: Any, admin: Any) -> None:
     import httpx
@@ -45,11 +71,9 @@ def test_sign_in_list_and_forget_on_the_service(browser: Any, start_service: Any
     d.delete_all_cookies()
     d.get(svc.url + "/ui/")
     assert d.current_url == svc.url + "/ui/login"
-    d.find_element(By.ID, "token").send_keys("blim_wrong")
-    _click(d, d.find_element(By.XPATH, "//button[normalize-space()='Sign in']"))
+    _sign_in(d, "blim_wrong")
     assert "unknown or revoked" in _text(d)
-    d.find_element(By.ID, "token").send_keys(bob.token)
-    _click(d, d.find_element(By.XPATH, "//button[normalize-space()='Sign in']"))
+    _sign_in(d, bob.token)
     assert d.current_url == svc.url + "/ui/"
     cookie = d.get_cookie("bli_memory_service_ui")
     assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
