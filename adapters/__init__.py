@@ -1,4 +1,4 @@
-"""Host adapters: one pluggy plugin module per agent host (see ``bli_memory.core.contracts``).
+"""Host adapters: one pluggy plugin module per agent host (see ``bli_memory.core.plugins``).
 
 ``BUILTIN_HOSTS`` repeats the ``bli_memory.hosts`` entry points of ``pyproject.toml``
 so that the hook entry point, which runs on every prompt, can load its one adapter

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HostError
+from bli_memory.core.hooks.payloads import additional_context, failed_stop_message
+from bli_memory.core.hooks.payloads import payload_str as _str
+from bli_memory.core.hooks.transcripts import tail_json_lines
+from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
-from bli_memory.core.payloads import additional_context, failed_stop_message
-from bli_memory.core.payloads import payload_str as _str
-from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import conflict as _conflict
 from bli_memory.installers.files import dict_at as _dict_at
 from bli_memory.installers.files import put_or_drop as _put

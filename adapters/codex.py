@@ -32,12 +32,12 @@ import os
 import shutil
 from typing import Any
 
-from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HostError
+from bli_memory.core.hooks.payloads import additional_context, failed_stop_message
+from bli_memory.core.hooks.payloads import payload_str as _str
+from bli_memory.core.hooks.transcripts import tail_json_lines
+from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
-from bli_memory.core.payloads import additional_context, failed_stop_message
-from bli_memory.core.payloads import payload_str as _str
-from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["CONTEXT_MAX_BYTES", "bound_block", "hook_commands", "hook_identity", "trust_key", "trusted_hash"]

@@ -18,7 +18,7 @@ nothing, or on failure only ``{"systemMessage": ...}``: Gemini displays a
 (``isBlockingDecision`` in the shipped bundle), so the person learns the turn was
 not kept and nothing is retried. Exit code always 0 (exit 2 blocks the turn on
 BeforeAgent and forces a retry on AfterAgent). With stdout empty Gemini shows
-stderr to the person, so receipts go to a log file (:mod:`bli_memory.core.receipt_log`).
+stderr to the person, so receipts go to a log file (:mod:`bli_memory.core.hooks.receipt_log`).
 
 Transcript: JSONL under ``~/.gemini/tmp/<slug>/chats/``: a header line, ``$set``
 patch lines and message records ``{"type": "user", "content": [{"text"}, …]}`` /
@@ -39,13 +39,13 @@ import os
 import shutil
 from typing import Any
 
-from bli_memory.core.blocks import strip_injected
-from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HostError
+from bli_memory.core.hooks.blocks import strip_injected
+from bli_memory.core.hooks.payloads import additional_context, failed_stop_message
+from bli_memory.core.hooks.payloads import payload_str as _str
+from bli_memory.core.hooks.transcripts import tail_json_lines
+from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
-from bli_memory.core.payloads import additional_context, failed_stop_message
-from bli_memory.core.payloads import payload_str as _str
-from bli_memory.core.transcripts import tail_json_lines
 from bli_memory.installers.files import dict_at as _dict_at
 from bli_memory.installers.files import put_or_drop as _put
 

@@ -33,11 +33,11 @@ import os
 import shutil
 from typing import Any
 
-from bli_memory.core.blocks import strip_injected
-from bli_memory.core.contracts import hookimpl
 from bli_memory.core.errors import HookPayloadError, HostError
+from bli_memory.core.hooks.blocks import strip_injected
+from bli_memory.core.hooks.payloads import payload_str as _str
+from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
-from bli_memory.core.payloads import payload_str as _str
 from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["MCP_EXTRA_NOTE", "hermes_bin", "hermes_has_mcp", "hook_commands"]

@@ -192,7 +192,7 @@ class CachingEmbedder:
         missing = [t for t in texts if t not in self.known]
         if missing:
             # One text at a time: the engine embeds one text per call, and dynamic int8
-            # quantisation makes a vector depend slightly on its batch (core/embeddings.py).
+            # quantisation makes a vector depend slightly on its batch (core/memory/embeddings.py).
             for t in dict.fromkeys(missing):
                 self.known[t] = self.inner.embed([t])[0]
         return np.stack([self.known[t] for t in texts]) if texts else self.inner.embed([])

@@ -17,7 +17,7 @@ Protocol, per exchange:
 2. **Stored.** The same, on what ``distil`` leaves in a fresh space (so near-duplicates
    merged by reconcile count once).
 3. **Quiet exchanges.** Share of exchanges without any gold fact that produce nothing.
-4. **Reconcile.** The labelled pairs of ``tests/core/test_extraction.py`` plus more:
+4. **Reconcile.** The labelled pairs of ``tests/core/extraction/test_extraction.py`` plus more:
    cosine and decision for each (duplicate / update / conflict / add), and accuracy.
 
 Run: ``python bench/extraction.py`` (prints markdown, writes
@@ -101,7 +101,7 @@ class _Cosines:
     """Cosine similarity with the product's embedder, one text per call, cached."""
 
     def __init__(self) -> None:
-        from bli_memory.core.embeddings import get_embedder
+        from bli_memory.core.memory.embeddings import get_embedder
 
         self._embedder = get_embedder()
         self._cache: dict[str, Any] = {}
@@ -140,9 +140,9 @@ def _prf(matched_p: int, n_pred: int, matched_g: int, n_gold: int) -> tuple[floa
 
 def evaluate(rows: list[dict[str, Any]], cosine: _Cosines) -> dict[str, Any]:
     """Extractor and stored precision/recall per split and threshold, plus examples."""
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.extraction import RuleExtractor
-    from bli_memory.core.reconcile import distil
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.extraction.extractors import RuleExtractor
+    from bli_memory.core.extraction.reconcile import distil
 
     extractor = RuleExtractor()
     per_row: list[dict[str, Any]] = []
@@ -188,7 +188,7 @@ def evaluate(rows: list[dict[str, Any]], cosine: _Cosines) -> dict[str, Any]:
 
 def reconcile_table(cosine: _Cosines) -> list[dict[str, Any]]:
     """Cosine and decision of every pair in :data:`PAIRS`."""
-    from bli_memory.core.reconcile import decide
+    from bli_memory.core.extraction.reconcile import decide
 
     out = []
     for old, new, expected in PAIRS:
@@ -274,7 +274,8 @@ def _doc(results: dict[str, Any], pairs: list[dict[str, Any]], machine: dict[str
         + "); in-sample, since the thresholds were set on these pairs. Cosine alone cannot separate "
         f"these cases (a contradiction here scores up to {top_conflict:.2f}, a paraphrase as little as "
         f"{low_paraphrase:.2f}), which is why "
-        "`core/reconcile.py` also compares specific values, subject words, polarity and preference "
+        "`core/extraction/reconcile.py` also compares specific values, subject words, polarity and "
+        "preference "
         "direction; its thresholds (duplicate 0.90, paraphrase 0.80 with half the words shared, update "
         "0.45 when the old value is named, contradiction 0.75, related 0.45) come from this table.",
         "",

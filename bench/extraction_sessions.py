@@ -12,7 +12,7 @@ Protocol, per version (``before``: the extractor and reconcile of the ``--before
 revision, loaded from git; ``after``: this tree) and per session:
 
 1. **Replay.** A fresh space in a real SQLite store; every exchange in order goes through
-   :func:`bli_memory.core.reconcile.distil` with the default extractor, as the worker
+   :func:`bli_memory.core.extraction.reconcile.distil` with the default extractor, as the worker
    drains the queue after each stop hook.
 2. **Label what was written.** Each memory an exchange added, updated or flagged is
    matched one-to-one (best cosine first, all-MiniLM-L6-v2 int8, the product's embedder)
@@ -40,16 +40,15 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from common import REPO_ROOT, RESULTS_DIR, log, machine_description, markdown_table, write_json
+from revisions import load_revision
 
 __all__ = ["load_version", "main", "replay"]
 
@@ -67,7 +66,7 @@ class _Cosines:
     """Cosine similarity with the product's embedder, cached per text."""
 
     def __init__(self) -> None:
-        from bli_memory.core.embeddings import get_embedder
+        from bli_memory.core.memory.embeddings import get_embedder
 
         self._embedder = get_embedder()
         self._cache: dict[str, Any] = {}
@@ -95,53 +94,23 @@ def _pairs(left: list[str], right: list[str], cosine: _Cosines, threshold: float
 
 
 #: The modules that make up capture; a revision's own copies are loaded for "before".
-_CAPTURE_MODULES = ("tombstones", "durability", "rephrase", "candidates", "extraction", "reconcile")
-
-
 @contextlib.contextmanager
 def load_version(rev: str | None) -> Iterator[tuple[Any, Any]]:
     """``(RuleExtractor class, distil function)`` of revision ``rev`` (None: this tree).
 
-    The capture modules of ``rev`` (those of :data:`_CAPTURE_MODULES` it has) are
-    loaded from git and stand in for this tree's under their own names while the
-    context is open, so their lazy imports of each other resolve to the same revision.
+    The capture modules of ``rev`` stand in for this tree's while the context is open
+    (:func:`revisions.load_revision`, which also replays revisions of the flat layout).
     """
     if rev is None:
-        from bli_memory.core.extraction import RuleExtractor
-        from bli_memory.core.reconcile import distil
+        from bli_memory.core.extraction.extractors import RuleExtractor
+        from bli_memory.core.extraction.reconcile import distil
 
         yield RuleExtractor, distil
         return
-    import bli_memory.core as package
-
-    saved: dict[str, Any] = {}
-    try:
-        for name in _CAPTURE_MODULES:
-            done = subprocess.run(["git", "show", f"{rev}:core/{name}.py"], cwd=REPO_ROOT,
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                continue  # the module is newer than the revision
-            full = f"bli_memory.core.{name}"
-            saved[name] = (sys.modules.get(full), getattr(package, name, None))
-            module = types.ModuleType(full)
-            module.__file__ = f"{rev}:core/{name}.py"
-            sys.modules[full] = module  # dataclasses and lazy imports look it up
-            setattr(package, name, module)
-            exec(compile(done.stdout, module.__file__, "exec"), module.__dict__)  # noqa: S102
-        modules = sys.modules
-        yield modules["bli_memory.core.extraction"].RuleExtractor, modules["bli_memory.core.reconcile"].distil
-    finally:
-        for name, (module, attr) in saved.items():
-            full = f"bli_memory.core.{name}"
-            if module is None:
-                sys.modules.pop(full, None)
-            else:
-                sys.modules[full] = module
-            if attr is None:
-                if hasattr(package, name):
-                    delattr(package, name)
-            else:
-                setattr(package, name, attr)
+    with load_revision(rev, REPO_ROOT) as modules:
+        extractor = next(m.RuleExtractor for m in modules.values() if hasattr(m, "RuleExtractor"))
+        distil = next(m.distil for m in modules.values() if hasattr(m, "distil"))
+        yield extractor, distil
 
 
 def _user_prompt(text: str) -> str:
@@ -159,7 +128,7 @@ def _verbatim(memory: str, prompt: str) -> bool:
 
 def replay(rows: list[dict[str, Any]], rev: str | None, cosine: _Cosines) -> dict[str, Any]:
     """Replay every session through ``distil`` of revision ``rev``; per-exchange traces."""
-    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.embedded.engine import EmbeddedBackend
 
     sessions: dict[str, dict[str, Any]] = {}
     with load_version(rev) as (extractor_cls, distil), tempfile.TemporaryDirectory() as tmp:

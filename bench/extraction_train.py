@@ -1,7 +1,7 @@
 """A trained gate for capture, measured against the rules: logistic regression on cue features.
 
 The question: does a small classifier over cue features, trained on the tuning part,
-keep durable sentences better than the rules of ``core/durability.py`` alone? Measured
+keep durable sentences better than the rules of ``core/extraction/durability.py`` alone? Measured
 by leave-one-session-out cross-validation on the tuning part (the test part is never
 read); the answer and the numbers are in ``docs/benchmarks-extraction.md``. The model
 is not shipped: on this data it did not beat the rules.
@@ -11,7 +11,7 @@ sessions are skipped before anything else is read, so the test part stays blind.
 
 Protocol:
 
-1. **Candidates.** :func:`bli_memory.core.extraction.candidates` of every exchange,
+1. **Candidates.** :func:`bli_memory.core.extraction.extractors.candidates` of every exchange,
    each rewritten as the extractor would store it; repeats within an exchange are
    dropped, as the extractor drops them.
 2. **Labels.** A candidate is positive when it is matched one-to-one (best cosine
@@ -100,14 +100,14 @@ def features(c: Any) -> list[float]:
     none names a project, a file or a tool.
 
     Args:
-        c: A candidate of :func:`bli_memory.core.extraction.candidates`.
+        c: A candidate of :func:`bli_memory.core.extraction.extractors.candidates`.
 
     Returns:
         Floats: 0/1 indicators, and ``log1p`` of counts for ``specific_terms``,
         ``content_terms`` and ``words``.
     """
-    from bli_memory.core import durability
-    from bli_memory.core.extraction import content_terms, specific_terms
+    from bli_memory.core.extraction import durability
+    from bli_memory.core.extraction.extractors import content_terms, specific_terms
 
     s = c.text.strip()
     plain = re.sub(r"`[^`]*`", "x", s)
@@ -136,8 +136,8 @@ def _dataset(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[s
     """``(X, y, session of each row)`` from the candidates of ``rows``."""
     from extraction_sessions import _Cosines, _pairs
 
-    from bli_memory.core.candidates import candidates
-    from bli_memory.core.extraction import _rewrite
+    from bli_memory.core.extraction.candidates import candidates
+    from bli_memory.core.extraction.extractors import _rewrite
 
     cosine = _Cosines()
     xs: list[list[float]] = []

@@ -6,7 +6,7 @@ Protocol (issue "Automatic recall the agent can trust"):
   conversation is saved with ``save_memory`` from its own git repository, and two
   codebases of the same kind are saved the same way: the standard library's docstrings
   split into two disjoint groups of modules (:mod:`noise`), one repository each.
-- Every prompt goes through :func:`bli_memory.core.hook_events.answer_hook`, the
+- Every prompt goes through :func:`bli_memory.core.hooks.events.answer_hook`, the
   function the resident daemon runs for each hook request (and the hook process on its
   direct path), with the real Claude Code adapter, a payload whose ``cwd`` is the
   repository and a fresh session id per prompt (so per-session dedup does not help).
@@ -18,7 +18,7 @@ Protocol (issue "Automatic recall the agent can trust"):
   first lines in a conversation repository; (c) ``code_near``: first lines of one
   group's docstrings in the other group's repository.
 - Reported per condition: block rate, mean injected lines and characters per prompt,
-  and for ``own`` the hook recall; for the gate (``core/relevance.py``) and for the
+  and for ``own`` the hook recall; for the gate (``core/memory/relevance.py``) and for the
   previous rule (cosine floor 0.35 or an exact keyword hit, top 5) side by side.
 - Calibration split: LoCoMo dev conversations 1-3 and the docstring prompts whose
   module hashes even; report split: conversations 4-6 and the other docstrings (the
@@ -111,10 +111,10 @@ def prompts(
 
 def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
     """Fill the gate's evidence and both rules' choices for one prompt (no session state)."""
-    import bli_memory.core.relevance as rel
-    from bli_memory.core.blocks import recall_block
-    from bli_memory.core.relevance import decide, unseen_share
-    from bli_memory.core.term_evidence import hit_coverage
+    import bli_memory.core.memory.relevance as rel
+    from bli_memory.core.hooks.blocks import recall_block
+    from bli_memory.core.memory.relevance import decide, unseen_share
+    from bli_memory.core.memory.term_evidence import hit_coverage
 
     res = backend.search(p.text, space=space, limit=OLD_LIMIT * 3)
     t0 = time.perf_counter()
@@ -155,7 +155,7 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
     import json
     import re
 
-    from bli_memory.core.hook_events import answer_hook
+    from bli_memory.core.hooks.events import answer_hook
 
     payload = {
         "session_id": session,
@@ -176,7 +176,7 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
 
 #: The gate's feature sets, all fitted in every ``--calibrate`` run: ``v1`` the first
 #: release (best cosine, unseen share), ``v2`` this one (best cosine, idf-weighted
-#: coverage of the best hit, ``core/term_evidence.py``), and ``v2+gap`` (also the best
+#: coverage of the best hit, ``core/memory/term_evidence.py``), and ``v2+gap`` (also the best
 #: cosine's margin over the mean cosine of the other hits), measured, not shipped: on the
 #: calibration split it takes near misses from 0.40 to 0.26 but hook recall from 0.661
 #: to 0.640, below the 0.65 asked for.
@@ -186,7 +186,7 @@ FEATURES: dict[str, Any] = {
     "v2+gap": lambda p: (p.top, p.cover, p.gap),
 }
 LABELS = {"v1": "v1: top, unseen", "v2": "v2: top, coverage (shipped)", "v2+gap": "v2 + gap (not shipped)"}
-SHIPPED = "v2"  # the set core/relevance.py's GATE_WEIGHTS belong to
+SHIPPED = "v2"  # the set core/memory/relevance.py's GATE_WEIGHTS belong to
 
 
 def gate_pass(p: Prompt, weights: Sequence[float], threshold: float, features: str = SHIPPED) -> bool:
@@ -269,10 +269,10 @@ def run(
     import locomo_mcp
     import noise
 
-    from bli_memory.core.contracts import get_plugin_manager
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.hook_events import HookContext
-    from bli_memory.core.relevance import GATE_THRESHOLD, GATE_WEIGHTS
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.hooks.events import HookContext
+    from bli_memory.core.memory.relevance import GATE_THRESHOLD, GATE_WEIGHTS
+    from bli_memory.core.plugins import get_plugin_manager
 
     home = locomo_mcp.BenchHome(CACHE_DIR / ("hook-quick" if quick else "hook"))
     mcp = locomo_mcp.run(conversations, home, reuse=reuse)

@@ -80,10 +80,10 @@ def populate(home: Path, project: Path, size: int) -> str:
     import numpy as np
     from scale import make_texts
 
-    from bli_memory.core.embeddings import get_embedder
+    from bli_memory.core.embedded.store import SQLiteStore, now_iso
+    from bli_memory.core.memory.embeddings import get_embedder
+    from bli_memory.core.memory.spaces import derive_space
     from bli_memory.core.models import Memory
-    from bli_memory.core.spaces import derive_space
-    from bli_memory.core.store import SQLiteStore, now_iso
 
     embedder = get_embedder()
     pool_texts = make_texts(2000)
@@ -147,14 +147,14 @@ def summary(ms: list[float]) -> dict[str, float]:
 
 def start_daemon(env: dict[str, str], cwd: Path) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [PY, "-m", "bli_memory.core.cli", "daemon"],
+        [PY, "-m", "bli_memory.core.cli.main", "daemon"],
         env=env,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    from bli_memory.core import daemon_client
+    from bli_memory.core.daemon import client as daemon_client
 
     sock = Path(env["HOME"]) / ".local/state/bli-cockpit/memory-daemon.sock"
     give_up = time.monotonic() + 120
@@ -178,7 +178,7 @@ def daemon_rss_mb(pid: int) -> float:
 
 def in_process_answers(env: dict[str, str], project: Path, queries: list[str], n: int = 50) -> dict[str, Any]:
     """The daemon's answer time seen by a client in this process (no process start)."""
-    from bli_memory.core import daemon_client
+    from bli_memory.core.daemon import client as daemon_client
 
     sock = Path(env["HOME"]) / ".local/state/bli-cockpit/memory-daemon.sock"
     req, pings = [], []

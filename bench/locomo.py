@@ -126,7 +126,7 @@ def build_store(store_path: Path, conversations: Sequence[Conversation], embedde
     The store's own ``save`` writes each row (row, keyword index and vector in one
     transaction); the vectors come from the product embedder, one text per call.
     """
-    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.embedded.engine import EmbeddedBackend
 
     for suffix in ("", "-wal", "-shm"):
         Path(str(store_path) + suffix).unlink(missing_ok=True)
@@ -170,7 +170,7 @@ def search_configs() -> dict[str, Any]:
     """The configurations measured side by side: our default and its ablations."""
     from dataclasses import replace
 
-    from bli_memory.core.ranking import RankingConfig
+    from bli_memory.core.memory.ranking import RankingConfig
 
     base = RankingConfig()
     keyword_weights = {c: w for c, w in base.weights.items() if c != "vector"}
@@ -233,9 +233,9 @@ def reference_bm25(conversations: Sequence[Conversation], k1: float = 1.5, b: fl
     """Okapi BM25 over ``"<speaker>: <text>"`` per turn, English stopwords dropped.
 
     The retriever of the README's reference table, re-implemented so every run shows
-    the anchor next to our numbers (stopword list: ``bli_memory.core.terms.STOPWORDS``).
+    the anchor next to our numbers (stopword list: ``bli_memory.core.memory.terms.STOPWORDS``).
     """
-    from bli_memory.core.terms import STOPWORDS
+    from bli_memory.core.memory.terms import STOPWORDS
 
     def toks(s: str) -> list[str]:
         return [w for w in _WORD.findall(s.lower()) if w not in STOPWORDS]
@@ -285,7 +285,7 @@ def run(
         ``{"systems": {name: metrics}, "questions": n, "turns": n, "conversations": [...],
         "search_ms": {name: mean ms}}``.
     """
-    from bli_memory.core.embeddings import get_embedder
+    from bli_memory.core.memory.embeddings import get_embedder
 
     conversations = load(data_path, limit=2 if quick else None)
     embedder = get_embedder()

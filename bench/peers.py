@@ -83,7 +83,7 @@ def run(data_path: Path, *, quick: bool = False, peer_venv: Path | None = None) 
     """
     import shutil
 
-    from bli_memory.core.embeddings import get_embedder
+    from bli_memory.core.memory.embeddings import get_embedder
 
     conversations = locomo.load(data_path, limit=2 if quick else None)
     questions = [q for c in conversations for q in c.questions]

@@ -1,11 +1,11 @@
 """What checking each pooled connection costs a search of the team service.
 
 The Postgres store's pool tests a connection (one empty-query round trip) before a
-request gets it (``core/pg_pool.py``), so a connection cut by a Postgres restart is
+request gets it (``core/team/pg_pool.py``), so a connection cut by a Postgres restart is
 replaced instead of failing a request. This measures that round trip's share of a
 search, side by side in one run:
 
-1. A throwaway Postgres + pgvector (``tests/service/pgserver.py``) and a fresh database;
+1. A throwaway Postgres + pgvector (``tests/core/team/pgserver.py``) and a fresh database;
    ``--seed`` memories saved into one space (not timed).
 2. Two pools on that database, identical but for ``check``; one ``PostgresBackend``.
 3. ``--rounds`` rounds; in each, ``--calls`` searches (the real ``search``: view,
@@ -39,9 +39,9 @@ def run(*, seed: int, rounds: int, calls: int) -> dict[str, Any]:
     """Run the comparison; returns medians in milliseconds and the ratio."""
     from psycopg_pool import ConnectionPool
 
-    from bli_memory.core.pg_pool import make_pool
-    from bli_memory.core.pg_store import PostgresBackend, _configure_connection
-    from tests.service import pgserver
+    from bli_memory.core.team.pg_pool import make_pool
+    from bli_memory.core.team.pg_store import PostgresBackend, _configure_connection
+    from tests.core.team import pgserver
 
     inst = pgserver.acquire()
     try:

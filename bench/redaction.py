@@ -6,7 +6,7 @@
 Three maskers run over ``tests/secret_corpus.py`` (formats people paste into sessions,
 and benign lines that must stay verbatim):
 
-- ``ours``: :func:`bli_memory.core.redaction.redact`;
+- ``ours``: :func:`bli_memory.core.memory.redaction.redact`;
 - ``detect-secrets``: its 27 default plugins (keyword, base64/hex high entropy, vendor
   formats), scanned the way ``detect-secrets scan`` scans a file (line by line, with
   its default filters), each reported value replaced by a placeholder;
@@ -31,7 +31,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 sys.path[:0] = [str(REPO_ROOT)]
 
-from bli_memory.core.redaction import redact  # noqa: E402
+from bli_memory.core.memory.redaction import redact  # noqa: E402
 from tests.secret_corpus import BENIGN, SECRETS  # noqa: E402
 
 RESULTS = BENCH_DIR / "results" / "redaction.json"
@@ -129,7 +129,7 @@ def main() -> None:
                      "formats": len(SECRETS), "caught": len(SECRETS) - len(missed),
                      "missed": missed, "benign": len(BENIGN), "altered": len(altered),
                      "altered_lines": altered, "ms_per_exchange": round(per_exchange, 2)})
-    imports = {"ours": round(import_ms("bli_memory.core.redaction"), 1),
+    imports = {"ours": round(import_ms("bli_memory.core.memory.redaction"), 1),
                "detect-secrets": round(import_ms("detect_secrets.core.scan"), 1)}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"rows": rows, "import_ms": imports}, indent=2) + "\n")

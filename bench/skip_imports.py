@@ -50,13 +50,13 @@ def _env(home: str, pythonpath: str | None) -> dict[str, str]:
 
 
 def _hook_cmd() -> list[str]:
-    return [sys.executable, "-m", "bli_memory.core.cli", "hook", "prompt"]
+    return [sys.executable, "-m", "bli_memory.core.cli.main", "hook", "prompt"]
 
 
 #: The hook's own entry, then every module name in ``sys.modules`` on fd 3's file.
 _COUNTING = (
     "import sys\n"
-    "from bli_memory.core.cli import main\n"
+    "from bli_memory.core.cli.main import main\n"
     "rc = main(['hook', 'prompt'])\n"
     "open(sys.argv[1], 'w').write('\\n'.join(sorted(sys.modules)))\n"
 )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "DEFAULT_HOST",
     "Conflict",
     "Exchange",
     "ForgetResult",
@@ -32,6 +33,11 @@ __all__ = [
 
 MemoryState = Literal["active", "superseded", "forgotten"]
 HookEvent = Literal["session-start", "prompt", "stop"]
+
+#: The host a hook run or MCP session assumes when nothing names one (``hook prompt``
+#: without ``--host``): the first host served, whose installed hook commands carry no
+#: ``--host``. The one place core names a host; every other host name comes from its plugin.
+DEFAULT_HOST = "claude"
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ class Conflict:
     Attributes:
         newer: Id of the later-saved memory (ranked first).
         older: Id of the earlier one.
-        similarity: Cosine similarity of their embeddings (:mod:`bli_memory.core.conflicts`).
+        similarity: Cosine similarity of their embeddings (:mod:`bli_memory.core.memory.conflicts`).
     """
 
     newer: str
@@ -161,7 +167,7 @@ class SearchResult:
         hits: Best first.
         profile: Filled when the caller asked for the profile.
         conflicts: Pairs of hits that are near-duplicates on one subject (the newer
-            ranks first; :mod:`bli_memory.core.conflicts`).
+            ranks first; :mod:`bli_memory.core.memory.conflicts`).
     """
 
     query: str

@@ -19,7 +19,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bli_memory.core import paths
-from bli_memory.core.side_indexes import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS
+from bli_memory.core.embedded.side_indexes import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS
 
 __all__ = ["Settings", "load_settings"]
 
@@ -59,7 +59,7 @@ class Settings(BaseSettings):
         le=1.0,
         description=(
             "Hard floor of the prompt hook: a prompt whose best hit has a lower cosine similarity "
-            "gets nothing, whatever the injection gate says (core/relevance.py); an exact keyword or "
+            "gets nothing, whatever the injection gate says (core/memory/relevance.py); an exact keyword or "
             "identifier hit passes regardless. Not a calibrated decision point: the gate decides above "
             "it. On LoCoMo dev the best hit of 99.7 % of questions in their own space reaches 0.35 "
             "(docs/benchmarks.md, hook section); the spec's 0.55 was for another model."
@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     def _valid_tag(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from bli_memory.core.spaces import validate_tag
+        from bli_memory.core.memory.spaces import validate_tag
 
         return validate_tag(value)  # ValueError names the rule (docs/spaces.md)
 
@@ -153,7 +153,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         from bli_memory.core.errors import ConfigError
-        from bli_memory.core.timezones import resolve_timezone
+        from bli_memory.core.experience.timezones import resolve_timezone
 
         try:
             resolve_timezone(value)

@@ -16,7 +16,7 @@ __all__ = ["print_config", "run"]
 
 
 def _pm():
-    from bli_memory.core.contracts import get_plugin_manager
+    from bli_memory.core.plugins import get_plugin_manager
 
     return get_plugin_manager()
 
@@ -201,7 +201,7 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
     if any(state in ("installed", "outdated") for state in states):
         return
     try:
-        from bli_memory.core.daemon_client import stop
+        from bli_memory.core.daemon.client import stop
     except ImportError:
         return
     pid = stop()
@@ -211,7 +211,7 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
 
 def _daemon_line(out) -> None:
     try:
-        from bli_memory.core.daemon_client import status as daemon_status
+        from bli_memory.core.daemon.client import status as daemon_status
     except ImportError:
         return
     try:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bli_memory.core.hooks.receipts import REASONS
 from bli_memory.core.paths import store_path
-from bli_memory.core.receipts import REASONS
 from tests.conftest import bin_path
 
 RECEIPT = re.compile(r"^\[bli-memory\] (session-start|prompt|stop) (ok|skipped|failed) (\{.*\})$")
@@ -89,16 +89,16 @@ def run_hook(event: str, stdin: bytes | str | dict | None, *, cwd: Path | None =
 
 def receipt_log_path(environ: dict[str, str] | None = None) -> Path:
     """The receipt log of the environment's state dir."""
+    from bli_memory.core.hooks.receipt_log import log_path
     from bli_memory.core.paths import state_dir
-    from bli_memory.core.receipt_log import log_path
 
     return log_path(state_dir(environ))
 
 
 def save(project: Path, *contents: str) -> None:
     """Save memories into the project's space through the engine (the tools' code path)."""
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.spaces import derive_space
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.memory.spaces import derive_space
 
     backend = EmbeddedBackend(store_path())
     try:

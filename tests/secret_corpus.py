@@ -1,6 +1,6 @@
 """A corpus of secrets in the shapes people paste into coding sessions, and benign lines.
 
-Used by the corpus-driven redaction tests (``tests/core/test_secret_corpus.py``,
+Used by the corpus-driven redaction tests (``tests/core/memory/test_secret_corpus.py``,
 ``tests/core/test_secrets_on_disk.py``) and by ``bench/redaction.py``, which compares
 our rules with detect-secrets on it.
 

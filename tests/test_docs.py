@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from bli_memory.core.contracts import get_plugin_manager
+from bli_memory.core.plugins import get_plugin_manager
 from tests.conftest import REPO_ROOT, bin_path
 
 DOCS = REPO_ROOT / "docs"

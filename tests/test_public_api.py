@@ -16,8 +16,9 @@ import bli_memory.installers
 MODULES = sorted(
     info.name
     for pkg in (bli_memory.core, bli_memory.adapters, bli_memory.installers)
-    for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + ".")
+    for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
     if not info.name.rsplit(".", 1)[1].startswith("_") and not info.ispkg
+    and ".pg_migrations" not in info.name
 )
 
 

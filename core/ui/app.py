@@ -37,7 +37,7 @@ class BrowserState:
     """What every page reads.
 
     Attributes:
-        backend: The embedded engine (:class:`~bli_memory.core.engine.EmbeddedBackend`).
+        backend: The embedded engine (:class:`~bli_memory.core.embedded.engine.EmbeddedBackend`).
         home_space: The space the agent would use from the folder ``ui`` started in.
         derived_from: How that space was derived (e.g. ``git remote github.com/org/repo``).
         service: On the team service, the signed-in person's
@@ -59,7 +59,7 @@ def _error_status(exc: Exception) -> tuple[int, str]:
         return exc.status, exc.message
     if isinstance(exc, NotFoundError):
         # The service's "read-only share" is a NotFoundError with its own reason (403 at
-        # the doors too, core/service.py).
+        # the doors too, core/team/service.py).
         return (403 if exc.reason == "read_only" else 404), exc.message
     if isinstance(exc, InvalidInputError):
         return 400, exc.message

@@ -91,9 +91,9 @@ def main(argv: list[str]) -> int:
 
     import uvicorn
 
-    from bli_memory.core.engine import memory_backend
+    from bli_memory.core.embedded.engine import memory_backend
+    from bli_memory.core.memory.spaces import derive_space
     from bli_memory.core.settings import load_settings
-    from bli_memory.core.spaces import derive_space
     from bli_memory.core.ui.app import BrowserState, build_app
 
     settings = load_settings()

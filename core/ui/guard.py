@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_BODY_BYTES", "MAX_SESSIONS", "Guard", "Refused", "Session", "checked_form"]
 
 #: Largest request body accepted, in bytes: a memory is at most 20,000 characters
-#: (core/store.py MAX_CONTENT_CHARS), up to 4 bytes each in UTF-8, form-encoded (x3).
+#: (core/embedded/store.py MAX_CONTENT_CHARS), up to 4 bytes each in UTF-8, form-encoded (x3).
 MAX_BODY_BYTES = 256 * 1024
 
 #: Sessions kept per start; the oldest is dropped past this (a person opens a few tabs,

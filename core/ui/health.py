@@ -1,7 +1,7 @@
 """Hook latency from the stats file: p50/p95 per event and route, and per hour.
 
 The hooks write a latency histogram beside their counts
-(:mod:`bli_memory.core.hook_stats`, buckets :data:`~bli_memory.core.hook_stats.LATENCY_BOUNDS_MS`).
+(:mod:`bli_memory.core.hooks.stats`, buckets :data:`~bli_memory.core.hooks.stats.LATENCY_BOUNDS_MS`).
 A percentile read from it is the upper bound of the bucket that holds it, so it is
 shown as "at most N ms"; the buckets are about 1.5x apart.
 """

@@ -62,7 +62,7 @@ def _state(request: Request) -> Any:
 
 
 def _space_arg(request: Request) -> str:
-    from bli_memory.core.spaces import validate_tag
+    from bli_memory.core.memory.spaces import validate_tag
 
     raw = request.query_params.get("space")
     if raw is None or not raw.strip():

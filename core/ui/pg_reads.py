@@ -5,8 +5,8 @@ use on the embedded store (``resolve_space``, ``page_live``, ``space_counts``,
 ``count_by_state``, ``aliases``, ``get``, ``history``) and the changes (``update``,
 ``forget``, ``purge``, ``search``), computed from what one person may see: their own
 rows and the rows of spaces shared with them (``memory_space_shares``), exactly the view
-of the HTTP doors (:meth:`bli_memory.core.pg_store.PostgresBackend._view`). Changes go
-through the person's :class:`~bli_memory.core.pg_store.PostgresBackend`, so a read-only
+of the HTTP doors (:meth:`bli_memory.core.team.pg_store.PostgresBackend._view`). Changes go
+through the person's :class:`~bli_memory.core.team.pg_store.PostgresBackend`, so a read-only
 share answers ``read_only`` and another person's memory answers ``not_found``, as the
 doors do.
 
@@ -28,9 +28,9 @@ _COUNTS = ("active", "superseded", "forgotten")
 
 
 def token_key(backend: Any, token_id: str) -> tuple[Any, str] | None:
-    """The :class:`~bli_memory.core.pg_store.Principal` of live device token ``token_id``
+    """The :class:`~bli_memory.core.team.pg_store.Principal` of live device token ``token_id``
     and its stored SHA-256 hex, or None (unknown, revoked, or not a UUID)."""
-    from bli_memory.core.pg_store import Principal
+    from bli_memory.core.team.pg_store import Principal
 
     try:
         key = str(uuid.UUID(str(token_id)))
@@ -51,8 +51,8 @@ class PersonStore:
     """One person's view of the service database, shaped like the embedded backend.
 
     Args:
-        backend: The person's :class:`~bli_memory.core.pg_store.PostgresBackend`
-            (from :meth:`~bli_memory.core.pg_store.PostgresBackend.for_person`).
+        backend: The person's :class:`~bli_memory.core.team.pg_store.PostgresBackend`
+            (from :meth:`~bli_memory.core.team.pg_store.PostgresBackend.for_person`).
         person: Their name (shown on the pages).
         device: The device token's label.
 
@@ -163,7 +163,7 @@ class PersonStore:
         Keyset paging on ``seq`` (``memories_live`` index); ``before_seq`` is the last
         seq of the previous page. Returns ``[(seq, memory), ...]``.
         """
-        from bli_memory.core.pg_store import _COLUMNS, _row_to_memory
+        from bli_memory.core.team.pg_store import _COLUMNS, _row_to_memory
 
         bound = "" if before_seq is None else "AND seq < %s "
         with self.backend._conn("list memories") as conn:
@@ -206,7 +206,7 @@ class PersonStore:
 
     def update(self, content: str, *, space: str, id: str) -> Any:
         """``update_memory``, secrets masked first as the ``update`` door does."""
-        from bli_memory.core.redaction import redact
+        from bli_memory.core.memory.redaction import redact
 
         return self.backend.update(redact(content).text, space=space, id=id)
 

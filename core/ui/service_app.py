@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-__all__ = ["MOUNT", "build_service_app"]
+__all__ = ["MOUNT", "build_service_app", "login", "logout"]
 
 #: Where the service serves the pages.
 MOUNT = "/ui"
@@ -46,7 +46,7 @@ async def login(request: Request) -> Response:
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import RedirectResponse
 
-    from bli_memory.core.pg_store import hash_token
+    from bli_memory.core.team.pg_store import hash_token
     from bli_memory.core.ui.render import render
     from bli_memory.core.ui.service_guard import session_cookie
 
@@ -82,7 +82,7 @@ def build_service_app(backend: Callable[[], Any]) -> Any:
 
     Args:
         backend: Answers the service's administrative
-            :class:`~bli_memory.core.pg_store.PostgresBackend` (called per request, so
+            :class:`~bli_memory.core.team.pg_store.PostgresBackend` (called per request, so
             the app can be built before the service's lifespan opens the database).
 
     Returns:

@@ -6,7 +6,7 @@ instance in front of the same database accepts a session another one opened.
 
 1. **Sign in.** ``GET /ui/login`` is a form that takes a device token
    (``service token create``); ``POST /ui/login`` checks it like the doors do
-   (:meth:`~bli_memory.core.pg_store.PostgresBackend.authenticate`) and sets a session
+   (:meth:`~bli_memory.core.team.pg_store.PostgresBackend.authenticate`) and sets a session
    cookie (``HttpOnly``, ``SameSite=Strict``, ``Path`` the mount, ``Secure`` when the page
    is served over https) that ends with the browser or after :data:`SESSION_SECONDS`.
    The cookie never holds the token: it is ``v1.TOKEN_ID.EXPIRES.MAC``, where MAC is
@@ -84,7 +84,7 @@ class ServiceGuard:
     Args:
         app: The browser app (:func:`~bli_memory.core.ui.service_app.build_service_app`).
         backend: A callable answering the service's administrative
-            :class:`~bli_memory.core.pg_store.PostgresBackend` (it exists once the
+            :class:`~bli_memory.core.team.pg_store.PostgresBackend` (it exists once the
             service's lifespan opened the database).
 
     A signed-in request reaches the app with ``state["session"]`` (a
@@ -155,7 +155,7 @@ class ServiceGuard:
 
     def _signed_in(self, request: Any) -> tuple[Session, Any] | None:
         """The session and the person's browser state, or None when the request proves nobody."""
-        from bli_memory.core.pg_store import hash_token
+        from bli_memory.core.team.pg_store import hash_token
         from bli_memory.core.ui.pg_reads import token_key
 
         admin = self.backend()

@@ -108,8 +108,8 @@ def test_malformed_payload_fails_open(project: Path) -> None:
 
 def test_context_is_bounded_under_codex_cap() -> None:
     from bli_memory.adapters.codex import CONTEXT_MAX_BYTES, bound_block
-    from bli_memory.core.contracts import get_plugin_manager
     from bli_memory.core.models import HookResult
+    from bli_memory.core.plugins import get_plugin_manager
 
     lines = ["[bli] header"] + [f"[bli] [2026-11-30] memory {i} " + "é" * 300 for i in range(40)]
     block = "\n".join(["<bli-memory-recall>", *lines, "</bli-memory-recall>"])

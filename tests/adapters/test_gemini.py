@@ -120,7 +120,7 @@ def test_receipts_go_to_the_log_file_and_stderr_stays_quiet(project: Path) -> No
 
 
 def test_the_receipt_log_rotates_at_its_size_cap(tmp_path: Path) -> None:
-    from bli_memory.core import receipt_log
+    from bli_memory.core.hooks import receipt_log
 
     line = "[bli-memory] prompt skipped {\"reason\":\"trivial_prompt\"}\n"
     state = tmp_path / "state"
@@ -133,7 +133,7 @@ def test_the_receipt_log_rotates_at_its_size_cap(tmp_path: Path) -> None:
 
 
 def test_transcript_is_the_fallback_for_the_exchange(tmp_path: Path) -> None:
-    from bli_memory.core.contracts import get_plugin_manager
+    from bli_memory.core.plugins import get_plugin_manager
 
     transcript = tmp_path / "session.jsonl"
     shutil.copyfile(GEMINI / "transcript.jsonl", transcript)

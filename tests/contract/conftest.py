@@ -4,7 +4,7 @@
 
 - ``embedded``: :class:`EmbeddedBackend` on a SQLite file in the test's temp folder;
 - ``postgres``: :class:`PostgresBackend` on a real Postgres + pgvector server
-  (``tests/service/pgserver.py``), acting as a fresh person per test;
+  (``tests/core/team/pgserver.py``), acting as a fresh person per test;
 - ``remote``: :class:`RemoteBackend` talking HTTP to the real service app served by
   uvicorn on a loopback port, with a fresh person's device token per test.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.service import pgserver
+from tests.core.team import pgserver
 
 
 def _postgres_or_skip() -> pgserver.PgInstance:
@@ -49,7 +49,7 @@ def pg_instance() -> Iterator[pgserver.PgInstance]:
 @pytest.fixture(scope="session")
 def pg_admin(pg_instance: pgserver.PgInstance) -> Iterator[Any]:
     """The administrative PostgresBackend of a fresh, migrated database."""
-    from bli_memory.core.pg_store import PostgresBackend
+    from bli_memory.core.team.pg_store import PostgresBackend
 
     backend = PostgresBackend(pgserver.create_database(pg_instance, "bli_contract"), pool_size=20)
     try:
@@ -69,7 +69,7 @@ def service_url(pg_admin: Any) -> Iterator[str]:
     """The service app on a loopback port (uvicorn in a thread), over the contract database."""
     import uvicorn
 
-    from bli_memory.core.service import create_app
+    from bli_memory.core.team.service import create_app
 
     port = _free_port()
     app = create_app(backend=pg_admin, run_jobs=False)
@@ -112,13 +112,13 @@ def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]
     def make() -> Any:
         n = len(opened)
         if kind == "embedded":
-            from bli_memory.core.engine import EmbeddedBackend
+            from bli_memory.core.embedded.engine import EmbeddedBackend
 
             backend: Any = EmbeddedBackend(tmp_path / f"memory-{n}.sqlite3")
         elif kind == "postgres":
             backend = admin.for_person(admin.ensure_person(f"person-{uuid.uuid4().hex[:12]}"))
         else:
-            from bli_memory.core.remote import RemoteBackend
+            from bli_memory.core.team.remote import RemoteBackend
 
             _, token = admin.create_token(f"person-{uuid.uuid4().hex[:12]}", "laptop")
             backend = RemoteBackend(request.getfixturevalue("service_url"), token=token)

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from bli_memory.core.errors import InvalidInputError
-from bli_memory.core.records import MAX_METADATA_BYTES, metadata_problem
+from bli_memory.core.memory.records import MAX_METADATA_BYTES, metadata_problem
 
 
 def _of_size(n: int) -> dict:

@@ -7,7 +7,8 @@ from importlib.metadata import entry_points
 import pluggy
 
 from bli_memory.adapters import BUILTIN_HOSTS
-from bli_memory.core.contracts import ENTRY_POINT_GROUP, get_plugin_manager, hookimpl
+from bli_memory.core.hookspecs import hookimpl
+from bli_memory.core.plugins import ENTRY_POINT_GROUP, get_plugin_manager
 
 
 def test_builtin_table_matches_the_entry_points() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bli_memory.core.contracts import get_plugin_manager
 from bli_memory.core.models import HookInput, HookResult
+from bli_memory.core.plugins import get_plugin_manager
 from bli_memory.installers.contract import build_contract
 from tests.conftest import FIXTURES
 
@@ -92,9 +92,9 @@ class _ToyEmbedder:
 def test_hook_register_embedders(temp_home: Path) -> None:
     import pytest
 
-    from bli_memory.core.contracts import hookimpl
-    from bli_memory.core.engine import EmbeddedBackend, available_embedders, load_embedder
+    from bli_memory.core.embedded.engine import EmbeddedBackend, available_embedders, load_embedder
     from bli_memory.core.errors import ConfigError, ModelMismatchError
+    from bli_memory.core.hookspecs import hookimpl
     from bli_memory.core.paths import store_path
 
     class ToyPlugin:
@@ -121,8 +121,8 @@ def test_hook_register_embedders(temp_home: Path) -> None:
 def test_hook_register_redaction_rules(tmp_path: Path) -> None:
     import re
 
-    from bli_memory.core.contracts import hookimpl
-    from bli_memory.core.redaction import DEFAULT_RULES, RedactionRule, redact, rules_with_plugins
+    from bli_memory.core.hookspecs import hookimpl
+    from bli_memory.core.memory.redaction import DEFAULT_RULES, RedactionRule, redact, rules_with_plugins
 
     class Internal:
         @hookimpl

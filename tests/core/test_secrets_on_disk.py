@@ -15,8 +15,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+from bli_memory.core.memory.redaction import redact
 from bli_memory.core.paths import store_path
-from bli_memory.core.redaction import redact
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 from tests.mcp_client import run_session, text_of

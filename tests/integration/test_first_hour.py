@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.core import daemon_client
+from bli_memory.core.daemon import client as daemon_client
 from tests.conftest import REPO_ROOT, bin_path
 from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
 
@@ -102,7 +102,7 @@ def test_uninstall_gives_back_the_persons_files_with_one_backup_each(temp_home: 
 
 def test_uninstall_of_the_last_host_stops_the_daemon(temp_home: Path, monkeypatch) -> None:
     every_cli()
-    from tests.core.test_daemon import Daemons, _gone, wait_until
+    from tests.core.daemon.test_daemon import Daemons, _gone, wait_until
 
     monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
     daemons = Daemons(temp_home, temp_home.parent)
@@ -189,8 +189,8 @@ def gemini_prompt(gemini: str, home: Path, project: Path, stub: StubGemini, **en
 
 
 def test_gemini_prompt_shows_no_receipt_and_the_log_has_one_per_hook(temp_home: Path, project: Path) -> None:
+    from bli_memory.core.hooks.receipt_log import log_path
     from bli_memory.core.paths import state_dir
-    from bli_memory.core.receipt_log import log_path
 
     gemini = require_cli("gemini")
     ours(temp_home, "install", "--host", "gemini", "--trust-folder", str(project), cwd=project)

@@ -190,8 +190,8 @@ def hermes_run(hermes: str, home: Path, cwd: Path, *args: str) -> str:
 
 def test_hermes_connects_to_our_server_and_runs_our_hooks(temp_home: Path, project: Path,
                                                           tmp_path: Path) -> None:
-    from bli_memory.core.engine import EmbeddedBackend
-    from bli_memory.core.spaces import derive_space
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.memory.spaces import derive_space
 
     hermes = require("hermes", 'PyPI "hermes-agent[mcp]"; or set BLI_MEMORY_HERMES_BIN')
     r = install(temp_home, "hermes", project)

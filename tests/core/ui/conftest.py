@@ -43,8 +43,8 @@ class UiServer:
 
     def store(self) -> Any:
         """A fresh read of the store file (the server's writes are committed)."""
-        from bli_memory.core import embeddings
-        from bli_memory.core.store import SQLiteStore
+        from bli_memory.core.embedded.store import SQLiteStore
+        from bli_memory.core.memory import embeddings
 
         return SQLiteStore(self.store_path, model_name=embeddings.MODEL_NAME,
                            dimensions=embeddings.DIMENSIONS)
@@ -89,7 +89,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 def seed(store_path: Path, space: str) -> dict[str, str]:
     """Write the memories the browser tests read; returns their ids by name."""
-    from bli_memory.core.engine import EmbeddedBackend
+    from bli_memory.core.embedded.engine import EmbeddedBackend
 
     backend = EmbeddedBackend(store_path)
     try:
@@ -118,7 +118,7 @@ def seed(store_path: Path, space: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
     """``bli-memory-mcp ui`` over a seeded store, for every test of a module."""
-    from bli_memory.core.spaces import derive_space
+    from bli_memory.core.memory.spaces import derive_space
 
     root = tmp_path_factory.mktemp("ui")
     home, project = root / "home", root / "project"

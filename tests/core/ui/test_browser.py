@@ -324,7 +324,7 @@ def test_the_keyboard_reaches_the_actions(signed_in: Any, ui_server: UiServer) -
 def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> None:
     from selenium.webdriver.common.by import By
 
-    from bli_memory.core import hook_stats
+    from bli_memory.core.hooks import stats as hook_stats
 
     store = ui_server.store()
     try:

@@ -157,7 +157,7 @@ def test_port_option_and_a_taken_port_is_a_clear_error(tmp_path: Path, project: 
 
 @pytest.mark.parametrize("value", ["-1", "65536", "eighty"])
 def test_a_bad_port_is_a_usage_error(value: str) -> None:
-    from bli_memory.core.cli import main
+    from bli_memory.core.cli.main import main
 
     with pytest.raises(SystemExit) as exc:
         main(["ui", "--port", value])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.core import hook_stats
+from bli_memory.core.hooks import stats as hook_stats
 from bli_memory.core.paths import hook_stats_path
 from bli_memory.core.ui.health import hourly_percentiles, latency_summary, percentile, read_latency
 from tests.conftest import FIXTURES

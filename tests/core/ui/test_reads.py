@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bli_memory.core.store import SQLiteStore
+from bli_memory.core.embedded.store import SQLiteStore
 from bli_memory.core.ui.charts import bar_chart, line_chart
 
 

@@ -1,0 +1,159 @@
+"""Load the capture modules of an older revision beside this tree, for side-by-side replays.
+
+A revision's extractor and reconcile are read with ``git show`` and executed as modules under
+their own names, so their lazy imports of each other resolve to the same revision. Revisions
+from before the wings layout (``core/extraction.py`` at the top of ``core/``) import every
+module by its flat name (``bli_memory.core.terms``); :data:`FLAT_NAMES` maps those names to
+today's modules, so an old revision's imports of modules outside capture find this tree's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FLAT_NAMES", "capture_modules", "load_revision"]
+
+#: ``core/<flat>.py`` before the wings layout -> today's module under ``bli_memory.core``.
+FLAT_NAMES: dict[str, str] = {
+    "blocks": "hooks.blocks",
+    "candidates": "extraction.candidates",
+    "cli": "cli.main",
+    "cockpit": "cli.cockpit",
+    "conflicts": "memory.conflicts",
+    "daemon": "daemon.server",
+    "daemon_client": "daemon.client",
+    "daemon_start": "daemon.start",
+    "demo": "cli.demo",
+    "durability": "extraction.durability",
+    "embeddings": "memory.embeddings",
+    "engine": "embedded.engine",
+    "experience": "experience.log",
+    "experience_cli": "cli.experience",
+    "expiry": "memory.expiry",
+    "extraction": "extraction.extractors",
+    "hook_events": "hooks.events",
+    "hook_stats": "hooks.stats",
+    "hook_stdin": "hooks.stdin",
+    "hooks": "hooks.main",
+    "import_links": "memory.import_links",
+    "injection_log": "hooks.injection_log",
+    "job_ids": "extraction.job_ids",
+    "keyword_index": "embedded.keyword_index",
+    "mcp_server": "mcp.server",
+    "mcp_stdio": "mcp.stdio",
+    "memory_cli": "cli.memory",
+    "migrations": "embedded.migrations",
+    "ops": "cli.ops",
+    "pairing": "team.pairing",
+    "payloads": "hooks.payloads",
+    "pg_migrations": "team.pg_migrations",
+    "pg_pool": "team.pg_pool",
+    "pg_store": "team.pg_store",
+    "ranking": "memory.ranking",
+    "receipt_log": "hooks.receipt_log",
+    "receipts": "hooks.receipts",
+    "reconcile": "extraction.reconcile",
+    "records": "memory.records",
+    "redaction": "memory.redaction",
+    "reembed": "embedded.reembed",
+    "relevance": "memory.relevance",
+    "remote": "team.remote",
+    "rephrase": "extraction.rephrase",
+    "service": "team.service",
+    "service_cli": "cli.service",
+    "service_http": "team.http",
+    "side_indexes": "embedded.side_indexes",
+    "spaces": "memory.spaces",
+    "spool": "team.spool",
+    "store": "embedded.store",
+    "stored_secrets": "memory.stored_secrets",
+    "switches": "memory.switches",
+    "term_evidence": "memory.term_evidence",
+    "terms": "memory.terms",
+    "timezones": "experience.timezones",
+    "tombstones": "memory.tombstones",
+    "tool_text": "mcp.tool_text",
+    "transcripts": "hooks.transcripts",
+    "trivial": "hooks.trivial",
+    "unicode_text": "memory.unicode_text",
+    "vector_index": "embedded.vector_index",
+    "version_ids": "memory.version_ids",
+    "worker": "extraction.worker",
+}
+
+#: Flat modules that are now split: the stand-in holds the names of every part.
+_SPLIT_NAMES: dict[str, tuple[str, ...]] = {"contracts": ("hookspecs", "plugins", "memory.backend")}
+
+#: The capture modules in the flat layout (those a revision has are loaded).
+_FLAT_CAPTURE = ("tombstones", "durability", "rephrase", "candidates", "extraction", "reconcile")
+
+
+def capture_modules(rev: str, repo: Path) -> list[tuple[str, str]]:
+    """``[(module name, path in the revision), ...]`` of the capture modules of ``rev``."""
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "core/"], cwd=repo,
+                            capture_output=True, text=True, check=True).stdout.split()
+    if "core/extraction.py" in listed:  # the flat layout
+        return [(f"bli_memory.core.{n}", f"core/{n}.py") for n in _FLAT_CAPTURE if f"core/{n}.py" in listed]
+    wanted = [p for p in listed if p.startswith("core/extraction/") and p.endswith(".py")
+              and not p.endswith("__init__.py") and p.count("/") == 2] + ["core/memory/tombstones.py"]
+    return [("bli_memory.core." + p[len("core/"):-3].replace("/", "."), p) for p in wanted if p in listed]
+
+
+@contextlib.contextmanager
+def load_revision(rev: str, repo: Path) -> Iterator[dict[str, types.ModuleType]]:
+    """Stand the capture modules of ``rev`` in for this tree's while the context is open.
+
+    Yields ``{module name: module}``; on exit every name is restored to what it was.
+    """
+    flat = any(name.count(".") == 2 for name, _ in capture_modules(rev, repo))
+    saved: dict[str, Any] = {}
+
+    def stand_in(full: str, module: types.ModuleType) -> None:
+        parent_name, _, leaf = full.rpartition(".")
+        parent = importlib.import_module(parent_name)
+        saved.setdefault(full, (sys.modules.get(full), parent, leaf, getattr(parent, leaf, None)))
+        sys.modules[full] = module  # dataclasses and lazy imports look it up
+        setattr(parent, leaf, module)
+
+    loaded: dict[str, types.ModuleType] = {}
+    try:
+        names = capture_modules(rev, repo)
+        if flat:  # an old revision's imports of other modules by their flat names
+            capture = {n for n, _ in names}
+            for old, new in FLAT_NAMES.items():
+                # a flat name that is now a wing's package (cli, hooks, ...) keeps the package
+                if f"bli_memory.core.{old}" not in capture and not new.startswith(old + "."):
+                    stand_in(f"bli_memory.core.{old}", importlib.import_module(f"bli_memory.core.{new}"))
+            for old, parts in _SPLIT_NAMES.items():
+                joined = types.ModuleType(f"bli_memory.core.{old}")
+                for part in parts:
+                    part_names = vars(importlib.import_module(f"bli_memory.core.{part}"))
+                    vars(joined).update({k: v for k, v in part_names.items() if not k.startswith("__")})
+                stand_in(joined.__name__, joined)
+        for full, path in names:
+            source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo,
+                                    capture_output=True, text=True, check=True).stdout
+            module = types.ModuleType(full)
+            module.__file__ = f"{rev}:{path}"
+            stand_in(full, module)
+            exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
+            loaded[full] = module
+        yield loaded
+    finally:
+        for full, (module, parent, leaf, attr) in reversed(list(saved.items())):
+            if module is None:
+                sys.modules.pop(full, None)
+            else:
+                sys.modules[full] = module
+            if attr is None:
+                if hasattr(parent, leaf):
+                    delattr(parent, leaf)
+            else:
+                setattr(parent, leaf, attr)

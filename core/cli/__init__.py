@@ -1,0 +1,4 @@
+"""The ``bli-memory-mcp`` and ``cockpit`` commands.
+
+Import-free on purpose: hooks import submodules on every prompt.
+"""

@@ -1,0 +1,266 @@
+"""The ``cockpit`` command: the memory subset of the BLI cockpit CLI.
+
+::
+
+    cockpit memory install|uninstall|status [--host H|all] [--dry-run]
+    cockpit memory log win|loss|noise --store bli|supermemory|both "reason"
+    cockpit ops --memory [--json]
+    cockpit doctor [--json]
+    cockpit login URL [TOKEN]
+
+A thin front over the same installer, experience-log and ops APIs that
+``bli-memory-mcp`` uses; nothing here is implemented twice.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["main"]
+
+USAGE = """\
+usage: cockpit COMMAND ...
+
+commands:
+  memory install|uninstall|status [--host H|all] [--dry-run]
+                       register BLI Memory with agent hosts, remove it, or report it
+  memory log win|loss|noise --store bli|supermemory|both "reason" [--reason-stdin] [--json]
+                       record whether memory helped, in one line
+  ops --memory [--json]
+                       hook counts and experience totals
+  doctor [--json]      one row per check: settings, host installs, the store or service,
+                       the model files, the daemon, the side indexes
+  login URL [TOKEN]    pair this machine with a team memory service (token on stdin if omitted)
+  logout               forget the pairing
+
+example:
+  cockpit memory install --dry-run
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``cockpit``; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0 if args else 2
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        return _dispatch(args)
+    except BliMemoryError as exc:
+        sys.stderr.write(f"cockpit: {exc.message}\n")
+        return 1
+
+
+def _dispatch(args: list[str]) -> int:
+    cmd, rest = args[0], args[1:]
+    if cmd == "memory" and rest and rest[0] in ("install", "uninstall", "status"):
+        from bli_memory.installers.cli import run
+
+        return run(rest[0], rest[1:], prog="cockpit memory")
+    if cmd == "memory" and rest and rest[0] == "log":
+        from bli_memory.core.cli.experience import main as log_main
+
+        return log_main(rest[1:])
+    if cmd == "ops":
+        from bli_memory.core.cli.ops import main as ops_main
+
+        return ops_main(rest)
+    if cmd == "login":
+        return _login(rest)
+    if cmd == "logout":
+        from bli_memory.core.team.pairing import clear_session
+
+        sys.stdout.write("unpaired\n" if clear_session() else "this machine was not paired\n")
+        return 0
+    if cmd == "doctor":
+        return _doctor(rest)
+    sys.stderr.write(f"cockpit: unknown command {' '.join(args)!r}\n\n{USAGE}")
+    return 2
+
+
+def _login(argv: list[str]) -> int:
+    """``cockpit login URL TOKEN``: check the token with the service, then pair this machine."""
+    import argparse
+
+    from bli_memory.core.team.pairing import login
+
+    parser = argparse.ArgumentParser(prog="cockpit login")
+    parser.add_argument("url", help="base URL of the memory service")
+    parser.add_argument("token", nargs="?", help="device token (default: read from stdin)")
+    args = parser.parse_args(argv)
+    token = args.token or sys.stdin.readline().strip()
+    session = login(args.url, token)
+    sys.stdout.write(f"paired with {session.dashboard_url} as {session.person} ({session.device})\n")
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(session.dashboard_url)
+    if parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1"):
+        sys.stderr.write("cockpit: warning: plain http to another machine sends the device token and "
+                         "every memory unencrypted; put TLS in front of the service and use https://\n")
+    return 0
+
+
+def _doctor(argv: list[str]) -> int:
+    """One row per check (``--json``: a JSON list); exit 1 when a check fails.
+
+    Checks, in order: the settings parse; each host's install; where memory lives (the
+    embedded store file, or the team service answering for this machine's token); the
+    shipped model files' checksums; the daemon; the optional side-index packages.
+    """
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="cockpit doctor")
+    parser.add_argument("--json", action="store_true", help="the checks as a JSON list")
+    args = parser.parse_args(argv)
+    rows: list[tuple[str, str, str]] = []  # (mark, check, detail)
+    settings = _check_settings(rows)
+    _check_hosts(rows)
+    if settings is not None:
+        _check_route(rows, settings)
+    else:
+        rows.append(("info", "memory store", "not checked: fix the settings first"))
+    _check_model(rows)
+    rows.append(("info", "memory-daemon", _daemon_state()))
+    rows.append(("info", "side indexes", _side_index_state()))
+    if args.json:
+        checks = [{"mark": m, "check": c, "detail": d} for m, c, d in rows]
+        sys.stdout.write(json.dumps(checks, indent=2) + "\n")
+    else:
+        for mark, check, detail in rows:
+            sys.stdout.write(f"[{mark:<4}] {check}: {detail}\n")
+    return 1 if any(mark == "fail" for mark, _, _ in rows) else 0
+
+
+def _check_settings(rows: list[tuple[str, str, str]]) -> Any:
+    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.settings import load_settings
+
+    try:
+        settings = load_settings()
+    except BliMemoryError as exc:
+        rows.append(("fail", "settings", exc.message))
+        return None
+    rows.append(("ok", "settings", "BLI_MEMORY_* variables parse"))
+    return settings
+
+
+def _check_hosts(rows: list[tuple[str, str, str]]) -> None:
+    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.paths import home_dir
+    from bli_memory.core.plugins import get_plugin_manager
+    from bli_memory.installers.apply import known_hosts, status_hosts
+    from bli_memory.installers.contract import build_contract
+
+    pm = get_plugin_manager()
+    contract = build_contract()
+    statuses = []
+    for host in sorted(known_hosts(pm)):
+        try:  # one host's broken config file must not hide the other checks
+            statuses += status_hosts(pm, [host], contract, home_dir())
+        except BliMemoryError as exc:
+            rows.append(("fail", f"memory ({host})", exc.message))
+    for st in statuses:
+        if st.state == "outdated":
+            mark = "fail"
+        elif st.state == "installed":
+            mark = "warn" if st.details else "ok"  # installed, with something to know
+        else:
+            mark = "info"
+        details = list(st.details)
+        if st.state == "absent":  # the host is here; BLI Memory is not registered with it
+            details.insert(0, f"not registered; `bli-memory-mcp install --host {st.host}` adds it")
+        detail = st.state + (" - " + "; ".join(details) if details else "")
+        rows.append((mark, f"memory ({st.host})", detail))
+
+
+def _check_route(rows: list[tuple[str, str, str]], settings: Any) -> None:
+    """Where memory lives for this machine, and whether it answers."""
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        from bli_memory.core.team.remote import RemoteBackend, remote_target
+
+        target = remote_target(settings)
+        if target is not None:
+            url, token = target
+            client = RemoteBackend(url, token=token, timeout=3.0)
+            try:
+                who = client.whoami()
+            finally:
+                client.close()
+            rows.append(("ok", "memory store", f"team service {url}, as {who.get('person')} "
+                         f"({who.get('device')})"))
+            return
+    except BliMemoryError as exc:
+        rows.append(("fail", "memory store", exc.message))
+        return
+    _check_embedded_store(rows, settings.store_path, settings.embedder)
+
+
+def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder: str) -> None:
+    """Read the embedded store without changing it (read-only SQLite connection)."""
+    import sqlite3
+
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a loop of links, a HOME that is a file, ...
+        rows.append(("fail", "memory store", f"{path} cannot be reached: {exc.strerror or exc}"))
+        return
+    if not exists:
+        rows.append(("info", "memory store", f"{path} does not exist yet (the first save creates it)"))
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+        try:
+            live = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()[0]
+            model = dict(conn.execute("SELECT key, value FROM store_meta").fetchall()).get("embedding_model")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        rows.append(("fail", "memory store", f"{path} cannot be read: {exc}"))
+        return
+    if model is not None and model != embedder:
+        rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
+                     f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"))
+        return
+    rows.append(("ok", "memory store", f"embedded {path}: {live} live memories, model {model}"))
+
+
+def _check_model(rows: list[tuple[str, str, str]]) -> None:
+    from importlib.resources import files
+
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        from bli_memory.core.memory.embeddings import read_verified_model_files
+
+        read_verified_model_files(files("bli_memory.core.model"))
+    except BliMemoryError as exc:
+        rows.append(("fail", "embedding model", exc.message))
+        return
+    rows.append(("ok", "embedding model", "all-MiniLM-L6-v2 int8 files present, checksums match"))
+
+
+def _daemon_state() -> str:
+    try:
+        from bli_memory.core.daemon.client import status as daemon_status
+
+        d = daemon_status()
+    except Exception:
+        return "absent (started on demand)"
+    return f"running (version {d.get('version')})" if d.get("running") else "absent (started on demand)"
+
+
+def _side_index_state() -> str:
+    """Whether the optional side-index packages (the ``scale`` extra) can be imported."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("tantivy", "usearch") if find_spec(name) is None]
+    if not missing:
+        return "available (used by the daemon and MCP server for large spaces)"
+    return (f"not installed ({', '.join(missing)} missing; large spaces use exact search; "
+            'pip install "bli-memory-mcp[scale]")')

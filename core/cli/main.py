@@ -1,0 +1,164 @@
+"""The ``bli-memory-mcp`` command.
+
+::
+
+    bli-memory-mcp                      run the MCP server on stdio (what hosts start)
+    bli-memory-mcp demo                 save and recall through the real server, in a scratch store
+    bli-memory-mcp hook <event>         lifecycle hook: session-start | prompt | stop
+    bli-memory-mcp --print-config[=H]   print the install contract / a host's config block
+    bli-memory-mcp install|uninstall|status [--host H] [--dry-run]
+    bli-memory-mcp ui [--no-open] [--port N]   the memory browser on 127.0.0.1
+
+This module imports nothing at the top beyond the standard library's ``sys``: the
+``hook`` branch runs on every prompt and must stay on the standard library, so each
+branch imports what it needs inside it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+__all__ = ["main"]
+
+USAGE = """\
+usage: bli-memory-mcp [--print-config[=HOST]] [COMMAND] ...
+
+Memory for AI coding agents: an MCP server on stdio, lifecycle hooks, an installer.
+
+commands:
+  (none)                 run the MCP server on stdio (this is what agent hosts start)
+  demo                   save and recall through the real server in a scratch store
+  daemon                 resident daemon that keeps recall warm (the prompt hook starts it)
+  worker [--once]        run queued extract jobs
+  service [--database-url URL] [--host H --port N]
+                         the team memory service (HTTP, Postgres + pgvector)
+  memory list|get|forget|purge|export|import|audit|reembed|recordings|clear-recordings
+                         inspect and manage the stored memories
+  ui [--no-open] [--port N]
+                         a local web page to see, search, correct and forget memories
+  hook EVENT [--host H] [--probe]
+                         lifecycle hook reading the host's JSON on stdin;
+                         EVENT is session-start, prompt or stop
+  install [--host H|all] [--dry-run]
+                         register the server and hooks with an agent host (default: claude)
+  uninstall [--host H|all] [--dry-run]
+                         remove exactly what install added
+  status [--host H|all]  installed / outdated / absent, per host
+  --print-config[=HOST]  print the install contract (claude) or a host's config block
+  --version              print the version
+
+example:
+  bli-memory-mcp demo && bli-memory-mcp install --dry-run
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``bli-memory-mcp``; returns the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "hook":
+        from bli_memory.core.hooks.main import main as hook_main
+
+        return hook_main(args[1:])
+    if args and args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if args and args[0] == "--version":
+        from bli_memory.core._version import VERSION
+
+        sys.stdout.write(f"bli-memory-mcp {VERSION}\n")
+        return 0
+    from bli_memory.core.errors import BliMemoryError
+
+    try:
+        return _dispatch(args)
+    except BliMemoryError as exc:
+        sys.stderr.write(f"bli-memory-mcp: {exc.message}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`status | head`): nothing more to say, and no traceback.
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again
+        # (the recipe of the Python docs, "Note on SIGPIPE").
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _dispatch(args: list[str]) -> int:
+    if args and args[0].startswith("--print-config"):
+        from bli_memory.installers.cli import print_config
+
+        _, _, host = args[0].partition("=")
+        rest = args[1:]
+        if not host and rest:
+            # `--print-config --claude` (the spec's spelling) or `--print-config claude`.
+            host, rest = rest[0].removeprefix("--"), rest[1:]
+        if rest or not (args[0] == "--print-config" or args[0].startswith("--print-config=")):
+            sys.stderr.write(f"bli-memory-mcp: unexpected arguments {' '.join(args)!r}; "
+                             "use --print-config[=HOST]\n")
+            return 2
+        return print_config(host or None)
+    if args and args[0] in ("install", "uninstall", "status"):
+        from bli_memory.installers.cli import run as installer_run
+
+        return installer_run(args[0], args[1:])
+    if args and args[0] in _SUBCOMMANDS:
+        import importlib
+
+        module = importlib.import_module(_SUBCOMMANDS[args[0]])
+        code = int(module.main(args[1:]) or 0)
+        if args[0] == "daemon":
+            _leave(code)  # it may still be building a side index (see _leave)
+        return code
+    if args and args[0] not in ("serve",):
+        sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{USAGE}")
+        return 2
+    return _serve()
+
+
+#: Subcommands implemented in their own module, each with ``main(argv) -> int``.
+_SUBCOMMANDS = {
+    "demo": "bli_memory.core.cli.demo",
+    "daemon": "bli_memory.core.daemon.server",
+    "worker": "bli_memory.core.extraction.worker",
+    "service": "bli_memory.core.cli.service",
+    "memory": "bli_memory.core.cli.memory",
+    "ui": "bli_memory.core.ui.cli",
+}
+
+
+def _serve() -> int:
+    from bli_memory.core.logs import configure_logging
+    from bli_memory.core.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    from bli_memory.core.team.remote import check_paired
+
+    check_paired(settings)  # a configured service without a token: one sentence, exit 1
+    from bli_memory.core.mcp.server import run_stdio
+
+    run_stdio(settings)
+    _leave(0)  # the client closed stdin: done
+
+
+def _leave(code: int) -> NoReturn:
+    """End a long-lived process (MCP server, daemon) once its work is done.
+
+    Native threads may still be running there (the model loading in onnxruntime, a
+    side index being built in tantivy or usearch); finalising the interpreter under
+    them aborts the process (SIGABRT, exit 134) instead of ending it, so flush and
+    leave without finalising. Stores are closed by the caller before this.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

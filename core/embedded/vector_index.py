@@ -1,0 +1,169 @@
+"""An approximate nearest-neighbour side index over a space's vectors (HNSW, usearch).
+
+The memory table stays the source of truth: every vector lives in its row, and
+exact numpy scoring over the cached matrix is the default. Past some tens of
+thousands of rows per space that exact scan stops fitting a prompt hook's budget
+(``docs/benchmarks.md``: p50 ~9 ms at 100k, ~80 ms at 1M on 2 cores), so this module
+keeps an HNSW graph (Malkov & Yashunin, 2018) keyed by the row's ``seq`` beside it.
+
+The index is derived data: :meth:`VectorIndex.sync` brings it level with the live
+vector set the store hands out (:class:`bli_memory.core.embedded.store.VectorSet`), adding
+rows it has not seen and dropping rows that left the live set, so it can be rebuilt
+from SQLite at any time and is never trusted over it. Hits it returns are re-scored
+exactly by the caller from the matrix it came from.
+
+usearch (Apache-2.0) is imported on first use, always after onnxruntime (see
+:func:`_usearch`); without it :func:`available` is False and callers keep the exact path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.errors import StoreError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["VectorIndex", "available"]
+
+
+def _usearch() -> Any:
+    """Import and return ``usearch.index``, after onnxruntime.
+
+    Measured here (usearch 2.26.6 with numkong 7.8.6, onnxruntime 1.32.0, x86-64):
+    importing onnxruntime *after* usearch kills the process with a segmentation fault,
+    while the other order works. The embedder needs onnxruntime in every process that
+    searches, so it is imported first, always.
+
+    Raises:
+        ImportError: usearch is not installed.
+    """
+    try:
+        import onnxruntime  # noqa: F401  (must precede usearch, see above)
+    except ImportError:
+        pass
+    import usearch.index
+
+    return usearch.index
+
+
+def available() -> bool:
+    """True when usearch can be imported."""
+    try:
+        _usearch()
+    except ImportError:
+        return False
+    return True
+
+
+class VectorIndex:
+    """HNSW index of unit vectors keyed by row ``seq`` (cosine).
+
+    Args:
+        dimensions: Vector length (384 for the shipped model).
+        quantisation: Scalar type of the stored vectors: ``"i8"`` (default; 4x smaller
+            than float32, recall measured in ``docs/benchmarks.md``), ``"f16"`` or ``"f32"``.
+        connectivity: HNSW ``M``, edges per node (usearch default 16).
+        expansion_add: Candidate list size while inserting (``efConstruction``).
+        expansion_search: Candidate list size while searching (``ef``); raise it for
+            recall, lower it for speed.
+        threads: Threads used by bulk adds (0 = all cores).
+
+    Raises:
+        StoreError: usearch is not installed or rejects the parameters.
+    """
+
+    def __init__(
+        self,
+        dimensions: int,
+        *,
+        quantisation: str = "i8",
+        connectivity: int = 16,
+        expansion_add: int = 64,
+        expansion_search: int = 128,
+        threads: int = 0,
+    ) -> None:
+        try:
+            Index = _usearch().Index
+        except ImportError as exc:
+            hint = 'pip install "bli-memory-mcp[scale]"'
+            raise StoreError(f"the vector side index needs usearch: {hint}") from exc
+        try:
+            self._index: Any = Index(
+                ndim=dimensions, metric="cos", dtype=quantisation, connectivity=connectivity,
+                expansion_add=expansion_add, expansion_search=expansion_search,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise StoreError(f"usearch rejected the index parameters: {exc}") from exc
+        self.dimensions = dimensions
+        self.threads = threads
+        #: Generation of the vector set last synced (see :meth:`sync`).
+        self.generation: Any = None
+        self._max_seq = 0
+
+    def __len__(self) -> int:
+        return int(len(self._index))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by the graph and its vectors, as usearch reports them."""
+        return int(self._index.memory_usage)
+
+    def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        """Insert rows (``seqs`` int64 (n,), ``vectors`` float32 (n, d)); existing seqs are skipped."""
+        import numpy as np
+
+        if not len(seqs):
+            return
+        keys = np.asarray(seqs, dtype=np.uint64)
+        present = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
+        if present.any():
+            keys, vectors = keys[~present], vectors[~present]
+        if len(keys):
+            self._index.add(keys, np.ascontiguousarray(vectors, dtype=np.float32), threads=self.threads)
+            self._max_seq = max(self._max_seq, int(keys.max()))
+
+    def remove(self, seqs: np.ndarray) -> None:
+        """Drop rows by seq (unknown seqs are ignored)."""
+        import numpy as np
+
+        if len(seqs):
+            self._index.remove(np.asarray(seqs, dtype=np.uint64))
+
+    def query(self, vector: np.ndarray, k: int) -> list[int]:
+        """The ``k`` nearest seqs to a unit ``vector``, nearest first (approximate)."""
+        k = min(int(k), len(self))
+        if k <= 0:
+            return []
+        matches = self._index.search(vector, k)
+        return [int(s) for s in matches.keys]
+
+    def sync(self, seqs: np.ndarray, matrix: np.ndarray, generation: Any = None) -> None:
+        """Bring the index level with a live vector set (rows sorted by seq).
+
+        New rows (seq above the last seen) are added; when the set lost rows (an
+        update, forget or purge) the keys no longer live are removed. Cost: nothing
+        when ``generation`` is unchanged, O(new rows) when rows were only added, one
+        pass over the keys otherwise.
+
+        Args:
+            seqs: Live seqs, ascending (``VectorSet.seqs``).
+            matrix: Their vectors (``VectorSet.matrix``).
+            generation: The vector set's generation stamp, remembered to skip no-op syncs.
+        """
+        import numpy as np
+
+        if generation is not None and generation == self.generation:
+            return
+        start = int(np.searchsorted(seqs, self._max_seq, side="right"))
+        if len(self) + (len(seqs) - start) != len(seqs):
+            live = np.asarray(seqs, dtype=np.uint64)
+            keys = np.asarray(self._index.keys, dtype=np.uint64)
+            gone = np.setdiff1d(keys, live, assume_unique=True)
+            self.remove(gone)
+            missing = ~np.asarray(self._index.contains(live), dtype=bool).reshape(-1)
+            self.add(seqs[missing], matrix[missing])
+        else:
+            self.add(seqs[start:], matrix[start:])
+        self.generation = generation

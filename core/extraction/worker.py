@@ -1,0 +1,384 @@
+"""The extract worker: claims queued extract jobs and runs extract + reconcile on them.
+
+This module owns :func:`drain`, which every process that works the queue calls (the
+``bli-memory-mcp worker`` command, the MCP server's background thread and the
+resident daemon), and :func:`main`, the command itself::
+
+    bli-memory-mcp worker [--once] [--max-jobs N] [--lease-seconds S] [--poll-seconds S]
+
+Guarantees, on the embedded store (:class:`~bli_memory.core.embedded.store.SQLiteStore`):
+
+- **Exactly one claim at a time.** A job is claimed inside one ``BEGIN IMMEDIATE``
+  transaction that selects it and marks it ``running`` with a lease, so two workers
+  (threads or processes) never hold the same job.
+- **Never lost.** A claim is a lease (:data:`DEFAULT_LEASE_SECONDS`), extended by a
+  heartbeat while the job runs. A worker that dies between claim and finish (kill -9,
+  power loss) stops extending it; once it expires the next worker takes the job over.
+  A job whose worker died :data:`MAX_ATTEMPTS` times is marked ``failed``.
+- **Retries with backoff.** A failed attempt goes back to ``queued`` with
+  ``not_before`` = now + :func:`retry_delay` (15 s doubling to 15 min); after
+  :data:`MAX_ATTEMPTS` attempts it is ``failed`` with its reason. When an optional
+  model endpoint keeps failing, the last attempt falls back to the offline rules so
+  the exchange is still distilled.
+- **Outcome on the row and in the log.** ``done`` jobs record ``{added, updated,
+  unchanged, conflicted, corrected, extract_ms, reconcile_ms}`` in ``outcome`` and write one
+  stderr line ``[bli-memory] extract job done {"job": ..., "added": ..., ...}``; a
+  failed attempt writes ``[bli-memory] extract job failed {"job", "reason",
+  "attempts", "retry_in_s"}`` (reasons from the closed set, never text or secrets).
+
+Reconciling twice is harmless (a statement already stored is ``unchanged``), so even
+the rare double run after a lease expired under a stalled worker writes nothing twice.
+
+A backend without a job queue of its own (the memory service client: the service
+drains its queue itself) makes :func:`drain` return 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.errors import BliMemoryError, InvalidInputError, ServiceError, StoreError
+
+if TYPE_CHECKING:
+    from bli_memory.core.embedded.store import ExtractJob
+    from bli_memory.core.extraction.extractors import Extractor
+    from bli_memory.core.memory.backend import MemoryBackend
+
+__all__ = [
+    "DEFAULT_LEASE_SECONDS",
+    "MAX_ATTEMPTS",
+    "default_worker_id",
+    "drain",
+    "job_queue",
+    "main",
+    "retry_delay",
+]
+
+#: How long a claim holds before another worker may take the job over; the
+#: heartbeat extends it every third of that while the job runs.
+DEFAULT_LEASE_SECONDS = 120.0
+#: Claims per job before it is given up (``failed``).
+MAX_ATTEMPTS = 5
+#: First retry delay and its ceiling, in seconds (doubling in between).
+BACKOFF_BASE_SECONDS = 15.0
+BACKOFF_CAP_SECONDS = 900.0
+#: ``done`` jobs (and their redacted text) are deleted this long after finishing.
+KEEP_DONE_DAYS = 14
+#: Seconds between queue polls of the long-running command.
+DEFAULT_POLL_SECONDS = 5.0
+
+_last_prune = 0.0
+_prune_lock = threading.Lock()
+
+
+def retry_delay(attempts: int) -> float:
+    """Seconds to wait before retrying a job that failed ``attempts`` times (>= 1)."""
+    return min(BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0), BACKOFF_CAP_SECONDS)
+
+
+def default_worker_id() -> str:
+    """``host:pid:random``, unique per worker (recorded in ``claimed_by``)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+_QUEUE_METHODS = ("claim_job", "extend_lease", "finish_job", "fail_job")
+
+
+def job_queue(backend: Any) -> Any | None:
+    """The object holding the job-queue methods for ``backend``, or None.
+
+    The queue is whatever implements ``claim_job(worker_id, *, lease_seconds,
+    max_attempts)``, ``extend_lease(job_id, worker_id, *, lease_seconds)``,
+    ``finish_job(job_id, worker_id, outcome)`` and ``fail_job(job_id, worker_id, *,
+    error, retry_at)`` as :class:`~bli_memory.core.embedded.store.SQLiteStore` does: the
+    backend itself or, for the embedded engine, ``backend.store``. Backends without
+    a local queue (the service client; the service's Postgres store, which drains its
+    own queue with ``FOR UPDATE SKIP LOCKED``) give None.
+    """
+    for candidate in (backend, getattr(backend, "store", None)):
+        if candidate is not None and all(callable(getattr(candidate, m, None)) for m in _QUEUE_METHODS):
+            return candidate
+    return None
+
+
+def _log(what: str, fields: dict[str, Any]) -> None:
+    try:
+        sys.stderr.write(f"[bli-memory] extract job {what} {json.dumps(fields, sort_keys=False)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed stderr must never fail a job
+        pass
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BliMemoryError):
+        return exc.reason
+    return f"unknown_internal:{type(exc).__name__}"
+
+
+class _Heartbeat:
+    """Extends a job's lease every third of the lease until stopped."""
+
+    def __init__(self, queue: Any, job_id: str, worker_id: str, lease_seconds: float) -> None:
+        self._stop = threading.Event()
+        self.lost = False
+
+        def beat() -> None:
+            interval = max(lease_seconds / 3, 0.05)
+            while not self._stop.wait(interval):
+                try:
+                    if not queue.extend_lease(job_id, worker_id, lease_seconds=lease_seconds):
+                        self.lost = True
+                        return
+                except Exception:  # a busy store: try again next beat
+                    continue
+
+        self._thread = threading.Thread(target=beat, name=f"lease-{job_id[:8]}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _prune(queue: Any) -> None:
+    global _last_prune
+    with _prune_lock:
+        if time.monotonic() - _last_prune < 3600 and _last_prune:
+            return
+        _last_prune = time.monotonic()
+    if hasattr(queue, "prune_jobs"):
+        before = (datetime.now(UTC) - timedelta(days=KEEP_DONE_DAYS)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            queue.prune_jobs(finished_before=before)
+        except BliMemoryError:
+            pass
+
+
+def _run_job(
+    queue: Any,
+    backend: MemoryBackend,
+    job: ExtractJob,
+    *,
+    worker_id: str,
+    extractor: Extractor,
+    lease_seconds: float,
+    max_attempts: int,
+) -> str:
+    """Distil one claimed job and record the result; returns done/retry/failed/lost."""
+    from bli_memory.core.extraction.reconcile import distil
+
+    heartbeat = _Heartbeat(queue, job.id, worker_id, lease_seconds)
+    try:
+        try:
+            outcome = distil(
+                job.text, backend=backend, space=job.space, source=job.source,
+                session_id=job.session_id, extractor=extractor,
+            )
+        except ServiceError:
+            if job.attempts < max_attempts or getattr(extractor, "name", "") == "default":
+                raise
+            from bli_memory.core.extraction.extractors import RuleExtractor
+
+            # Last attempt and the model endpoint still fails: the offline rules
+            # still keep what they can, rather than losing the exchange.
+            outcome = distil(
+                job.text, backend=backend, space=job.space, source=job.source,
+                session_id=job.session_id, extractor=RuleExtractor(),
+            )
+    except Exception as exc:
+        heartbeat.stop()
+        reason = _reason(exc)
+        final = job.attempts >= max_attempts or isinstance(exc, InvalidInputError)
+        delay = None if final else retry_delay(job.attempts)
+        retry_at = None
+        if delay is not None:
+            retry_at = (datetime.now(UTC) + timedelta(seconds=delay)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        message = exc.message if isinstance(exc, BliMemoryError) else type(exc).__name__
+        queue.fail_job(job.id, worker_id, error=f"{reason}: {message}"[:500], retry_at=retry_at)
+        _log("failed", {"job": job.id, "reason": reason, "attempts": job.attempts,
+                        "retry_in_s": delay})
+        return "failed" if final else "retry"
+    heartbeat.stop()
+    if not queue.finish_job(job.id, worker_id, outcome):
+        _log("lost", {"job": job.id, "reason": "lease_expired", "attempts": job.attempts})
+        return "lost"
+    _log("done", {"job": job.id, **outcome})
+    return "done"
+
+
+def drain(
+    backend: MemoryBackend,
+    *,
+    max_jobs: int,
+    worker_id: str,
+    extractor: Extractor | None = None,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    max_attempts: int = MAX_ATTEMPTS,
+    stop: threading.Event | None = None,
+) -> int:
+    """Claim and run ready extract jobs until none is ready or ``max_jobs`` were run.
+
+    Safe to call from several threads and processes at once on one store.
+
+    Args:
+        backend: The memory backend; its job queue is found by :func:`job_queue`.
+        max_jobs: Most jobs to run in this call.
+        worker_id: Recorded on each claimed job (see :func:`default_worker_id`).
+        extractor: Extractor to use; default :func:`~bli_memory.core.extraction.extractors.get_extractor`,
+            resolved when the first job is claimed.
+        lease_seconds: Lease of each claim (kept alive by a heartbeat while running).
+        max_attempts: Claims allowed per job before it is ``failed``.
+        stop: When set, no further job is claimed.
+
+    Returns:
+        How many jobs were claimed and run (done, retried or failed); 0 when the
+        queue had nothing ready or the backend has no queue.
+
+    Raises:
+        StoreError: the queue itself cannot be read or written.
+    """
+    queue = job_queue(backend)
+    if queue is None or max_jobs <= 0:
+        return 0
+    _prune(queue)
+    ran = 0
+    chosen = extractor
+    while ran < max_jobs and not (stop is not None and stop.is_set()):
+        job = queue.claim_job(worker_id, lease_seconds=lease_seconds, max_attempts=max_attempts)
+        if job is None:
+            break
+        ran += 1
+        if chosen is None:
+            try:
+                from bli_memory.core.extraction.extractors import get_extractor
+
+                chosen = get_extractor()
+            except BliMemoryError as exc:
+                reason = exc.reason
+                delay = retry_delay(job.attempts) if job.attempts < max_attempts else None
+                retry_at = None
+                if delay is not None:
+                    retry_at = (datetime.now(UTC) + timedelta(seconds=delay)).strftime(
+                        "%Y-%m-%dT%H:%M:%S.%fZ"
+                    )
+                queue.fail_job(job.id, worker_id, error=f"{reason}: {exc.message}"[:500], retry_at=retry_at)
+                _log("failed", {"job": job.id, "reason": reason, "attempts": job.attempts,
+                                "retry_in_s": delay})
+                break
+        _run_job(queue, backend, job, worker_id=worker_id, extractor=chosen,
+                 lease_seconds=lease_seconds, max_attempts=max_attempts)
+    return ran
+
+
+# --- the command -----------------------------------------------------------------
+
+USAGE = """\
+usage: bli-memory-mcp worker [--once] [--max-jobs N] [--lease-seconds S] [--poll-seconds S]
+
+Run queued extract jobs (stop hook, save_memory with extract: true): distil durable
+facts and reconcile them with the space. Several workers may run at once.
+
+  --once             run the jobs that are ready now, then exit
+  --max-jobs N       with --once: run at most N jobs (default: all ready)
+  --lease-seconds S  lease of each claim (default 120); a worker that dies loses its
+                     jobs to the next worker after this long
+  --poll-seconds S   without --once: seconds between polls of an empty queue (default 5)
+"""
+
+
+def _parse(argv: list[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {"once": False, "max_jobs": None, "lease": DEFAULT_LEASE_SECONDS,
+                            "poll": DEFAULT_POLL_SECONDS}
+    it = iter(argv)
+    for arg in it:
+        name, _, inline = arg.partition("=")
+        if arg in ("-h", "--help"):
+            opts["help"] = True
+        elif arg == "--once":
+            opts["once"] = True
+        elif name in ("--max-jobs", "--lease-seconds", "--poll-seconds"):
+            raw = inline or next(it, "")
+            try:
+                value = float(raw)
+            except ValueError:
+                raise InvalidInputError(f"{name} needs a number, not {raw!r}") from None
+            if value <= 0:
+                raise InvalidInputError(f"{name} must be positive")
+            key = {"--max-jobs": "max_jobs", "--lease-seconds": "lease", "--poll-seconds": "poll"}[name]
+            opts[key] = int(value) if key == "max_jobs" else value
+        else:
+            raise InvalidInputError(f"unknown worker option {arg!r}\n\n{USAGE}")
+    return opts
+
+
+def _ship_spool(backend: Any) -> int:
+    """With a memory service: send what the stop hook spooled while it was away.
+
+    Returns 0 when nothing is left for the service, 1 when it did not take everything.
+    """
+    from bli_memory.core.team.spool import ship_backlog
+
+    sent = ship_backlog(backend)
+    if sent is None:
+        sys.stderr.write("bli-memory-mcp worker: this machine uses the memory service, which runs "
+                         "extraction itself; nothing spooled to send\n")
+        return 0
+    note = f"; the service is away ({sent.error})" if sent.error else ""
+    sys.stderr.write(f"bli-memory-mcp worker: sent {len(sent.shipped)} spooled exchange(s) to the "
+                     f"memory service, {sent.rejected} refused, {sent.left} left{note}\n")
+    return 0 if sent.left == 0 else 1
+
+
+def main(argv: list[str]) -> int:
+    """``bli-memory-mcp worker``: run extract jobs; returns the exit code.
+
+    Raises:
+        BliMemoryError: bad options or an unusable store (the CLI prints one line).
+    """
+    opts = _parse(argv)
+    if opts.get("help"):
+        sys.stdout.write(USAGE)
+        return 0
+    from bli_memory.core.logs import configure_logging
+    from bli_memory.core.plugins import get_plugin_manager
+    from bli_memory.core.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    backend = get_plugin_manager().hook.memory_backend(settings=settings)
+    try:
+        if job_queue(backend) is None:
+            return _ship_spool(backend)
+        worker_id = default_worker_id()
+        if opts["once"]:
+            drain(backend, max_jobs=opts["max_jobs"] or 1_000_000, worker_id=worker_id,
+                  lease_seconds=opts["lease"])
+            return 0
+        stop = threading.Event()
+
+        def on_signal(signum: int, frame: Any) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        while not stop.is_set():
+            try:
+                ran = drain(backend, max_jobs=50, worker_id=worker_id, lease_seconds=opts["lease"],
+                            stop=stop)
+            except StoreError as exc:  # a busy or briefly unavailable store: poll again
+                sys.stderr.write(f"[bli-memory] extract worker waits: {exc.reason}\n")
+                ran = 0
+            if ran == 0:
+                stop.wait(opts["poll"])
+        return 0
+    finally:
+        backend.close()

@@ -1,0 +1,467 @@
+"""What a hook run answers, from the host's payload to the host's stdout: the one implementation.
+
+:func:`answer_hook` is the whole of a hook run after stdin was read: parse the payload
+with the host's adapter, skip what needs no memory work (no prompt, a trivial
+prompt, a re-entrant stop), run the event against the memory backend
+(:func:`handle`), and render the host's stdout. The hook process calls it on its
+direct path, and the resident daemon (:mod:`bli_memory.core.daemon.server`) calls the very
+same function for the hooks it answers; there is no second implementation of
+recall or capture.
+
+- ``session-start``: the space's profile, less what this session already holds or was
+  given -> one ``<bli-memory-context>`` block.
+- ``prompt``: search the space; the injection gate (:mod:`bli_memory.core.memory.relevance`)
+  decides whether the space holds anything on the prompt's subject and which hits to
+  inject, leaving out memories of this session and those already injected in it
+  (:mod:`bli_memory.core.hooks.injection_log`) -> one ``<bli-memory-recall>`` block, or nothing.
+- ``stop``: the last exchange from the host's transcript, injected blocks stripped,
+  secrets redacted, queued as a durable extract job -> ``queued: true``; in a space
+  whose sessions are being recorded, kept as a recording instead -> ``recorded: true``.
+
+Memory switched off for the space (:mod:`bli_memory.core.memory.switches`) skips every event
+with ``disabled``, before the backend is touched.
+
+:func:`handle` raises :class:`~bli_memory.core.errors.BliMemoryError` (with a reason);
+:func:`answer_hook` never raises and turns every failure into a :class:`HookAnswer`
+the caller writes as the receipt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from bli_memory.core.errors import BliMemoryError, HostError, StoreError
+from bli_memory.core.hooks.blocks import context_block, recall_block, strip_injected
+from bli_memory.core.hooks.receipts import to_log_reason
+from bli_memory.core.models import HookInput, HookResult
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.settings import Settings
+
+__all__ = [
+    "MAX_EXCHANGE_BYTES",
+    "MAX_PROMPT_BYTES",
+    "MAX_TRANSCRIPT_READ_BYTES",
+    "HookAnswer",
+    "HookContext",
+    "answer_hook",
+    "bounded_exchange",
+    "failed_answer",
+    "handle",
+    "reason_of",
+    "render",
+    "space_for",
+]
+
+#: The stop hook keeps at most this much of the last exchange (BLI Memory spec: 12 KB,
+#: tail-read, so a 40 MB transcript costs nothing).
+MAX_EXCHANGE_BYTES = 12 * 1024
+#: ... of which the user's prompt takes at most this much (its beginning); the reply
+#: gets the rest (its end, where the conclusion is).
+MAX_PROMPT_BYTES = 4 * 1024
+#: How much of a transcript's end is read to find that exchange: one tool result after
+#: the prompt can be far larger than 12 KB, and reading 256 KB still costs ~1 ms.
+MAX_TRANSCRIPT_READ_BYTES = 256 * 1024
+
+
+@dataclass
+class HookContext:
+    """Long-lived parts a hook needs: plugins, settings and the memory backend."""
+
+    pm: pluggy.PluginManager
+    settings: Settings
+    backend: MemoryBackend
+
+    @classmethod
+    def build(cls, pm: pluggy.PluginManager, *, settings: Settings | None = None) -> HookContext:
+        """Load settings and the backend (this is where the engine gets imported).
+
+        Args:
+            pm: Plugin manager holding the host adapter and the backend plugins.
+            settings: Settings to use (default: read from the environment now).
+
+        Raises:
+            ConfigError: a ``BLI_MEMORY_*`` variable is invalid.
+            StoreError: the backend plugin failed (``store_unavailable``).
+        """
+        from bli_memory.core.settings import load_settings
+
+        if settings is None:
+            settings = load_settings()
+        try:
+            backend = pm.hook.memory_backend(settings=settings)
+        except BliMemoryError:
+            raise
+        except Exception as exc:  # a plugin failed: the store is not usable
+            raise StoreError(f"memory backend failed: {type(exc).__name__}",
+                             reason="store_unavailable") from exc
+        return cls(pm=pm, settings=settings, backend=backend)
+
+
+def space_for(
+    hook_input: HookInput, *, cwd: str | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """Container tag of the session's folder.
+
+    Args:
+        hook_input: The parsed payload; its ``cwd`` wins.
+        cwd: Folder of the hook process, used when the payload names none (default:
+            this process's working folder; the daemon passes the caller's).
+        environ: Environment that may force or isolate the space
+            (``BLI_MEMORY_CONTAINER_TAG``, ``BLI_MEMORY_ISOLATE_WORKTREES``; default
+            ``os.environ``; the daemon passes the caller's).
+
+    Raises:
+        ValueError: ``BLI_MEMORY_CONTAINER_TAG`` is set but invalid.
+    """
+    from bli_memory.core.memory.spaces import derive_space
+
+    base = cwd or os.getcwd()
+    # A relative payload cwd is relative to the hook process, on every route.
+    folder = os.path.join(base, hook_input.cwd) if hook_input.cwd else base
+    return derive_space(folder, environ=os.environ if environ is None else environ).tag
+
+
+SpaceOf = Callable[[HookInput], str]
+
+
+def _injected_ids(block: str | None, memories: Any) -> list[str]:
+    """Ids of ``memories`` whose line made it into ``block`` (the budget may cut the rest)."""
+    return [m.id for m in memories if block and f"id {m.id})" in block]
+
+
+def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
+                   environ: Mapping[str, str] | None = None) -> HookResult:
+    from bli_memory.core.hooks.injection_log import already_injected, record_injected
+
+    space = space_of(hook_input)
+    profile = ctx.backend.profile(space=space, limit=8)
+    # A resumed session already has its own memories and what it was given.
+    seen = already_injected(hook_input.host, hook_input.session_id, environ=environ)
+    session = hook_input.session_id
+
+    def fresh(memories: Any) -> list[Any]:
+        return [m for m in memories if m.id not in seen and not (session and m.session_id == session)]
+
+    facts = fresh(profile.facts)
+    listed = {m.id for m in facts}
+    recent = [m for m in fresh(profile.recent) if m.id not in listed]  # a fact is shown once
+    block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars)
+    record_injected(hook_input.host, session, _injected_ids(block, [*facts, *recent]), environ=environ)
+    fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
+    return HookResult(event="session-start", outcome="ok", block=block, fields=fields)
+
+
+def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
+            environ: Mapping[str, str] | None = None) -> HookResult:
+    from bli_memory.core.hooks.injection_log import already_injected, record_injected
+    from bli_memory.core.memory.relevance import SMALL_SPACE, decide
+    from bli_memory.core.memory.term_evidence import hit_coverage
+
+    space = space_of(hook_input)
+    prompt = strip_injected(hook_input.prompt or "").strip()
+    limit = ctx.settings.recall_limit
+    result = ctx.backend.search(prompt, space=space, limit=limit * 3)
+    coverage = 0.0
+    if result.hits:
+        frequencies = getattr(ctx.backend, "term_frequencies", None)
+        if callable(frequencies):
+            counts, size = frequencies(prompt, space=space)
+        else:  # a plugin backend without term counts: every term weighs the same
+            from bli_memory.core.memory.terms import query_terms
+
+            counts, size = [(t, 0) for t in query_terms(prompt)], SMALL_SPACE
+        coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
+    session = hook_input.session_id
+    decision = decide(
+        result.hits, coverage=coverage, limit=limit, prompt=prompt,
+        floor=ctx.settings.similarity_floor,
+        skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
+    )
+    block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,
+                         session_known=bool(session))
+    shown = _injected_ids(block, [h.memory for h in decision.inject])
+    record_injected(hook_input.host, session, shown, environ=environ)
+    fields: dict[str, Any] = {"hits": len(shown), "gate": decision.reason}
+    return HookResult(event="prompt", outcome="ok", block=block, fields=fields)
+
+
+class _Kept(NamedTuple):
+    """The exchange as kept: redacted text and how many secrets were masked."""
+
+    text: str
+    masked: int
+
+
+def _unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so it encodes as UTF-8."""
+    from bli_memory.core.memory.unicode_text import lone_surrogates_replaced
+
+    return lone_surrogates_replaced(text)
+
+
+def _cut(text: str, limit: int, *, keep: str) -> str:
+    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    mark = " [...] "
+    room = max(limit - len(mark), 0)
+    if keep == "head":
+        return data[:room].decode("utf-8", "ignore").rstrip() + mark.rstrip()
+    return mark.lstrip() + data[len(data) - room:].decode("utf-8", "ignore").lstrip()
+
+
+def bounded_exchange(user: str, assistant: str) -> str:
+    """``"User: ...\n\nAssistant: ..."`` in at most :data:`MAX_EXCHANGE_BYTES` UTF-8 bytes.
+
+    The prompt keeps its beginning (up to :data:`MAX_PROMPT_BYTES`) and the reply its
+    end, so a long reply never pushes the question out of what is kept.
+    """
+    frame = "User: \n\nAssistant: "
+    head = _cut(user, MAX_PROMPT_BYTES, keep="head")
+    room = MAX_EXCHANGE_BYTES - len(frame.encode()) - len(head.encode("utf-8", "surrogatepass"))
+    return f"User: {head}\n\nAssistant: {_cut(assistant, room, keep='tail')}"
+
+
+def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
+          environ: Mapping[str, str] | None = None) -> HookResult:
+    from bli_memory.core.memory.redaction import redact, rules_with_plugins
+
+    if hook_input.reentrant:
+        return HookResult(event="stop", outcome="skipped", reason="reentrant")
+    try:
+        exchange = ctx.pm.hook.host_read_exchange(
+            host=hook_input.host, hook_input=hook_input, max_bytes=MAX_TRANSCRIPT_READ_BYTES
+        )
+    except HostError as exc:
+        if exc.reason == "no_transcript":
+            return HookResult(event="stop", outcome="skipped", reason="no_transcript")
+        raise
+    if exchange is None:
+        return HookResult(event="stop", outcome="skipped", reason="no_transcript")
+    # Lone surrogates (an emoji a UTF-16 host cut in half) cannot be stored: replaced.
+    user = _unicode(strip_injected(exchange.user).strip())
+    assistant = _unicode(strip_injected(exchange.assistant).strip())
+    if not user and not assistant:
+        return HookResult(event="stop", outcome="skipped", reason="no_transcript")
+    # Redact before the 12 KB cut: a cut through a secret leaves a fragment no rule
+    # recognises. Each part is first cut to twice its final budget, on the side the
+    # final cut keeps, so a secret across that first cut falls away in the second.
+    try:
+        rules = rules_with_plugins(ctx.pm)
+        asked = redact(_cut(user, 2 * MAX_PROMPT_BYTES, keep="head"), rules=rules)
+        said = redact(_cut(assistant, 2 * MAX_EXCHANGE_BYTES, keep="tail"), rules=rules)
+    except Exception:  # redaction must never let raw text through
+        return HookResult(event="stop", outcome="skipped", reason="redaction_failed")
+    redacted = _Kept(bounded_exchange(asked.text, said.text), asked.masked + said.masked)
+    space = space_of(hook_input)
+    record_turn = getattr(ctx.backend, "record_turn", None)
+    if callable(record_turn):
+        from bli_memory.core.memory.switches import is_recording
+
+        if is_recording(space):
+            # Capture-only session recording: kept as a recording, never extracted
+            # into memories and never injected (core/memory/switches.py).
+            record_turn(redacted.text, space=space, source=f"hook:{hook_input.host}",
+                        session_id=hook_input.session_id)
+            return HookResult(
+                event="stop", outcome="ok",
+                fields={"chars": len(redacted.text), "masked": redacted.masked, "recorded": True},
+            )
+    if getattr(ctx.backend, "spool_captures", False):
+        # A team service: spooled first, so a service away never costs the turn.
+        from bli_memory.core.team.spool import capture
+
+        kept = capture(ctx.backend, ctx.backend.base_url, redacted.text, space=space,
+                       source=f"hook:{hook_input.host}", session_id=hook_input.session_id)
+        return HookResult(event="stop", outcome="ok",
+                          fields={"chars": len(redacted.text), "masked": redacted.masked, **kept})
+    ctx.backend.enqueue_extract(
+        redacted.text, space=space, source=f"hook:{hook_input.host}",
+        session_id=hook_input.session_id,
+    )
+    return HookResult(
+        event="stop", outcome="ok",
+        fields={"chars": len(redacted.text), "masked": redacted.masked, "queued": True},
+    )
+
+
+_HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}
+
+#: Backend reasons that all mean "the local store cannot be used" in a receipt.
+_STORE_REASONS = frozenset(
+    {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch"}
+)
+
+
+def handle(
+    ctx: HookContext,
+    hook_input: HookInput,
+    *,
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> HookResult:
+    """Run one hook event against the memory backend.
+
+    Args:
+        ctx: Plugins, settings and backend.
+        hook_input: The parsed payload.
+        cwd: Folder of the hook process (see :func:`space_for`).
+        environ: The hook process's environment (see :func:`space_for`).
+
+    Raises:
+        BliMemoryError: the backend failed (reason says why).
+    """
+
+    def space_of(parsed: HookInput) -> str:
+        return space_for(parsed, cwd=cwd, environ=environ)
+
+    return _HANDLERS[hook_input.event](ctx, hook_input, space_of, environ)
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """Everything a hook run prints and records, decided before any timing is added.
+
+    Attributes:
+        outcome: ``ok``, ``skipped`` or ``failed``.
+        stdout: What the host reads on stdout: one rendered block, a stop's
+            ``systemMessage``, or ``""``.
+        reason: Reason for ``skipped``/``failed``, already in the closed set of
+            :mod:`bli_memory.core.hooks.receipts` (or ``unknown_internal:<name>``).
+        fields: Receipt fields of an ``ok`` run (``hits``, ``chars``, ``queued``, ...).
+        backend: True when the run reached the memory backend; the receipt and the
+            stats then name the route that answered (``via``). Runs decided from the
+            payload alone (trivial prompt, re-entrant stop, bad payload) do not.
+    """
+
+    outcome: str
+    stdout: str = ""
+    reason: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    backend: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object the daemon sends back for this answer."""
+        return {"stdout": self.stdout, "outcome": self.outcome, "reason": self.reason,
+                "fields": dict(self.fields), "backend": self.backend}
+
+
+def reason_of(error: BaseException) -> str:
+    """Receipt reason for an exception: its ``reason`` (store reasons folded into
+    ``store_unavailable``), else its class name (which the receipt turns into
+    ``unknown_internal:<name>``)."""
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):
+        return "store_unavailable" if reason in _STORE_REASONS else reason
+    return type(error).__name__
+
+
+def render(pm: pluggy.PluginManager | None, host: str, result: HookResult) -> str:
+    """The host's stdout for ``result`` through its adapter; ``""`` when it renders nothing.
+
+    Never raises: an adapter failure prints nothing (a hook prints one whole block or
+    nothing).
+    """
+    if pm is None:
+        return ""
+    try:
+        rendered = pm.hook.host_render(host=host, result=result)
+    except Exception:
+        return ""
+    return rendered.stdout if rendered is not None else ""
+
+
+def failed_answer(pm: pluggy.PluginManager | None, host: str, event: str, reason: str,
+                  *, backend: bool = False) -> HookAnswer:
+    """A failed run; a failed stop also tells the person, through the host's adapter
+    (the spec's one-line ``systemMessage``: a failed save means the turn was not kept)."""
+    log_reason = to_log_reason(reason)
+    stdout = ""
+    if event == "stop":
+        stdout = render(pm, host, HookResult(event="stop", outcome="failed", reason=log_reason))
+    return HookAnswer(outcome="failed", stdout=stdout, reason=log_reason, backend=backend)
+
+
+def _enabled(hook_input: HookInput, *, cwd: str | None, environ: Mapping[str, str] | None) -> bool:
+    from bli_memory.core.memory.switches import is_enabled, load
+
+    data = load()
+    if not data:  # no switches file: on (the common case costs one failed open)
+        return True
+    return is_enabled(space_for(hook_input, cwd=cwd, environ=environ), data)
+
+
+def answer_hook(
+    pm: pluggy.PluginManager,
+    *,
+    host: str,
+    event: str,
+    payload: dict[str, Any],
+    context: Callable[[], HookContext],
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> HookAnswer:
+    """Answer one hook run: parse, skip or handle, render. Never raises.
+
+    This is the function both routes run: the hook process on its direct path (in a
+    worker thread its deadline can abandon) and the resident daemon for each request.
+
+    Args:
+        pm: Plugin manager with the host's adapter.
+        host: Adapter name (``claude``, ...).
+        event: ``session-start``, ``prompt`` or ``stop``.
+        payload: The host's JSON payload, already read and decoded.
+        context: Returns the :class:`HookContext`; called only once the run needs the
+            backend, so skipped runs never open the store or load the model.
+        cwd: The hook process's working folder (default: this process's).
+        environ: The hook process's environment for space derivation (default:
+            ``os.environ``).
+
+    Returns:
+        The :class:`HookAnswer`: ``skipped`` with ``no_prompt`` / ``trivial_prompt`` /
+        ``reentrant`` / ``disabled`` (memory switched off for the space, see
+        :mod:`bli_memory.core.memory.switches`) without touching the backend; ``failed`` with
+        ``unknown_host``, a payload reason (``stdin_malformed``) or the backend's
+        reason; otherwise the handler's outcome with the rendered stdout.
+    """
+    try:
+        hook_input = pm.hook.host_parse_payload(host=host, event=event, payload=payload)
+    except Exception as exc:  # an adapter refusing the payload, or an adapter bug
+        return failed_answer(pm, host, event, reason_of(exc))
+    if hook_input is None:
+        return failed_answer(pm, host, event, "unknown_host")
+
+    if event == "prompt":
+        from bli_memory.core.hooks.trivial import is_trivial
+
+        if not (hook_input.prompt or "").strip():
+            return HookAnswer(outcome="skipped", reason="no_prompt")
+        if is_trivial(hook_input.prompt or ""):
+            return HookAnswer(outcome="skipped", reason="trivial_prompt")
+    if event == "stop" and hook_input.reentrant:
+        return HookAnswer(outcome="skipped", reason="reentrant")
+    try:
+        if not _enabled(hook_input, cwd=cwd, environ=environ):
+            # Memory switched off (globally or for this space): neither inject nor capture.
+            return HookAnswer(outcome="skipped", reason="disabled")
+    except Exception as exc:  # an invalid forced space fails as it would in the handler
+        return failed_answer(pm, host, event, reason_of(exc), backend=True)
+
+    try:
+        result = handle(context(), hook_input, cwd=cwd, environ=environ)
+    except Exception as exc:  # reported through the receipt, never raised
+        return failed_answer(pm, host, event, reason_of(exc), backend=True)
+    if result.outcome == "ok":
+        stdout = render(pm, host, result) if result.block else ""
+        return HookAnswer(outcome="ok", stdout=stdout, fields=dict(result.fields), backend=True)
+    if result.outcome == "skipped":
+        return HookAnswer(outcome="skipped", reason=to_log_reason(result.reason), backend=True)
+    return failed_answer(pm, host, event, result.reason or "unknown", backend=True)

@@ -1,0 +1,121 @@
+"""Which memories one host session has already been given: per-session, bounded hook state.
+
+The prompt hook and session-start inject memories into the model's context. Within one
+session that context persists, so a memory injected once is never injected again: it
+would only cost tokens. This module keeps, per host session, the ids already injected.
+
+- One small JSON file per session under ``<state dir>/injected/``, named by a SHA-256 of
+  ``host`` and the host's session id (the id itself never reaches a file name).
+- Bounded: at most :data:`MAX_IDS` ids per session (oldest dropped first), at most
+  :data:`MAX_SESSIONS` files (least recently written removed first), and files older
+  than :data:`MAX_AGE_SECONDS` are removed when a new session file is created.
+- Writes are atomic (temporary file, then rename) with mode 0600, so the daemon and a
+  direct hook process (both routes run :func:`bli_memory.core.hooks.events.handle`) can
+  share it; a lost race loses at most one prompt's ids, never the file.
+- Best effort: an unreadable or corrupt file reads as "nothing injected yet", and a
+  failed write is ignored. A hook never fails because of this state.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from bli_memory.core.private_files import make_private_dir
+
+__all__ = ["MAX_AGE_SECONDS", "MAX_IDS", "MAX_SESSIONS", "already_injected", "log_dir", "record_injected"]
+
+#: Ids kept per session. A session injects at most 5 memories per prompt (recall_limit)
+#: plus a session-start block, so 1,000 ids cover 190+ prompts; older ones are
+#: forgotten first, and re-injecting a memory after that long costs little.
+MAX_IDS = 1000
+#: Session files kept (about 40 KB each at most); enough for weeks of sessions.
+MAX_SESSIONS = 256
+#: A session file unwritten for this long belongs to a session that has ended (hosts
+#: resume sessions within days, not weeks): 7 days.
+MAX_AGE_SECONDS = 7 * 24 * 3600
+
+
+def log_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Folder of the per-session files: ``<state dir>/injected``."""
+    from bli_memory.core.paths import state_dir
+
+    return state_dir(environ) / "injected"
+
+
+def _file(host: str, session_id: str, environ: Mapping[str, str] | None) -> Path:
+    digest = hashlib.sha256(f"{host}\0{session_id}".encode("utf-8", "replace")).hexdigest()[:32]
+    return log_dir(environ) / f"{digest}.json"
+
+
+def already_injected(
+    host: str, session_id: str | None, *, environ: Mapping[str, str] | None = None
+) -> set[str]:
+    """Ids of the memories this session was already given (empty without a session id).
+
+    Never raises: a missing, unreadable or corrupt file gives an empty set.
+    """
+    if not session_id:
+        return set()
+    try:
+        data = json.loads(_file(host, session_id, environ).read_text(encoding="utf-8"))
+        ids = data.get("ids") if isinstance(data, dict) else None
+        return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
+    except (OSError, ValueError):
+        return set()
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    now = time.time()
+    files: list[tuple[float, Path]] = []
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError):
+            files.append((path.stat().st_mtime, path))
+    files.sort()
+    excess = len(files) - MAX_SESSIONS
+    for n, (mtime, path) in enumerate(files):
+        if path != keep and (n < excess or now - mtime > MAX_AGE_SECONDS):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def record_injected(
+    host: str, session_id: str | None, ids: Iterable[str], *, environ: Mapping[str, str] | None = None
+) -> None:
+    """Add ``ids`` to what this session was given. Never raises; no-op without a session id."""
+    new = [i for i in ids if isinstance(i, str)]
+    if not session_id or not new:
+        return
+    path = _file(host, session_id, environ)
+    try:
+        fresh = not path.exists()
+        previous: list[str] = []
+        if not fresh:
+            with contextlib.suppress(OSError, ValueError):
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(data, dict) and isinstance(data.get("ids"), list):
+                    previous = [i for i in data["ids"] if isinstance(i, str)]
+        merged = list(dict.fromkeys([*previous, *new]))[-MAX_IDS:]
+        make_private_dir(path.parent)
+        tmp = path.parent / f".tmp-{os.getpid()}-{os.urandom(4).hex()}.json"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"ids": merged}, fh)
+            os.chmod(tmp, 0o600)  # whatever the umask
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if fresh:
+            _prune(path.parent, path)
+    except OSError:
+        return

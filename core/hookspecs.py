@@ -1,0 +1,210 @@
+"""The plugin seams of BLI Memory, as pluggy hook specifications.
+
+Three groups of hooks (see ``docs/plugin-hooks.md`` for one section per hook):
+
+- **Host contract** (``host_*``): one plugin per agent host parses hook payloads,
+  renders results, reads transcripts and plans config edits. Every ``host_*`` hook
+  except :func:`host_info` takes ``host: str``, is ``firstresult`` and an adapter
+  returns ``None`` for any host that is not its own. Host plugins are loaded from the
+  entry-point group ``bli_memory.hosts``; the built-in adapters are registered the same way.
+- **Memory backend** (``memory_backend``): returns the object that implements the
+  memory tool contract (:class:`~bli_memory.core.memory.backend.MemoryBackend`): the
+  embedded SQLite engine, or the client of the memory service.
+- **Extension points** (``register_*``): embedders, extractors and redaction rules are
+  handed to a ``register`` callback, as in simonw/llm.
+
+Importing this module costs only ``pluggy``; heavy types live under ``TYPE_CHECKING``.
+The manager that loads them is :mod:`bli_memory.core.plugins`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.models import (
+        Exchange,
+        HookInput,
+        HookResult,
+        HostConfigPlan,
+        HostStatus,
+        RenderedOutput,
+    )
+    from bli_memory.core.settings import Settings
+
+__all__ = ["PROJECT_NAME", "hookimpl", "hookspec"]
+
+PROJECT_NAME = "bli_memory"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# ---------------------------------------------------------------------------------
+# Host contract
+# ---------------------------------------------------------------------------------
+
+
+@hookspec
+def host_info() -> dict[str, Any]:
+    """Describe one host plugin.
+
+    Called by the installer, ``status`` and the hook dispatcher to list hosts.
+
+    Returns:
+        ``{"name": str, "display_name": str, "events": {our_event: host_event, ...},
+        "present": bool}``: ``events`` maps ``session-start``/``prompt``/``stop`` to the
+        host's own event names; ``present`` says whether the host is installed on this
+        machine. Every host plugin returns one; the results are collected.
+    """
+
+
+@hookspec(firstresult=True)
+def host_parse_payload(host: str, event: str, payload: dict[str, Any]) -> HookInput | None:
+    """Turn the JSON a host sent to a hook into a :class:`HookInput`.
+
+    Args:
+        host: Adapter name the hook was registered for (``claude``, ...).
+        event: Our event name: ``session-start``, ``prompt`` or ``stop``.
+        payload: The decoded JSON object from stdin.
+
+    Returns:
+        The normalised input, or ``None`` when ``host`` is not this plugin's.
+        Stops at first non-None result.
+
+    Raises:
+        HookPayloadError: the payload is this host's but unusable (reason
+            ``stdin_malformed``).
+    """
+
+
+@hookspec(firstresult=True)
+def host_render(host: str, result: HookResult) -> RenderedOutput | None:
+    """Render a hook's decision in the host's own output format.
+
+    Args:
+        host: Adapter name.
+        result: What the hook decided (block to inject, outcome, reason).
+
+    Returns:
+        stdout text and exit code (always 0 for our hooks), or ``None`` when ``host`` is
+        not this plugin's. Stops at first non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def host_read_exchange(host: str, hook_input: HookInput, max_bytes: int) -> Exchange | None:
+    """Read the last user/assistant exchange of the session.
+
+    Args:
+        host: Adapter name.
+        hook_input: The parsed stop payload (transcript path, reply, ...).
+        max_bytes: Read at most this many bytes from the end of the transcript.
+
+    Returns:
+        The exchange, or ``None`` when ``host`` is not this plugin's. Stops at first
+        non-None result.
+
+    Raises:
+        HostError: reason ``no_transcript`` when there is nothing to read.
+    """
+
+
+@hookspec(firstresult=True)
+def host_plan_config(
+    host: str, contract: dict[str, Any], home: Path, uninstall: bool
+) -> HostConfigPlan | None:
+    """Plan the config edits that install (or remove) our server and hooks for a host.
+
+    Args:
+        host: Adapter name.
+        contract: A validated ``bli-memory-install-config.v1`` with absolute commands.
+        home: The home folder whose config files are edited.
+        uninstall: Plan removal of exactly what install adds.
+
+    Returns:
+        The plan (files with old and new text), or ``None`` when ``host`` is not this
+        plugin's. Stops at first non-None result.
+
+    Raises:
+        InstallConflict: an existing config file is malformed; nothing may be written.
+    """
+
+
+@hookspec(firstresult=True)
+def host_status(host: str, contract: dict[str, Any], home: Path) -> HostStatus | None:
+    """Report whether our server and hooks are installed, outdated or absent for a host.
+
+    Returns:
+        The status, or ``None`` when ``host`` is not this plugin's. Stops at first
+        non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def host_print_config(host: str, contract: dict[str, Any]) -> str | None:
+    """Return the config block ``--print-config=<host>`` prints for a host.
+
+    Returns:
+        The text, or ``None`` when ``host`` is not this plugin's. Stops at first
+        non-None result.
+    """
+
+
+# ---------------------------------------------------------------------------------
+# Memory backend
+# ---------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def memory_backend(settings: Settings) -> MemoryBackend | None:
+    """Return the backend that implements the memory tool contract.
+
+    Called once per process by the MCP server, the hook direct path and the daemon.
+
+    Args:
+        settings: The process's settings (remote URL, store path, ...).
+
+    Returns:
+        A :class:`MemoryBackend`, or ``None`` to let the next plugin decide (the
+        embedded engine answers last). Stops at first non-None result.
+    """
+
+
+# ---------------------------------------------------------------------------------
+# Extension points
+# ---------------------------------------------------------------------------------
+
+
+@hookspec
+def register_embedders(register: Callable[[str, Callable[[], Any]], None]) -> None:
+    """Register embedding models.
+
+    Args:
+        register: Call ``register(name, factory)``; ``factory()`` returns an object with
+            ``name``, ``dimensions`` and ``embed(texts) -> float32 array (n, d)``.
+    """
+
+
+@hookspec
+def register_extractors(register: Callable[[str, Callable[[], Any]], None]) -> None:
+    """Register fact extractors (text -> atomic statements worth keeping).
+
+    Args:
+        register: Call ``register(name, factory)``.
+    """
+
+
+@hookspec
+def register_redaction_rules(register: Callable[[Any], None]) -> None:
+    """Register extra redaction rules, applied after the built-in ones.
+
+    Args:
+        register: Call ``register(rule)`` with a
+            :class:`~bli_memory.core.memory.redaction.RedactionRule`.
+    """

@@ -1,0 +1,195 @@
+"""The MCP server's stdio transport: every line read gets an answer or is processed.
+
+The MCP SDK's ``stdio_server`` (mcp 2.3.0, ``mcp/server/stdio.py``) parses each line
+with pydantic and, when that fails, hands the exception to the session, which drops
+it: a line that is not JSON, a message that is not JSON-RPC, or a request whose JSON
+holds a lone surrogate (``"\\ud800"``, which pydantic's parser refuses) gets no
+response at all, and the client waits for its timeout. This module reads stdin
+itself and passes the SDK only lines it accepts:
+
+- a line that is not JSON (or not UTF-8 enough to be) is answered with JSON-RPC
+  ``-32700 Parse error`` and ``id: null`` (JSON-RPC 2.0, section 5.1);
+- JSON that is not a JSON-RPC message (an array, a request without ``method``) is
+  answered with ``-32600 Invalid Request``, carrying the request's id when it has one;
+- lone surrogates in any string become U+FFFD and the request is processed as usual.
+
+stdout stays the SDK's: it keeps fd 1 for the wire and points the descriptor at
+stderr, so stray prints never corrupt the stream. fd 0 is likewise moved to a private
+descriptor and pointed at the null device, so a child process reads EOF instead of
+the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from bli_memory.core.memory.unicode_text import clean_strings
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+__all__ = ["EOF_GRACE_S", "robust_stdio_server"]
+
+#: When the client closes stdin, requests still running get this long to answer before
+#: the server ends (a tool call that embeds or waits on a store answers well within it).
+EOF_GRACE_S = 60.0
+
+def _error(request_id: Any, code: int, message: str) -> SessionMessage:
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        request_id = None
+    return SessionMessage(
+        types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    )
+
+
+class _CheckedLines:
+    """Async iterator over stdin lines that the SDK can parse; answers the others itself."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self._lines = source.__aiter__()
+        self._ready = anyio.Event()
+        self._write: Any = None
+        self.pending: set[str | int] = set()  # ids of requests read and not yet answered
+        self.answered = anyio.Event()
+
+    def attach(self, write_stream: Any) -> None:
+        """Give the stream errors are answered on (the server's write stream)."""
+        self._write = write_stream
+        self._ready.set()
+
+    def __aiter__(self) -> _CheckedLines:
+        return self
+
+    def done(self, message: Any) -> None:
+        """Note that the response to a request id went out."""
+        root = getattr(message, "message", None)
+        root = getattr(root, "root", root)  # a RootModel wrapper in some SDK versions
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and root.id in self.pending:
+            self.pending.discard(root.id)
+            self.answered.set()
+
+    async def _drain(self) -> None:
+        """At end of input, wait (at most :data:`EOF_GRACE_S`) for the requests in flight."""
+        with anyio.move_on_after(EOF_GRACE_S):
+            while self.pending:
+                self.answered = anyio.Event()
+                await self.answered.wait()
+
+    async def __anext__(self) -> str:
+        while True:
+            try:
+                raw: bytes = await self._lines.__anext__()
+            except StopAsyncIteration:
+                await self._drain()  # the SDK cancels what is in flight once input ends
+                raise
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            answer, accepted = _check(line)
+            if accepted is not None:
+                message = json.loads(accepted)
+                if isinstance(message, dict) and "method" in message and "id" in message:
+                    self.pending.add(message["id"])
+                return accepted
+            await self._ready.wait()
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._write.send(answer)
+
+
+class _NotingSender:
+    """The server's write stream, telling :class:`_CheckedLines` which requests were answered."""
+
+    def __init__(self, stream: Any, lines: _CheckedLines) -> None:
+        self._stream = stream
+        self._lines = lines
+
+    async def send(self, message: Any) -> None:
+        await self._stream.send(message)
+        self._lines.done(message)
+
+    async def __aenter__(self) -> _NotingSender:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _check(line: str) -> tuple[SessionMessage | None, str | None]:
+    """Return ``(error to answer, None)`` or ``(None, the line to hand to the SDK)``."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error(None, types.PARSE_ERROR, "Parse error"), None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    try:
+        message = clean_strings(message)
+        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+        return None, json.dumps(message, ensure_ascii=False)
+    except Exception:  # any message pydantic refuses is an invalid request
+        return _error(request_id, types.INVALID_REQUEST, "Invalid Request"), None
+
+
+@asynccontextmanager
+async def robust_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
+    """Like ``mcp.server.stdio.stdio_server()``, but no line read goes unanswered.
+
+    Yields:
+        ``(read_stream, write_stream)`` for ``Server.run``.
+    """
+    private = _claim_stdin()
+    if private is not None:
+        source = anyio.wrap_file(os.fdopen(private, "rb", closefd=False))
+    elif sys.stdin is not None and hasattr(sys.stdin, "buffer"):
+        source = anyio.wrap_file(sys.stdin.buffer)
+    else:  # no stdin at all: nothing to read, the server ends at once
+        source = anyio.wrap_file(open(os.devnull, "rb"))  # noqa: SIM115 - lives as long as the server
+    lines = _CheckedLines(source)
+    try:
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.attach(write_stream)
+            yield read_stream, _NotingSender(write_stream, lines)
+    finally:
+        if private is not None:
+            _release_stdin(private)
+
+
+def _claim_stdin() -> int | None:
+    """Move the wire off fd 0 to a private descriptor and point fd 0 at the null device.
+
+    Returns None when the process started without stdin: fd 0 may then be anything
+    opened since (the event loop's selector), and is left alone.
+    """
+    try:
+        if sys.stdin is None or sys.stdin.fileno() != 0:
+            return None
+        private = os.dup(0)
+    except (OSError, ValueError, AttributeError):
+        return None
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+    except OSError:
+        return private
+    return private
+
+
+def _release_stdin(private: int) -> None:
+    with suppress(OSError):
+        os.dup2(private, 0)

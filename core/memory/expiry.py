@@ -1,0 +1,59 @@
+"""The one reader of a memory's ``expiresAt``: the MCP tool, the embedded engine and the
+Postgres store all parse it here, so a value is refused the same way everywhere.
+
+An expiry is any ISO 8601 date or time (a date alone is its midnight UTC, a time
+without a zone is UTC), stored in the stores' UTC form ``...T04:57:01.123456Z``
+(:func:`bli_memory.core.memory.records.normalise_time`). A time that names no instant a
+calendar of years 1 to 9999 holds in UTC, such as ``0001-01-01T00:00:00+14:00`` or
+``9999-12-31T23:59:59-01:00``, is refused with :class:`InvalidInputError` (a 400 on
+the service), never an ``OverflowError``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bli_memory.core.errors import InvalidInputError
+
+__all__ = ["expiry_datetime", "parse_expiry"]
+
+#: Longest expiry string considered, in characters (the longest ISO 8601 time with
+#: microseconds and a zone is 32); longer input is refused without being echoed.
+_MAX_CHARS = 64
+
+
+def parse_expiry(value: Any) -> str | None:
+    """``value`` in the stores' UTC form; ``None`` or blank text means "never expires".
+
+    Raises:
+        InvalidInputError: not a string, not ISO 8601, or outside years 1-9999 in UTC.
+    """
+    from bli_memory.core.memory.records import normalise_time
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError("expiresAt must be an ISO 8601 date or time string")
+    if not value.strip():
+        return None
+    shown = repr(value) if len(value) <= _MAX_CHARS else f"of {len(value)} characters"
+    if len(value) > _MAX_CHARS:
+        raise InvalidInputError(f"expiresAt {shown} is not a usable ISO 8601 date or time")
+    try:
+        return normalise_time(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"expiresAt {shown} is not a usable ISO 8601 date or time (it must name an instant "
+            "from year 1 to 9999 in UTC, e.g. 2026-12-31 or 2026-12-31T18:00:00+02:00)"
+        ) from None
+
+
+def expiry_datetime(value: Any) -> datetime | None:
+    """:func:`parse_expiry` as an aware UTC :class:`datetime` (for Postgres ``timestamptz``).
+
+    Raises:
+        InvalidInputError: as :func:`parse_expiry`.
+    """
+    text = parse_expiry(value)
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -1,0 +1,62 @@
+"""Rules for HTTP credentials: Authorization headers, ``curl -u``, a free-standing
+``Bearer`` token, URL passwords and secret-named query parameters."""
+
+from __future__ import annotations
+
+from bli_memory.core.memory.redaction.patterns import _TOKEN_CHAR, _TOKEN_LIKE, _name, _rule
+
+__all__ = []
+
+_AUTHORIZATION = r"[Aa](?i:uthorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
+_HTTP_AUTH_RULES = (
+    # In an Authorization header any credential counts, however short.
+    _rule(
+        "bearer_token",
+        rf"{_AUTHORIZATION}(?i:bearer)[ \t]+(?P<token>{_TOKEN_CHAR}+=*)",
+        "token",
+    ),
+    _rule(
+        "basic_auth",
+        rf"{_AUTHORIZATION}(?i:basic)[ \t]+(?P<token>[A-Za-z0-9+/]+={{0,2}})",
+        "token",
+    ),
+    _rule(
+        "auth_header",
+        rf"{_AUTHORIZATION}(?!(?i:bearer|basic)[ \t])"
+        r"(?:(?i:token|bot|apikey|key|sso-key|ssws|splunk)[ \t]+)?"
+        rf"(?P<token>{_TOKEN_LIKE})",
+        "token",
+    ),
+    # curl -u user:password
+    _rule(
+        "basic_auth",
+        # The user part can't be a URL scheme: ``curl -u http://app`` has no password.
+        r"-(?<!\S-)(?:u|-user)[ \t]+[\"']?[^\s:\"']+:(?!//)(?P<password>[^\s\"']+)",
+        "password",
+    ),
+    # Elsewhere "Bearer" must be followed by something token-like, so that
+    # "Bearer tokens are..." stays.
+    _rule(
+        "bearer_token",
+        rf"[Bb](?<![\w-].)(?i:earer)[ \t]+(?P<token>{_TOKEN_LIKE})",
+        "token",
+    ),
+)
+
+_URL_RULES = (
+    _rule(
+        "url_password",
+        # The password may hold '@' or ':'; greedy matching ends it at the
+        # last '@' before the host. Excluding '/' keeps each scan to one URL.
+        r"://[^\s:/?#@\"'<>\[\]]*:(?P<password>[^\s/?#\"'<>]+)@",
+        "password",
+    ),
+    _rule(
+        "query_secret",
+        r"[?&](?:"
+        + _name(first=r"\w\[\].-", chars=r"\w\[\].-", not_after=None)
+        + r"|(?i:key|sig|signature|auth|pass|pwd|x-amz-signature"
+        r"|x-amz-credential))=(?P<value>[^&\s#\"'<>]+)",
+        "value",
+    ),
+)

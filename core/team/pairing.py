@@ -1,0 +1,154 @@
+"""The paired session: which memory service this machine talks to, and its device token.
+
+``cockpit login`` (:func:`login`) proves a device token against the service and
+writes ``~/.config/bli-cockpit/session.json`` (path from
+:func:`bli_memory.core.paths.session_file_path`; folder 0700, file 0600, written
+atomically). The MCP server, the hooks and the daemon read it
+(:func:`read_session`) to reach the service; ``BLI_MEMORY_DASHBOARD_URL`` and
+``BLI_MEMORY_DEVICE_TOKEN`` override its two values (BLI Memory spec, "Auth").
+
+File format (version 1)::
+
+    {"version": 1, "dashboard_url": "https://memory.example.com", "device_token": "blim_...",
+     "person": "alice", "device": "laptop", "paired_at": "2026-11-30T05:00:00.000000Z"}
+
+Standard library only at import time: the hook entry path reads this file; httpx is
+imported by :func:`login` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core import paths
+from bli_memory.core.errors import ConfigError
+from bli_memory.core.private_files import make_private_dir
+
+__all__ = ["SESSION_VERSION", "Session", "clear_session", "login", "read_session", "write_session"]
+
+SESSION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Session:
+    """A paired machine's link to the memory service.
+
+    Attributes:
+        dashboard_url: Base URL of the service (no trailing slash).
+        device_token: The device token (secret; never logged).
+        person: Who the token proves, as the service named them at login.
+        device: The device label of the token.
+        paired_at: When ``login`` wrote the file (UTC ISO 8601).
+    """
+
+    dashboard_url: str
+    device_token: str
+    person: str | None = None
+    device: str | None = None
+    paired_at: str = ""
+
+    def __repr__(self) -> str:  # the token must not reach a log line by accident
+        return (f"Session(dashboard_url={self.dashboard_url!r}, person={self.person!r}, "
+                f"device={self.device!r})")
+
+
+def read_session(environ: Mapping[str, str] | None = None) -> Session | None:
+    """The paired session, or None when this machine is not paired.
+
+    Raises:
+        ConfigError: the file exists but cannot be read or is not a session file.
+    """
+    path = paths.session_file_path(environ)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the paired session {path}: {exc.strerror}") from exc
+    try:
+        data = json.loads(raw)
+        url, token = data["dashboard_url"], data["device_token"]
+        if not isinstance(url, str) or not isinstance(token, str) or not url or not token:
+            raise TypeError("empty")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"the paired session {path} is not readable; run `cockpit login` again") from exc
+    return Session(dashboard_url=url.rstrip("/"), device_token=token, person=data.get("person"),
+                   device=data.get("device"), paired_at=str(data.get("paired_at", "")))
+
+
+def write_session(session: Session, environ: Mapping[str, str] | None = None) -> Path:
+    """Write the session file atomically with mode 0600; returns its path."""
+    path = paths.session_file_path(environ)
+    make_private_dir(path.parent)
+    body = {"version": SESSION_VERSION, **asdict(session)}
+    fd, tmp = tempfile.mkstemp(prefix=".session.", dir=str(path.parent))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(body, fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def clear_session(environ: Mapping[str, str] | None = None) -> bool:
+    """Unpair this machine; returns False when it was not paired."""
+    try:
+        paths.session_file_path(environ).unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def login(url: str, token: str, *, timeout: float = 10.0, transport: Any | None = None,
+          environ: Mapping[str, str] | None = None) -> Session:
+    """Pair this machine: prove ``token`` against the service at ``url``, then write the session.
+
+    Args:
+        url: Base URL of the memory service (``http(s)://host[:port]``).
+        token: A device token from ``bli-memory-mcp service token create``.
+        timeout: Seconds for the check.
+        transport: An httpx transport (tests).
+        environ: Environment for the session path (default: the process's).
+
+    Returns:
+        The session written.
+
+    Raises:
+        ConfigError: the URL is not http(s).
+        ServiceError: the service refused the token (``http_401``) or could not be
+            reached (``timeout``, ``dashboard_unreachable``, ``bad_response``); nothing
+            is written then.
+    """
+    from bli_memory.core.team.remote import RemoteBackend
+
+    url = (url or "").strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError("the service URL must start with http:// or https://")
+    token = (token or "").strip()
+    if not token:
+        raise ConfigError("give the device token to pair with")
+    client = RemoteBackend(url, token=token, timeout=timeout, transport=transport)
+    try:
+        who = client.whoami()
+    finally:
+        client.close()
+    session = Session(dashboard_url=url, device_token=token, person=who.get("person"),
+                      device=who.get("device"), paired_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    write_session(session, environ)
+    return session

@@ -1,0 +1,605 @@
+"""The remote backend: the memory tool contract over the team memory service's HTTP doors.
+
+This module is also the plugin that chooses it (:func:`memory_backend`, ``tryfirst``):
+when ``BLI_MEMORY_DASHBOARD_URL`` is set or the machine is paired
+(:mod:`bli_memory.core.team.pairing`), the MCP server, the hooks and the daemon talk to
+the service instead of the embedded engine, through the same contract. The device
+token comes from ``BLI_MEMORY_DEVICE_TOKEN``, else from the session file; a service
+URL without a token raises :class:`ServiceError` with reason ``unpaired``.
+
+Failures map to the closed network reasons of the BLI Memory spec, in this one
+module that calls httpx:
+
+================================  ==============================================
+``timeout``                       connect, read, write or pool timeout
+``dashboard_unreachable``         refused, reset, DNS, TLS: no answer at all
+``http_<status>``                 an answer other than success (401, 500, 503, ...)
+``bad_response``                  a success whose body is not the JSON we expect
+================================  ==============================================
+
+except that a door's own verdicts keep their meaning: 400 becomes
+:class:`InvalidInputError` and 404 :class:`NotFoundError`, exactly as the embedded
+engine raises them. Module-level imports are the standard library only (the hook
+entry path registers this plugin); httpx loads when the first request is made. One
+``httpx.Client`` per backend keeps its connection alive, so the daemon holds it warm.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
+from bli_memory.core.hookspecs import hookimpl
+from bli_memory.core.models import (
+    ForgetResult,
+    Memory,
+    Profile,
+    SaveResult,
+    SearchHit,
+    SearchResult,
+    UpdateResult,
+)
+
+if TYPE_CHECKING:
+    from bli_memory.core.settings import Settings
+
+__all__ = [
+    "BULK_TIMEOUT_S",
+    "CONNECT_TIMEOUT_S",
+    "IMPORT_PART_BYTES",
+    "IMPORT_PART_RECORDS",
+    "READ_TIMEOUT_S",
+    "UNPAIRED_MESSAGE",
+    "RemoteBackend",
+    "check_paired",
+    "memory_backend",
+    "remote_target",
+]
+
+#: Seconds to open a connection; a hook's own deadline (2-15 s) still bounds every call.
+CONNECT_TIMEOUT_S = 3.0
+#: Seconds to wait for an answer (a save embeds on the server).
+READ_TIMEOUT_S = 10.0
+#: Seconds to wait for a bulk answer: an import part embeds its rows on the server, an
+#: audit with repair re-embeds every broken row.
+BULK_TIMEOUT_S = 300.0
+#: Most records and bytes of JSON in one ``POST /api/memory/import`` (the service takes
+#: up to 2,000 records and 16 MB).
+IMPORT_PART_RECORDS = 500
+IMPORT_PART_BYTES = 4 * 1024 * 1024
+#: The one sentence a process prints when a service is configured but no token is.
+UNPAIRED_MESSAGE = (
+    "This machine is not paired with the BLI memory service: run `cockpit login` "
+    "or set BLI_MEMORY_DEVICE_TOKEN."
+)
+
+
+def _memory(d: Any) -> Memory:
+    if not isinstance(d, dict):
+        raise TypeError("memory is not an object")
+    return Memory(
+        id=str(d["id"]), space=str(d["space"]), content=str(d["content"]), custom_id=d.get("customId"),
+        metadata=dict(d.get("metadata") or {}), source=str(d.get("source", "mcp")),
+        session_id=d.get("sessionId"), created_at=str(d.get("createdAt", "")),
+        updated_at=str(d.get("updatedAt", "")), version=int(d.get("version", 1)),
+        supersedes=d.get("supersedes"), state=d.get("state", "active"),
+        forgotten_at=d.get("forgottenAt"), expires_at=d.get("expiresAt"),
+    )
+
+
+def _profile(d: Any) -> Profile:
+    return Profile(space=str(d["containerTag"]), facts=tuple(_memory(m) for m in d.get("facts", ())),
+                   recent=tuple(_memory(m) for m in d.get("recent", ())))
+
+
+def _optional(d: Any) -> Memory | None:
+    return _memory(d) if d is not None else None
+
+
+def _uuid_key(value: Any) -> str:
+    """The canonical form of a UUID string (as the service compares them), else the string."""
+    import uuid
+
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return str(value)
+
+
+class RemoteBackend:
+    """Memory operations against the memory service over HTTP.
+
+    Args:
+        base_url: The service's base URL (``https://memory.example.com``).
+        token: The device token, sent as ``Authorization: Bearer``; never logged.
+        timeout: Read timeout in seconds (connect: :data:`CONNECT_TIMEOUT_S`).
+        transport: An httpx transport instead of the network (tests).
+
+    Thread-safe: one client, one pool of kept-alive connections.
+    """
+
+    #: The stop hook spools its exchange before sending it here (core/team/spool.py).
+    spool_captures = True
+
+    def __init__(self, base_url: str, *, token: str, timeout: float = READ_TIMEOUT_S,
+                 transport: Any | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._timeout = timeout
+        self._transport = transport
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RemoteBackend({self.base_url!r})"
+
+    # --- transport -------------------------------------------------------------------
+
+    def _http(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    import httpx
+
+                    from bli_memory.core._version import VERSION
+
+                    transport = self._transport or httpx.HTTPTransport(retries=1)
+                    self._client = httpx.Client(
+                        base_url=self.base_url, transport=transport,
+                        headers={"Authorization": f"Bearer {self._token}",
+                                 "User-Agent": f"bli-memory-mcp/{VERSION}"},
+                        timeout=httpx.Timeout(self._timeout, connect=min(CONNECT_TIMEOUT_S, self._timeout)),
+                    )
+        return self._client
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
+              timeout: float | None = None) -> dict[str, Any]:
+        import httpx
+
+        client = self._http()
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
+        try:
+            resp = client.request(method, path, json=body, **extra)
+        except (UnicodeEncodeError, ValueError) as exc:  # not JSON: NaN, a lone surrogate
+            raise InvalidInputError(f"the request cannot be sent as JSON: {type(exc).__name__}") from exc
+        except httpx.TimeoutException as exc:
+            raise ServiceError(f"the memory service at {self.base_url} did not answer in time",
+                               reason="timeout") from exc
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            raise ServiceError(f"the memory service at {self.base_url} is unreachable",
+                               reason="dashboard_unreachable") from exc
+        status = resp.status_code
+        if 200 <= status < 300:
+            try:
+                data = resp.json()
+            except ValueError as exc:
+                raise ServiceError("the memory service answered with unreadable JSON",
+                                   reason="bad_response") from exc
+            if not isinstance(data, dict):
+                raise ServiceError("the memory service answered with an unexpected body",
+                                   reason="bad_response")
+            return data
+        message, reason = self._error(resp)
+        if status == 400:
+            raise InvalidInputError(message or "the memory service refused the request as invalid")
+        if status == 404:
+            raise NotFoundError(message or "not found")
+        if status == 403 and reason == "read_only":
+            raise NotFoundError(message or "read-only", reason="read_only")
+        if status == 401:
+            raise ServiceError(
+                "the memory service refused this machine's token (revoked, or for another "
+                "service); pair again with `cockpit login URL TOKEN`", reason="http_401",
+            )
+        raise ServiceError(f"the memory service answered HTTP {status}", reason=f"http_{status}")
+
+    @staticmethod
+    def _error(resp: Any) -> tuple[str | None, str | None]:
+        try:
+            err = resp.json().get("error", {})
+            return str(err.get("message"))[:500] if err.get("message") else None, err.get("reason")
+        except (ValueError, AttributeError):
+            return None, None
+
+    def _parsed(self, fn: Any, data: dict[str, Any]) -> Any:
+        try:
+            return fn(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ServiceError("the memory service answered with an unexpected body",
+                               reason="bad_response") from exc
+
+    def close(self) -> None:
+        """Close the kept-alive connections."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def warm_up(self) -> None:
+        """Open the connection and prove the token now (the daemon and MCP server call this)."""
+        self.whoami()
+
+    def whoami(self) -> dict[str, Any]:
+        """``{"person", "device", "deviceId"}`` of this backend's token."""
+        return self._call("GET", "/api/memory/whoami")
+
+    # --- the contract --------------------------------------------------------------
+
+    def search(
+        self, query: str, *, space: str, limit: int = 10, include_profile: bool = False
+    ) -> SearchResult:
+        """Hybrid search of a space and its aliases, on the service (``POST /api/memory/search``)."""
+        data = self._call("POST", "/api/memory/search", {
+            "q": query, "containerTag": space, "limit": limit, "includeProfile": include_profile})
+
+        def parse(d: dict[str, Any]) -> SearchResult:
+            hits = tuple(
+                SearchHit(memory=_memory(h["memory"]),
+                          similarity=float(h["similarity"]) if h.get("similarity") is not None else None,
+                          score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
+                for h in d["results"]
+            )
+            from bli_memory.core.models import Conflict
+
+            profile = _profile(d["profile"]) if d.get("profile") else None
+            conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
+                              for c in d.get("conflicts") or ())
+            return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
+                                spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
+                                profile=profile, conflicts=conflicts)
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
+    def save(
+        self,
+        content: str,
+        *,
+        space: str,
+        custom_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        source: str = "mcp",
+        session_id: str | None = None,
+        expires_at: str | None = None,
+    ) -> SaveResult:
+        """Remember ``content`` on the service (``POST /api/memory/save``)."""
+        body: dict[str, Any] = {"content": content, "containerTag": space, "source": source}
+        for key, value in (("customId", custom_id), ("metadata", metadata), ("sessionId", session_id),
+                           ("expiresAt", expires_at)):
+            if value is not None:
+                body[key] = value
+        data = self._call("POST", "/api/memory/save", body)
+        return self._parsed(lambda d: SaveResult(  # type: ignore[no-any-return]
+            memory=_optional(d.get("memory")), space=str(d["containerTag"]), status=d["status"],
+            previous=_optional(d.get("previous")), job_id=d.get("jobId")), data)
+
+    def update(
+        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
+    ) -> UpdateResult:
+        """Replace a live memory on the service (``POST /api/memory/update``)."""
+        if (id is None) == (custom_id is None):
+            raise InvalidInputError("give exactly one of id or customId")
+        body: dict[str, Any] = {"content": content, "containerTag": space}
+        body.update({"id": id} if id is not None else {"customId": custom_id})
+        data = self._call("POST", "/api/memory/update", body)
+        return self._parsed(lambda d: UpdateResult(  # type: ignore[no-any-return]
+            memory=_memory(d["memory"]), previous=_memory(d["previous"]),
+            status=d.get("status", "updated"), named=_optional(d.get("named"))), data)
+
+    def forget(self, *, space: str, id: str | None = None, content: str | None = None,
+               query: str | None = None) -> ForgetResult:
+        """Tombstone a memory on the service (``POST /api/memory/forget``)."""
+        body: dict[str, Any] = {"containerTag": space}
+        for key, value in (("id", id), ("content", content), ("query", query)):
+            if value is not None:
+                body[key] = value
+        data = self._call("POST", "/api/memory/forget", body)
+        return self._parsed(lambda d: ForgetResult(  # type: ignore[no-any-return]
+            memory=_memory(d["memory"]), matched_by=d["matchedBy"],
+            similarity=float(d["similarity"]) if d.get("similarity") is not None else None,
+            named=_optional(d.get("named"))), data)
+
+    def profile(self, *, space: str, limit: int = 10) -> Profile:
+        """Profile and recent context (``POST /api/memory/v4/profile``)."""
+        data = self._call("POST", "/api/memory/v4/profile", {"containerTag": space, "limit": limit})
+        return self._parsed(_profile, data)  # type: ignore[no-any-return]
+
+    def history(self, id: str) -> list[Memory]:
+        """Every version of a memory, newest first (``POST /api/memory/history``)."""
+        data = self._call("POST", "/api/memory/history", {"id": id})
+        return self._parsed(lambda d: [_memory(m) for m in d["versions"]], data)  # type: ignore[no-any-return]
+
+    def purge(self, id: str) -> int:
+        """Erase a memory and its versions (``POST /api/memory/purge``); returns rows erased."""
+        data = self._call("POST", "/api/memory/purge", {"id": id})
+        return self._parsed(lambda d: int(d["erased"]), data)  # type: ignore[no-any-return]
+
+    # --- memory controls (inspection, audit, export, import) -----------------------------
+
+    def info(self, *, space: str) -> dict[str, Any]:
+        """The space, its aliases, counts by state, the store and the model (``POST /api/memory/info``).
+
+        The shape of :meth:`EmbeddedBackend.info`; ``store`` is ``{"kind": "service",
+        "url": base_url, "person", "device"}``.
+        """
+        data = self._call("POST", "/api/memory/info", {"containerTag": space})
+
+        def parse(d: dict[str, Any]) -> dict[str, Any]:
+            store = {**dict(d.get("store") or {}), "kind": "service", "url": self.base_url}
+            return {"space": str(d["space"]), "aliases": [str(a) for a in d.get("aliases", [])],
+                    "counts": {str(k): int(v) for k, v in dict(d["counts"]).items()},
+                    "recordings": int(d.get("recordings", 0)), "store": store,
+                    "embeddingModel": str(d["embeddingModel"]),
+                    "extractJobs": {str(k): int(v) for k, v in dict(d.get("extractJobs") or {}).items()}}
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """Document frequency of each content term of ``query`` in the space (``POST /api/memory/terms``).
+
+        The shape of :meth:`EmbeddedBackend.term_frequencies`: ``([(term, count), ...], live)``.
+        """
+        data = self._call("POST", "/api/memory/terms", {"q": query, "containerTag": space})
+
+        def parse(d: dict[str, Any]) -> tuple[list[tuple[str, int]], int]:
+            return [(str(t["term"]), int(t["count"])) for t in d["terms"]], int(d["live"])
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
+    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
+        """Newest live memories of a space (``POST /api/memory/list``); ``limit`` is clamped to 1..100."""
+        limit = max(1, min(int(limit), 100))
+        data = self._call("POST", "/api/memory/list", {"containerTag": space, "limit": limit})
+        return self._parsed(lambda d: [_memory(m) for m in d["memories"]], data)  # type: ignore[no-any-return]
+
+    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
+        """One memory and its version history, newest first (``POST /api/memory/get``).
+
+        Raises:
+            NotFoundError: unknown id, one this person cannot read, or an inactive one
+                without ``include_inactive``.
+        """
+        data = self._call("POST", "/api/memory/get", {"id": id, "includeInactive": include_inactive})
+        return self._parsed(  # type: ignore[no-any-return]
+            lambda d: (_memory(d["memory"]), [_memory(m) for m in d["history"]]), data)
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Audit (and with ``repair`` rebuild) this person's rows on the service (``POST /api/memory/audit``).
+
+        Returns:
+            The report of :meth:`EmbeddedBackend.audit`: ``ok``, ``counts``,
+            ``missing_keyword``, ``stale_keyword``, ``missing_vector``, ``wrong_model``,
+            ``repaired`` and, after a repair, ``after``.
+        """
+        data = self._call("POST", "/api/memory/audit", {"repair": repair}, timeout=BULK_TIMEOUT_S)
+
+        def parse(d: dict[str, Any]) -> dict[str, Any]:
+            for key in ("ok", "counts", "missing_keyword", "stale_keyword", "missing_vector", "wrong_model"):
+                d[key]  # noqa: B018 -- a missing key is a bad answer
+            return d
+
+        return self._parsed(parse, data)  # type: ignore[no-any-return]
+
+    def export(self, *, space: str | None = None) -> Iterator[dict[str, Any]]:
+        """This person's rows, all versions, oldest first (``POST /api/memory/export``, page by page).
+
+        The rows of :meth:`EmbeddedBackend.export`, so the embedded import reads them.
+        Lazy: each page is asked for when the previous one is used up.
+
+        Args:
+            space: Only this space (and its aliases); None: every space of this person.
+        """
+        after: str | None = None
+        while True:
+            body: dict[str, Any] = {}
+            if space is not None:
+                body["containerTag"] = space
+            if after is not None:
+                body["after"] = after
+            data = self._call("POST", "/api/memory/export", body, timeout=BULK_TIMEOUT_S)
+            records, following = self._parsed(lambda d: (
+                [dict(r) for r in d["records"]], d.get("next")), data)
+            yield from records
+            if following is None:
+                return
+            if not isinstance(following, str) or following == after:
+                raise ServiceError("the memory service answered with an unexpected export page",
+                                   reason="bad_response")
+            after = following
+
+    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
+        """Import exported rows into this person's spaces on the service (``POST /api/memory/import``).
+
+        Every record is checked here first, as the embedded import does. A large import
+        goes in parts (:data:`IMPORT_PART_RECORDS` records, :data:`IMPORT_PART_BYTES`);
+        the service checks every part (``dryRun``) before the first is written, so a
+        bad record anywhere means nothing is imported. A part names the ids of other
+        parts its records supersede (``chainIds``), so a long version history may span
+        parts. Each part is one transaction;
+        if the connection fails half-way, running the import again finishes it
+        (records already present are skipped).
+
+        Returns:
+            ``{"imported": n, "skipped": n}``.
+
+        Raises:
+            InvalidInputError: naming the first bad record (1-based) and what is wrong.
+        """
+        import json
+
+        from bli_memory.core.memory.records import record_problem, records_problem
+
+        parts: list[tuple[int, list[dict[str, Any]]]] = []
+        start, size = 0, 0
+        for i, record in enumerate(records):
+            try:
+                problem = record_problem(record)
+                n = 0 if problem else len(json.dumps(record, ensure_ascii=False).encode("utf-8")) + 1
+            except RecursionError:
+                problem = "metadata is nested too deeply"
+            except (TypeError, ValueError) as exc:  # not JSON, or not Unicode text
+                problem = f"cannot be sent as JSON ({type(exc).__name__})"
+            if problem:
+                raise InvalidInputError(f"record {i + 1}: {problem}; nothing was imported")
+            if i > start and (i - start >= IMPORT_PART_RECORDS or size + n > IMPORT_PART_BYTES):
+                parts.append((start, records[start:i]))
+                start, size = i, 0
+            size += n
+        if records:
+            parts.append((start, records[start:]))
+        # Across the whole file before any part is sent: each part's dry run sees only
+        # itself and what is stored, not the parts before it.
+        found = records_problem(records)
+        if found:
+            raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
+        bodies = [{"records": part, "offset": offset} for offset, part in parts]
+        if len(parts) > 1:
+            # A version may supersede a record of another part: name those ids, so the
+            # service accepts the link before that part is written (and only then).
+            every = {_uuid_key(r.get("id")) for r in records}
+            for body in bodies:
+                here = {_uuid_key(r.get("id")) for r in body["records"]}
+                linked = {_uuid_key(r["supersedes"]) for r in body["records"]
+                          if r.get("supersedes") is not None}
+                if linked - here:
+                    body["chainIds"] = sorted((linked - here) & every)
+            for body in bodies:
+                self._call("POST", "/api/memory/import", {**body, "dryRun": True}, timeout=BULK_TIMEOUT_S)
+        total = {"imported": 0, "skipped": 0}
+        for body in bodies:
+            data = self._call("POST", "/api/memory/import", body, timeout=BULK_TIMEOUT_S)
+            got = self._parsed(lambda d: (int(d["imported"]), int(d["skipped"])), data)
+            total["imported"] += got[0]
+            total["skipped"] += got[1]
+        return total
+
+    def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                        job_id: str | None = None, timeout: float | None = None) -> str:
+        """Queue text for extraction: the save door in extract mode answers 202 with the job id.
+
+        Args:
+            job_id: The caller's job id (a UUID): the service queues it once, so a retry
+                after a timeout never queues the exchange twice.
+            timeout: Seconds for this call instead of :data:`READ_TIMEOUT_S` (the stop
+                hook's spool keeps it short).
+        """
+        if not text or not text.strip():
+            raise InvalidInputError("nothing to extract: the text is empty")
+        body: dict[str, Any] = {"content": text, "containerTag": space, "source": source, "extract": True}
+        if session_id is not None:
+            body["sessionId"] = session_id
+        if job_id is not None:
+            body["jobId"] = job_id
+        data = self._call("POST", "/api/memory/save", body, timeout=timeout)
+        job_id = data.get("jobId")
+        if data.get("status") != "queued" or not isinstance(job_id, str):
+            raise ServiceError("the memory service did not queue the extract job", reason="bad_response")
+        return job_id
+
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+        """Keep one recorded (already redacted) exchange on the service, capture-only; returns its id.
+
+        ``POST /api/memory/record``, as :meth:`EmbeddedBackend.record_turn` writes the
+        embedded store's recording table: the stop hook of a space whose sessions are
+        being recorded calls this instead of :meth:`enqueue_extract`, so the turn is
+        kept under this person's space and never distilled or injected. Bounded by the
+        normal :data:`READ_TIMEOUT_S` (the hook's own deadline still applies).
+
+        Raises:
+            InvalidInputError: the service refused the request (400).
+            ServiceError: ``timeout``, ``dashboard_unreachable``, ``http_<status>``, or
+                ``bad_response`` when the answer carries no recording id.
+        """
+        body: dict[str, Any] = {"text": text, "containerTag": space, "source": source}
+        if session_id is not None:
+            body["sessionId"] = session_id
+        data = self._call("POST", "/api/memory/record", body)
+        rec_id = data.get("id")
+        if not isinstance(rec_id, str) or not rec_id:
+            raise ServiceError("the memory service did not keep the recording", reason="bad_response")
+        return rec_id
+
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """This person's recorded turns of a space, newest first (``POST /api/memory/recordings``)."""
+        data = self._call("POST", "/api/memory/recordings",
+                          {"containerTag": space, "limit": max(1, min(int(limit), 100))})
+        return self._parsed(lambda d: [dict(r) for r in d["recordings"]], data)  # type: ignore[no-any-return]
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase this person's recorded turns of a space (``POST /api/memory/recordings/clear``)."""
+        data = self._call("POST", "/api/memory/recordings/clear", {"containerTag": space})
+        return self._parsed(lambda d: int(d["cleared"]), data)  # type: ignore[no-any-return]
+
+    def record_experience(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Ship one experience opinion (``POST /api/memory/experience``).
+
+        Returns:
+            The stored opinion with ``status`` ``created`` or ``identical``.
+
+        Raises:
+            ServiceError: ``http_409`` when the id exists with other content.
+        """
+        return self._call("POST", "/api/memory/experience", entry)
+
+
+# --- choosing the backend ------------------------------------------------------------
+
+
+def remote_target(settings: Any) -> tuple[str, str] | None:
+    """``(url, token)`` of the memory service this process should use, or None for embedded.
+
+    The URL is ``BLI_MEMORY_DASHBOARD_URL``, else the paired session's; the token is
+    ``BLI_MEMORY_DEVICE_TOKEN``, else the session's (BLI Memory spec, "Auth"). The
+    session's token is only ever sent to the session's own URL.
+
+    Raises:
+        ServiceError: reason ``unpaired``: a service is configured but no token is, or
+            the URL in the environment is not the one the paired token belongs to.
+        ConfigError: the session file exists but cannot be read.
+    """
+    from bli_memory.core.team.pairing import read_session
+
+    url = getattr(settings, "dashboard_url", None)
+    secret = getattr(settings, "device_token", None)
+    token = secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret
+    session = read_session()
+    if url is None and session is None:
+        return None
+    token = (token or "").strip() or None
+    if token is None and session is not None:
+        if url is not None and url.rstrip("/") != session.dashboard_url.rstrip("/"):
+            # The paired token belongs to the paired service: never send it elsewhere.
+            raise ServiceError(
+                f"BLI_MEMORY_DASHBOARD_URL names {url} but this machine is paired with "
+                f"{session.dashboard_url}; set BLI_MEMORY_DEVICE_TOKEN for {url}, or unset "
+                "BLI_MEMORY_DASHBOARD_URL", reason="unpaired",
+            )
+        token = session.device_token
+    url = url or (session.dashboard_url if session else None)
+    if not url or not token:
+        raise ServiceError(UNPAIRED_MESSAGE, reason="unpaired")
+    return url.rstrip("/"), token
+
+
+def check_paired(settings: Any) -> None:
+    """Raise ``ServiceError(reason="unpaired")`` when a service is configured without a token.
+
+    The MCP server calls this before opening its transport, so an unpaired machine
+    gets :data:`UNPAIRED_MESSAGE` on stderr and exit status 1.
+    """
+    remote_target(settings)
+
+
+@hookimpl(tryfirst=True)
+def memory_backend(settings: Settings) -> RemoteBackend | None:
+    """Offer the remote backend when a memory service is configured; else let the engine answer.
+
+    Raises:
+        ServiceError: reason ``unpaired`` (hooks report it; the server exits 1).
+    """
+    target = remote_target(settings)
+    if target is None:
+        return None
+    return RemoteBackend(target[0], token=target[1])

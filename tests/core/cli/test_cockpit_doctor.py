@@ -1,0 +1,85 @@
+"""``cockpit doctor``: one row per check, exit 1 when one fails, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import bin_path
+
+
+def _doctor(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([bin_path("cockpit"), "doctor", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, cwd=tmp_path, timeout=120)
+
+
+def test_a_healthy_embedded_machine(tmp_path: Path) -> None:
+    r = _doctor(tmp_path, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert rows["settings"]["mark"] == "ok"
+    assert rows["memory store"]["mark"] == "info" and "does not exist yet" in rows["memory store"]["detail"]
+    assert rows["embedding model"]["mark"] == "ok"
+    assert {"memory-daemon", "side indexes"} <= set(rows)
+    # Reading the store never creates or changes it.
+    assert not (Path(os.environ["HOME"]) / ".local/share/bli-memory/memory.sqlite3").exists()
+
+
+def test_bad_settings_and_an_unreachable_service_fail(tmp_path: Path) -> None:
+    r = _doctor(tmp_path, BLI_MEMORY_SIMILARITY_FLOOR="abc")
+    assert r.returncode == 1 and "[fail] settings: BLI_MEMORY_SIMILARITY_FLOOR is invalid" in r.stdout
+    assert "memory store: not checked" in r.stdout
+    # Every bad variable is named at once, including ones only a later use would trip on.
+    r = _doctor(tmp_path, BLI_MEMORY_CONTAINER_TAG="bad tag!", BLI_MEMORY_DASHBOARD_URL="notaurl",
+                BLI_MEMORY_EXPERIENCE_TZ="Mars/Base", BLI_MEMORY_RECALL_LIMIT="-3")
+    assert r.returncode == 1
+    for name in ("CONTAINER_TAG", "DASHBOARD_URL", "EXPERIENCE_TZ", "RECALL_LIMIT"):
+        assert f"BLI_MEMORY_{name} is invalid" in r.stdout, name
+    # A zone folder (an OSError inside zoneinfo) and a relative store folder are settings errors too.
+    r = _doctor(tmp_path, "--json", BLI_MEMORY_EXPERIENCE_TZ="Europe", BLI_MEMORY_DATA_DIR="data")
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "BLI_MEMORY_EXPERIENCE_TZ is invalid" in rows["settings"]["detail"]
+    assert "BLI_MEMORY_DATA_DIR is invalid" in rows["settings"]["detail"]
+    assert not (tmp_path / "data").exists()
+    r = _doctor(tmp_path, BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1", BLI_MEMORY_DEVICE_TOKEN="x")
+    assert r.returncode == 1
+    assert "[fail] memory store: the memory service at http://127.0.0.1:1 is unreachable" in r.stdout
+    r = _doctor(tmp_path, BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1")
+    assert r.returncode == 1 and "not paired" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_a_store_of_another_model_and_a_broken_host_config_are_failures_not_the_end(tmp_path: Path) -> None:
+    import sqlite3
+
+    home = Path(os.environ["HOME"])
+    store = home / ".local/share/bli-memory/memory.sqlite3"
+    store.parent.mkdir(parents=True)
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+
+    EmbeddedBackend(store).save("A fact.", space="s1")
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE store_meta SET value = 'some-other-model' WHERE key = 'embedding_model'")
+    (home / ".claude.json").write_text("{ not json")
+    r = _doctor(tmp_path, "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert rows["memory store"]["mark"] == "fail" and "some-other-model" in rows["memory store"]["detail"]
+    assert rows["memory (claude)"]["mark"] == "fail"
+    assert rows["embedding model"]["mark"] == "ok" and "side indexes" in rows  # the later checks still ran
+
+
+def test_a_bad_setting_is_named_by_the_server_and_the_hooks(tmp_path: Path) -> None:
+    env = {**os.environ, "BLI_MEMORY_CONTAINER_TAG": "bad tag!"}
+    r = subprocess.run([bin_path()], input="", capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=120)
+    assert r.returncode == 1 and "BLI_MEMORY_CONTAINER_TAG is invalid" in r.stderr
+    assert "Traceback" not in r.stderr
+    payload = json.dumps({"prompt": "how do we deploy the billing service", "session_id": "s",
+                          "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit"})
+    r = subprocess.run([bin_path(), "hook", "prompt"], input=payload, capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and r.stdout == "" and '"reason":"config_invalid"' in r.stderr

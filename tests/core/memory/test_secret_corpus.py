@@ -1,0 +1,69 @@
+"""The secret corpus against :func:`redact`: every format masked, every benign line kept.
+
+The corpus (``tests/secret_corpus.py``) holds the formats people paste into sessions,
+including those that once reached the disk in the clear (Mailgun, Okta SSWS, Mailchimp,
+a password in prose, Splunk, ``sshpass -p``, ``az login -p``, PuTTY key files, a Heroku
+key after "heroku", values with ``{`` or ``(``, unclosed quotes, ``--password word``),
+and benign lines that once were altered (``curl -u http://app``, a session UUID).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bli_memory.core.memory.redaction import redact
+from tests.secret_corpus import BENIGN, SECRETS
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len({fmt for fmt, _, _ in SECRETS}) >= 80
+    assert len(BENIGN) >= 30
+
+
+@pytest.mark.parametrize(("fmt", "line", "secret"), SECRETS, ids=[c[0] for c in SECRETS])
+def test_every_format_is_masked(fmt: str, line: str, secret: str) -> None:
+    result = redact(line)
+    assert secret not in result.text
+    assert result.masked >= 1
+    assert redact(result.text).text == result.text
+
+
+NEIGHBOUR = "We decided to keep the port at 8443 for the staging proxy."
+
+
+@pytest.mark.parametrize(("fmt", "line", "secret"), SECRETS, ids=[c[0] for c in SECRETS])
+def test_a_masked_format_leaves_the_lines_around_it_alone(fmt: str, line: str, secret: str) -> None:
+    for before, after in (("", "https://hooks.example.com: ok"), ("Authorization: none", "")):
+        text = "\n".join(x for x in (before, NEIGHBOUR, line, NEIGHBOUR, after) if x)
+        out = redact(text).text
+        assert secret not in out
+        assert out.startswith("\n".join(x for x in (before, NEIGHBOUR) if x) + "\n")
+        assert out.endswith("\n" + "\n".join(x for x in (NEIGHBOUR, after) if x))
+
+
+@pytest.mark.parametrize("line", BENIGN)
+def test_benign_lines_stay_verbatim(line: str) -> None:
+    assert redact(line).text == line
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("curl -u http://app", "curl -u http://app"),
+        ("curl -u admin:x9!k https://app", "curl -u admin:[REDACTED:basic_auth] https://app"),
+        (
+            "Exporting session: 0a1b2c3d-4e5f-6789-abcd-ef0123456789",
+            "Exporting session: 0a1b2c3d-4e5f-6789-abcd-ef0123456789",
+        ),
+        ('"sessionKey": "0a1b2c3d-4e5f-6789-abcd-ef0123456789"', '"sessionKey": "[REDACTED:generic_secret]"'),
+        (
+            "heroku app id 0a1b2c3d-4e5f-6789-abcd-ef0123456789",
+            "heroku app id 0a1b2c3d-4e5f-6789-abcd-ef0123456789",
+        ),
+        ("heroku token 0a1b2c3d-4e5f-6789-abcd-ef0123456789", "heroku token [REDACTED:heroku_api_key]"),
+        ("pass it with --password and the prompt asks", "pass it with --password and the prompt asks"),
+        ("the wifi password is kkcglHpqS&3.", "the wifi password is [REDACTED:prose_password]."),
+    ],
+)
+def test_formats_keep_what_surrounds_the_secret(text: str, expected: str) -> None:
+    assert redact(text).text == expected

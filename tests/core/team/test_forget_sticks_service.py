@@ -1,0 +1,41 @@
+"""A forget sticks on the team service too: its job drain runs the same distil (real Postgres)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bli_memory.core.team.service import run_extract_jobs
+
+DECISION = "We decided the public API listens on port 8443 because the load balancer expects it."
+EXCHANGE = f"User: {DECISION}\n\nAssistant: Noted."
+
+
+def _live(backend: Any, space: str) -> list[str]:
+    return [m.content for m in backend.profile(space=space, limit=50).recent]
+
+
+def test_a_job_queued_before_the_forget_does_not_bring_it_back(admin: Any, new_person, space: str) -> None:
+    person = new_person()
+    backend = admin.for_person(admin.ensure_person(person.name))
+    first = backend.enqueue_extract(EXCHANGE, space=space, source="hook:claude")
+    # Drain everything pending (other tests share this database's queue), so the
+    # first job is surely done before the second is queued.
+    assert run_extract_jobs(admin, worker="w", max_jobs=1000) >= 1
+    assert admin.job(first)["outcome"]["added"] == 1
+    (content,) = [c for c in _live(backend, space) if "8443" in c]
+    second = backend.enqueue_extract(EXCHANGE, space=space, source="hook:claude")
+
+    backend.forget(space=space, content=content)
+    assert run_extract_jobs(admin, worker="w", max_jobs=1000) >= 1
+    outcome = admin.job(second)["outcome"]
+    assert outcome["added"] == 0 and outcome["unchanged"] == 1, outcome
+    assert not [c for c in _live(backend, space) if "8443" in c]
+
+    later = backend.enqueue_extract("User: Reminder: " + DECISION + "\n\nAssistant: Thanks.", space=space,
+                                    source="hook:claude")
+    run_extract_jobs(admin, worker="w", max_jobs=1000)
+    assert admin.job(later)["outcome"]["added"] == 0
+    assert not [c for c in _live(backend, space) if "8443" in c]
+
+    saved = backend.save(content, space=space)  # asked for explicitly: saved
+    assert saved.memory is not None and saved.memory.content == content
