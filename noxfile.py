@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 __all__: list[str] = []
 
@@ -93,8 +94,19 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, mypy strict on ``core/`` (``scripts/typecheck.py``) and the import contracts."""
+    """ruff, mypy strict on ``core/`` (``scripts/typecheck.py``) and the import contracts.
+
+    All three run even when one fails, so one run shows every finding; the session fails
+    if any did.
+    """
     session.install("-e", ".[test]")
-    session.run("ruff", "check", ".")
-    session.run("python", "scripts/typecheck.py", *session.posargs)
-    session.run("lint-imports")
+    failed: list[str] = []
+    for name, command in (("ruff", ("ruff", "check", ".")),
+                          ("mypy", ("python", "scripts/typecheck.py", *session.posargs)),
+                          ("import contracts", ("lint-imports",))):
+        try:
+            session.run(*command)
+        except CommandFailed:
+            failed.append(name)
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
