@@ -77,7 +77,6 @@ FLAT_NAMES: dict[str, str] = {
     "switches": "memory.switches",
     "term_evidence": "memory.term_evidence",
     "terms": "memory.terms",
-    "timezones": "experience.timezones",
     "tombstones": "memory.tombstones",
     "tool_text": "mcp.tool_text",
     "transcripts": "hooks.transcripts",

@@ -62,6 +62,7 @@ def host_info() -> dict[str, Any]:
         host's own event names; ``present`` says whether the host is installed on this
         machine. Every host plugin returns one; the results are collected.
     """
+    raise NotImplementedError  # a spec: pluggy calls the implementations, never this body
 
 
 @hookspec(firstresult=True)

@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import subprocess
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,6 @@ def extract_jobs() -> list[dict]:
     """Every row of the extract-job queue, oldest first ([] before the store exists)."""
     if not store_path().exists():
         return []
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.row_factory = sqlite3.Row
         return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]

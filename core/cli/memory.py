@@ -74,13 +74,27 @@ def _line(m: Any) -> str:
     return f"{m.id}  [{m.created_at[:10]}] {text[:160]}"
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help that reads the same on CPython 3.11 to 3.13 (docs/cli.md is compared on each).
+
+    The subcommands go under one ``command`` metavar (a usage line listing all ten choices
+    is wider than a terminal, and 3.13 wraps it differently), and the help column is fixed
+    at 20 (3.13 measures the subcommand names' indent differently, so it would place it at
+    22 where earlier versions place it at 20).
+    """
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=20)
+
+
 def main(argv: list[str]) -> int:
     """Run one ``memory`` subcommand; returns the exit code."""
     parser = argparse.ArgumentParser(
         prog="bli-memory-mcp memory",
         description="Inspect, back up, move and check the stored memories (and recorded session turns).",
+        formatter_class=_Formatter,
     )
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="command")
     p = sub.add_parser("list", help="newest live memories of a space")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=_limit, default=20, help="how many, 1-100 (default 20)")

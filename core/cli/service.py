@@ -159,9 +159,10 @@ def _serve(args: argparse.Namespace) -> int:
     sys.stderr.write(f"[bli-memory] service listening on http://{args.host}:{args.port}\n")
     sys.stderr.flush()
     # access_log off: the service writes its own line per request (door, status, time,
-    # person), which never carries a header.
+    # person), which never carries a header. log_config None: uvicorn's own lines go through
+    # the one configuration above (console or JSON) instead of uvicorn's formatters.
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
-                lifespan="on", server_header=False)
+                lifespan="on", server_header=False, log_config=None)
     return 0
 
 

@@ -614,6 +614,22 @@ def _idle_seconds(argv: list[str], environ: Mapping[str, str]) -> float | None:
     return seconds if seconds > 0 else None
 
 
+def _configure_logging() -> None:
+    """The store's and libraries' log lines in the one format (docs/logging.md).
+
+    Settings that do not validate leave logging as it is: every request reports them.
+    """
+    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.logs import configure_logging
+    from bli_memory.core.settings import load_settings
+
+    try:
+        settings = load_settings()
+    except BliMemoryError:
+        return
+    configure_logging(settings.log_level, settings.log_format)
+
+
 def main(argv: list[str]) -> int:
     """Run ``bli-memory-mcp daemon [--idle-seconds N] | --status | --stop``.
 
@@ -645,6 +661,7 @@ def main(argv: list[str]) -> int:
     # spinning beside the model's own threads made it 10x slower on 2 busy cores
     # (docs/benchmarks-hooks.md). Set before numpy is imported; an explicit value wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _configure_logging()
     daemon = Daemon(socket_path=paths.daemon_socket_path(), idle_seconds=idle)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: daemon.request_stop("signal"))

@@ -28,17 +28,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bli_memory.core.settings import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS
+
 __all__ = ["KEYWORD_MIN_ROWS", "MAX_SLOTS", "RETRY_S", "VECTOR_MIN_ROWS", "SideIndexes"]
 
 _log = logging.getLogger("bli_memory.side_indexes")
 
-#: Default thresholds (live rows in the spaces searched). Measured in docs/benchmarks.md:
-#: at 10k rows the two FTS5 queries are about half of a 7-13 ms search, and the BM25 index
-#: answers in 0.1 ms after a 0.1 s build, ranking the same up to near-ties, so it starts
-#: early; the exact vector scan stays under ~5 ms up to ~50k rows and HNSW is approximate
-#: (recall@10 0.85-0.91), so it starts only where the scan stops fitting a prompt's budget.
-KEYWORD_MIN_ROWS = 5_000
-VECTOR_MIN_ROWS = 50_000
+# Default thresholds (live rows in the spaces searched), and why, are defined with the two
+# settings they are the defaults of (BLI_MEMORY_KEYWORD_INDEX_MIN_ROWS, ..._VECTOR_...).
 #: Most indexes of one kind a process keeps (one per set of spaces searched together);
 #: the least recently used is dropped beyond that, so a long-lived daemon serving many
 #: large spaces stays bounded.

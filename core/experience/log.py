@@ -78,7 +78,7 @@ from bli_memory.core.private_files import make_private_dir
 if TYPE_CHECKING:
     from bli_memory.core.settings import Settings
 
-from bli_memory.core.experience.timezones import DEFAULT_TZ, resolve_timezone
+from bli_memory.core.timezones import DEFAULT_TZ, resolve_timezone
 
 __all__ = [
     "DEFAULT_TZ",

@@ -116,13 +116,13 @@ def line_chart(
     for k, (name, vs) in enumerate(series.items()):
         segment: list[str] = []
         segments: list[list[str]] = []
-        for i, v in enumerate(vs):
-            if v is None or not math.isfinite(v) or v <= 0:
+        for i, point in enumerate(vs):
+            if point is None or not math.isfinite(point) or point <= 0:
                 if segment:
                     segments.append(segment)
                 segment = []
                 continue
-            segment.append(f"{x(i):.1f},{y(v):.1f}")
+            segment.append(f"{x(i):.1f},{y(point):.1f}")
         if segment:
             segments.append(segment)
         for seg in segments:

@@ -88,7 +88,7 @@ def latency_summary(latency: Mapping[str, Any], *, now: datetime, days: int = 7)
 
 def hourly_percentiles(
     latency: Mapping[str, Any], event: str, *, now: datetime, hours: int = 48, q: float = 0.95
-) -> dict[str, list[float | None]]:
+) -> dict[str, list[Any]]:
     """The ``q`` quantile of ``event`` per hour and route, oldest hour first.
 
     Returns:

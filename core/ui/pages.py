@@ -74,7 +74,7 @@ def _space_arg(request: Request) -> str:
 
 
 def _expired(m: Memory) -> bool:
-    return bool(m.expires_at) and m.expires_at <= datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return bool(m.expires_at and m.expires_at <= datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
 # --- the first page: a space and the others ------------------------------------------

@@ -33,7 +33,7 @@ import base64
 import hashlib
 import hmac
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -128,7 +128,7 @@ class ServiceGuard:
             await _refusal(exc, scope, receive, send)
             return
 
-        async def send_with_headers(message: dict[str, Any]) -> None:
+        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], *_HEADERS]

@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 from bli_memory.core.memory.redaction import redact
@@ -96,7 +97,7 @@ def test_no_secret_of_the_corpus_reaches_the_disk(tmp_path: Path) -> None:
         for project in (captured, recorded):
             fields = _stop(project, _transcript(tmp_path / f"{project.name}-{n}.jsonl", user, assistant))
             assert fields["masked"] >= len(asked) + len(said)
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         queued = [t for (t,) in conn.execute("SELECT text FROM memory_extract_jobs")]
         kept = [t for (t,) in conn.execute("SELECT text FROM session_recordings")]
     assert len(queued) == len(exchanges) and len(kept) == len(exchanges)
@@ -127,7 +128,7 @@ def test_no_secret_of_the_corpus_reaches_the_disk(tmp_path: Path) -> None:
     # Every file, the -wal included, before and after a checkpoint folds the WAL in.
     leaks = _files_holding_secrets(home)
     assert leaks == [], "\n".join(map(str, leaks))
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         (memories,) = conn.execute("SELECT count(*) FROM memories").fetchone()
     # Lines that differ only in their secret are one memory once masked (saved as a duplicate).

@@ -54,6 +54,7 @@ def test_bad_settings_and_an_unreachable_service_fail(tmp_path: Path) -> None:
 
 def test_a_store_of_another_model_and_a_broken_host_config_are_failures_not_the_end(tmp_path: Path) -> None:
     import sqlite3
+    from contextlib import closing
 
     home = Path(os.environ["HOME"])
     store = home / ".local/share/bli-memory/memory.sqlite3"
@@ -61,7 +62,7 @@ def test_a_store_of_another_model_and_a_broken_host_config_are_failures_not_the_
     from bli_memory.core.embedded.engine import EmbeddedBackend
 
     EmbeddedBackend(store).save("A fact.", space="s1")
-    with sqlite3.connect(store) as conn:
+    with closing(sqlite3.connect(store)) as conn, conn:
         conn.execute("UPDATE store_meta SET value = 'some-other-model' WHERE key = 'embedding_model'")
     (home / ".claude.json").write_text("{ not json")
     r = _doctor(tmp_path, "--json")

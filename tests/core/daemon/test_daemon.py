@@ -242,8 +242,9 @@ def test_trivial_prompt_and_stop_and_session_start_via_the_daemon(daemons: Daemo
     outcome, fields = stop.receipt
     assert stop.stdout == "" and outcome == "ok" and fields["via"] == "daemon" and fields["queued"] is True
     import sqlite3
+    from contextlib import closing
 
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         texts = [r[0] for r in conn.execute("SELECT text FROM memory_extract_jobs")]
     assert len(texts) == 1 and "Hello from the fake model." in texts[0]
 
@@ -546,6 +547,7 @@ def test_the_daemon_runs_queued_extract_jobs_after_a_stop(daemons: Daemons, proj
                                                           tmp_path: Path) -> None:
     pytest.importorskip("bli_memory.core.extraction.worker")
     import sqlite3
+    from contextlib import closing
 
     proc = daemons.start()
     transcript = tmp_path / "t.jsonl"
@@ -554,7 +556,7 @@ def test_the_daemon_runs_queued_extract_jobs_after_a_stop(daemons: Daemons, proj
     assert r.receipt[1]["via"] == "daemon" and r.receipt[1]["queued"] is True
 
     def finished() -> tuple | None:
-        with sqlite3.connect(store_path()) as conn:
+        with closing(sqlite3.connect(store_path())) as conn, conn:
             row = conn.execute("SELECT state, claimed_by FROM memory_extract_jobs").fetchone()
         return row if row and row[0] not in ("queued", "running") else None
 

@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -43,13 +44,13 @@ def _toy_store(n: int) -> dict[str, str]:
 
 
 def _rows(path: Path) -> list[tuple]:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return conn.execute("SELECT id, space, content, version, supersedes, state, created_at, "
                             "updated_at, embedding IS NULL FROM memories ORDER BY seq").fetchall()
 
 
 def _models(path: Path) -> dict[str | None, int]:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return dict(conn.execute("SELECT embedding_model, count(*) FROM memories GROUP BY 1").fetchall())
 
 
@@ -98,7 +99,7 @@ def test_reembed_survives_sigkill_and_a_rerun_finishes_with_nothing_lost(project
     partial = _models(path)
     assert partial.get(SHIPPED, 0) >= 5 and partial.get("toy-trigram-16", 0) > 0, partial
     assert _rows(path) == before  # only vectors changed, and the store still names the old model
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert dict(conn.execute("SELECT key, value FROM store_meta"))["embedding_model"] == "toy-trigram-16"
 

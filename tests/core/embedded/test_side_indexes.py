@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -209,7 +210,8 @@ def test_a_purged_row_never_lends_its_number_to_the_next_save(store_path: Path) 
     assert not b.search("zebra7731", space=SPACE).hits
     hit = b.search("kubernetes ingress nginx", space=SPACE).hits[0]
     assert hit.memory.id == new.id and "keyword_all" in hit.channels
-    seqs = {int(r[0]) for r in sqlite3.connect(store_path).execute("SELECT seq FROM memories")}
+    with closing(sqlite3.connect(store_path)) as conn:
+        seqs = {int(r[0]) for r in conn.execute("SELECT seq FROM memories")}
     assert max(seqs) > len(FACTS) + 1  # the purged number was skipped, not reused
     b.close()
 

@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import time
 import uuid
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def done_lines(stderr: str) -> list[dict]:
 
 
 def jobs() -> list[dict]:
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.row_factory = sqlite3.Row
         rows = [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]
     for r in rows:
@@ -364,7 +365,7 @@ class _Failing:
 
 
 def _let_backoff_pass(job_id: str) -> None:
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.execute("UPDATE memory_extract_jobs SET not_before = NULL WHERE id = ?", (job_id,))
 
 

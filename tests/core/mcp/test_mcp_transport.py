@@ -11,6 +11,7 @@ import os
 import select
 import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 from bli_memory.core.paths import store_path
@@ -148,7 +149,7 @@ def test_save_and_update_mask_secrets_and_say_so(tmp_path: Path) -> None:
         assert queued.structured_content["masked"] == 1
 
     run_session(tmp_path, body)
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for f in store_path().parent.iterdir():
         if f.is_file():

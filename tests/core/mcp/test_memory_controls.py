@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from bli_memory.core.paths import store_path
@@ -95,7 +96,7 @@ def test_disable_stops_hooks_and_tools_then_enable_restores(tmp_path: Path) -> N
     s = run_hook("stop", stop)
     assert p.stdout == "" and p.receipt == ("skipped", {"reason": "disabled"})
     assert s.stdout == "" and s.receipt[0] == "skipped" and s.reason == "disabled"
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         assert conn.execute("SELECT count(*) FROM memory_extract_jobs").fetchone()[0] == 0
 
     async def enable(client):
@@ -119,7 +120,7 @@ def test_record_session_captures_without_injecting(tmp_path: Path) -> None:
     assert run_session(project, start).structured_content["recording"] is True
     r = run_hook("stop", {"cwd": str(project), "transcript_path": str(transcript)})
     assert r.receipt[0] == "ok" and r.receipt[1].get("recorded") is True
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         (n,) = conn.execute("SELECT count(*) FROM session_recordings").fetchone()
         (live,) = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()
     assert n == 1 and live == 0  # recorded, not turned into injectable memories
@@ -139,7 +140,7 @@ def test_audit_finds_a_broken_index_and_repair_fixes_it(tmp_path: Path) -> None:
         return (await call(client, "memory_audit")).structured_content
 
     assert run_session(tmp_path, seed)["ok"] is True
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.execute("DELETE FROM memory_fts WHERE rowid = (SELECT min(seq) FROM memories)")
         conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (9999, 'ghost')")
         conn.execute("UPDATE memories SET embedding = NULL WHERE seq = (SELECT max(seq) FROM memories)")
@@ -368,7 +369,7 @@ def test_memory_cli_speaks_plainly_about_missing_files_limits_and_audits(tmp_pat
     b = EmbeddedBackend(store_path())
     saved = b.save("The staging database is rebuilt nightly.", space="s1")
     b.close()
-    with sqlite3.connect(store_path()) as conn:
+    with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.execute("UPDATE memories SET embedding = NULL WHERE id = ?", (saved.memory.id,))
     r = cli("audit")
     assert r.returncode == 1 and "NOT intact: 1 missing vector" in r.stdout
@@ -396,7 +397,7 @@ def test_imported_rows_linked_in_a_loop_do_not_hang_history_get_or_purge(tmp_pat
         b.import_records(loop)
     # Refused by import now; a file written by an older version may hold one.
     b.import_records([{**r, "supersedes": None} for r in loop])
-    with sqlite3.connect(tmp_path / "m.sqlite") as conn:
+    with closing(sqlite3.connect(tmp_path / "m.sqlite")) as conn, conn:
         for r in loop:
             conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (r["supersedes"], r["id"]))
     assert {m.id for m in b.history(a_id)} == {a_id, b_id}
@@ -444,7 +445,7 @@ def test_audit_counts_an_unusable_vector_and_repair_embeds_it_again(tmp_path: Pa
 
     b = EmbeddedBackend(tmp_path / "m.sqlite")
     saved = b.save("Deploys go out on Tuesdays after the freeze.", space="s1").memory
-    with sqlite3.connect(tmp_path / "m.sqlite") as conn:
+    with closing(sqlite3.connect(tmp_path / "m.sqlite")) as conn, conn:
         conn.execute("UPDATE memories SET embedding = ? WHERE id = ?",
                      (np.zeros(384, dtype="<f4").tobytes(), saved.id))
     b.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 
 from bli_memory.core.memory.terms import (
     FTS_TOKENIZE,
@@ -25,12 +26,12 @@ def test_words_get_stems_identifiers_do_not() -> None:
 
 
 def _search(docs: list[str], query: str, *, every: bool) -> list[int]:
-    conn = sqlite3.connect(":memory:")
-    conn.execute(f'CREATE VIRTUAL TABLE f USING fts5 (terms, tokenize = "{FTS_TOKENIZE}")')
-    conn.executemany("INSERT INTO f (rowid, terms) VALUES (?, ?)",
-                     [(i, index_text(d)) for i, d in enumerate(docs)])
-    expr = (fts_all_query if every else fts_any_query)(query_terms(query))
-    return [r[0] for r in conn.execute("SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank", (expr,))]
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.execute(f'CREATE VIRTUAL TABLE f USING fts5 (terms, tokenize = "{FTS_TOKENIZE}")')
+        conn.executemany("INSERT INTO f (rowid, terms) VALUES (?, ?)",
+                         [(i, index_text(d)) for i, d in enumerate(docs)])
+        expr = (fts_all_query if every else fts_any_query)(query_terms(query))
+        return [r[0] for r in conn.execute("SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank", (expr,))]
 
 
 def test_inflections_match_and_exact_form_ranks_first() -> None:

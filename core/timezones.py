@@ -1,7 +1,7 @@
 """Time zones of ``BLI_MEMORY_EXPERIENCE_TZ``: IANA names plus the team's abbreviations.
 
-Its own small module (standard library only) so that settings can check the value
-without importing the experience log.
+A shared root module (standard library only), beside settings and below every wing, so
+that settings can check the value without importing the experience wing.
 """
 
 from __future__ import annotations
