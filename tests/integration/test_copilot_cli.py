@@ -1,0 +1,148 @@
+"""The real GitHub Copilot CLI runs what ``bli-memory-mcp install --host copilot`` writes.
+
+``copilot mcp list --json`` and ``copilot instruction list --json`` show our server and our
+instructions file; then one ``copilot -p`` turn runs for real with no GitHub login:
+``COPILOT_OFFLINE=true`` and ``COPILOT_PROVIDER_BASE_URL`` (``copilot help environment``)
+point the CLI at :class:`ModelStub`, a local OpenAI-compatible chat-completions endpoint
+that records each request and answers one fixed reply. The recorded request shows what
+the model was given: our MCP tools (so the CLI started and listed our server), the
+sessionStart recall and the instructions entry; the agentStop hook then queues the
+exchange from the real transcript. Nothing reaches the network.
+
+A missing ``copilot`` skips with the package to install, or fails when
+``BLI_MEMORY_REQUIRE_INTEGRATION=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import bin_path
+from tests.hooks_util import extract_jobs, save
+from tests.integration.test_host_clis import host_env, require
+
+pytestmark = pytest.mark.integration
+
+REPLY = "Noted: the team service stays on Postgres 16."
+
+
+class ModelStub:
+    """A local OpenAI chat-completions endpoint (streamed or not) that keeps every request body."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, content_type: str, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                models = {"object": "list", "data": [{"id": "gpt-4o", "object": "model"}]}
+                self._send(200, "application/json", json.dumps(models).encode())
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                stub.requests.append(body)
+                base = {"id": "stub-1", "created": int(time.time()), "model": "gpt-4o"}
+                usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                if not body.get("stream"):
+                    message = {"role": "assistant", "content": REPLY}
+                    answer = {**base, "object": "chat.completion", "usage": usage,
+                              "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+                    self._send(200, "application/json", json.dumps(answer).encode())
+                    return
+                chunks = [{**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta,
+                                                                                  "finish_reason": end}]}
+                          for delta, end in (({"role": "assistant", "content": REPLY}, None), ({}, "stop"))]
+                chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+                text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                self._send(200, "text/event-stream", text.encode())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def model_stub() -> Iterator[ModelStub]:
+    stub = ModelStub()
+    yield stub
+    stub.close()
+
+
+def copilot_env(home: Path, **extra: str) -> dict[str, str]:
+    """The hosts' test environment, with Copilot's folder at ``<home>/.copilot``."""
+    env = host_env(home, **extra)
+    env.pop("COPILOT_HOME", None)
+    return env
+
+
+def copilot_json(copilot: str, home: Path, cwd: Path, *args: str) -> Any:
+    r = subprocess.run([copilot, *args, "--json"], capture_output=True, text=True, env=copilot_env(home),
+                       cwd=cwd, timeout=180, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def test_copilot_lists_our_server_runs_our_hooks_and_captures_the_turn(temp_home: Path, project: Path,
+                                                                       model_stub: ModelStub) -> None:
+    copilot = require("copilot", "npm @github/copilot")
+    r = subprocess.run([bin_path(), "install", "--host", "copilot", "--copilot-instructions"],
+                       capture_output=True, text=True, env=copilot_env(temp_home), cwd=project, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    listed = copilot_json(copilot, temp_home, project, "mcp", "list")["mcpServers"]["bli-memory"]
+    assert listed["command"] == bin_path() and listed["source"] == "user" and listed["enabled"] is True
+    sources = [s["sourcePath"] for s in copilot_json(copilot, temp_home, project, "instruction", "list")]
+    assert str(temp_home / ".copilot" / "instructions" / "bli-memory.instructions.md") in sources
+
+    save(project, "The team service runs on Postgres 16 with pgvector.")
+    env = copilot_env(temp_home, COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL=model_stub.url,
+                   COPILOT_MODEL="gpt-4o", COPILOT_AUTO_UPDATE="false")
+    run = subprocess.run([copilot, "-p", "Which Postgres version does the team service use?",
+                          "--allow-all-tools", "--no-auto-update", "--no-color"],
+                         capture_output=True, text=True, env=env, cwd=project, timeout=300,
+                         stdin=subprocess.DEVNULL)
+    assert run.returncode == 0 and REPLY in run.stdout, run.stdout + run.stderr
+    assert "[bli-memory]" not in run.stdout + run.stderr  # receipts stay out of the person's view
+
+    [request] = model_stub.requests
+    tools = {(t.get("function") or t).get("name") for t in request["tools"]}
+    assert {"bli-memory-search_memory", "bli-memory-save_memory"} <= tools  # our server is connected
+    system, *messages = request["messages"]
+    assert "call the `search_memory` tool" in json.dumps(system["content"])  # the instructions entry
+    context = [m["content"] for m in messages
+               if m["role"] == "user" and "<bli-memory-context>" in m["content"]]
+    assert context and "Postgres 16 with pgvector" in context[0]  # sessionStart recall reached the model
+
+    [job] = extract_jobs()  # agentStop read the real transcript and queued the turn
+    assert job["source"] == "hook:copilot" and job["state"] == "queued"
+    assert job["text"] == f"User: Which Postgres version does the team service use?\n\nAssistant: {REPLY}"
+
+    undo = subprocess.run([bin_path(), "uninstall", "--host", "copilot"], capture_output=True, text=True,
+                          env=copilot_env(temp_home), cwd=project, timeout=180)
+    assert undo.returncode == 0, undo.stderr
+    assert "bli-memory" not in copilot_json(copilot, temp_home, project, "mcp", "list")["mcpServers"]
+    assert not (temp_home / ".copilot" / "hooks" / "bli-memory.json").exists()
