@@ -6,8 +6,9 @@ instructions file; then one ``copilot -p`` turn runs for real with no GitHub log
 point the CLI at :class:`ModelStub`, a local OpenAI-compatible chat-completions endpoint
 that records each request and answers one fixed reply. The recorded request shows what
 the model was given: our MCP tools (so the CLI started and listed our server), the
-sessionStart recall and the instructions entry; the agentStop hook then queues the
-exchange from the real transcript. Nothing reaches the network.
+sessionStart context, the userPromptSubmitted recall and the instructions entry; the
+agentStop hook then queues the exchange from the real transcript. Nothing reaches the
+network.
 
 A missing ``copilot`` skips with the package to install, or fails when
 ``BLI_MEMORY_REQUIRE_INTEGRATION=1`` (CI).
@@ -86,6 +87,20 @@ class ModelStub:
 
 
 @pytest.fixture
+def warm_daemon(temp_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A ready daemon for this HOME, so the prompt hook answers warm within its 2 s deadline."""
+    from tests.core.daemon.test_daemon import Daemons
+
+    monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
+    daemons = Daemons(temp_home, tmp_path)
+    try:
+        daemons.start()
+        yield
+    finally:
+        daemons.kill_all()
+
+
+@pytest.fixture
 def model_stub() -> Iterator[ModelStub]:
     stub = ModelStub()
     yield stub
@@ -106,6 +121,17 @@ def copilot_json(copilot: str, home: Path, cwd: Path, *args: str) -> Any:
     return json.loads(r.stdout)
 
 
+def run_prompt(copilot: str, home: Path, project: Path, stub: ModelStub, prompt: str) -> str:
+    """One ``copilot -p`` turn against the stub; returns what the CLI printed."""
+    env = copilot_env(home, COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL=stub.url,
+                      COPILOT_MODEL="gpt-4o", COPILOT_AUTO_UPDATE="false")
+    run = subprocess.run([copilot, "-p", prompt, "--allow-all-tools", "--no-auto-update", "--no-color"],
+                         capture_output=True, text=True, env=env, cwd=project, timeout=300,
+                         stdin=subprocess.DEVNULL)
+    assert run.returncode == 0 and REPLY in run.stdout, run.stdout + run.stderr
+    return run.stdout + run.stderr
+
+
 def test_copilot_lists_our_server_runs_our_hooks_and_captures_the_turn(temp_home: Path, project: Path,
                                                                        model_stub: ModelStub) -> None:
     copilot = require("copilot", "npm @github/copilot")
@@ -119,14 +145,9 @@ def test_copilot_lists_our_server_runs_our_hooks_and_captures_the_turn(temp_home
     assert str(temp_home / ".copilot" / "instructions" / "bli-memory.instructions.md") in sources
 
     save(project, "The team service runs on Postgres 16 with pgvector.")
-    env = copilot_env(temp_home, COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL=model_stub.url,
-                   COPILOT_MODEL="gpt-4o", COPILOT_AUTO_UPDATE="false")
-    run = subprocess.run([copilot, "-p", "Which Postgres version does the team service use?",
-                          "--allow-all-tools", "--no-auto-update", "--no-color"],
-                         capture_output=True, text=True, env=env, cwd=project, timeout=300,
-                         stdin=subprocess.DEVNULL)
-    assert run.returncode == 0 and REPLY in run.stdout, run.stdout + run.stderr
-    assert "[bli-memory]" not in run.stdout + run.stderr  # receipts stay out of the person's view
+    shown = run_prompt(copilot, temp_home, project, model_stub,
+                       "Which Postgres version does the team service use?")
+    assert "[bli-memory]" not in shown  # receipts stay out of the person's view
 
     [request] = model_stub.requests
     tools = {(t.get("function") or t).get("name") for t in request["tools"]}
@@ -146,3 +167,24 @@ def test_copilot_lists_our_server_runs_our_hooks_and_captures_the_turn(temp_home
     assert undo.returncode == 0, undo.stderr
     assert "bli-memory" not in copilot_json(copilot, temp_home, project, "mcp", "list")["mcpServers"]
     assert not (temp_home / ".copilot" / "hooks" / "bli-memory.json").exists()
+
+
+def test_copilot_puts_prompt_recall_in_front_of_the_model(temp_home: Path, project: Path, warm_daemon: None,
+                                                          model_stub: ModelStub) -> None:
+    """userPromptSubmitted's additionalContext reaches the model (Copilot CLI 1.0.65 and later)."""
+    copilot = require("copilot", "npm @github/copilot")
+    r = subprocess.run([bin_path(), "install", "--host", "copilot"], capture_output=True, text=True,
+                       env=copilot_env(temp_home), cwd=project, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The relevant memory is the oldest of nine, so session-start's Recent Context (8) leaves it out.
+    save(project, "The staging cluster is called heron and runs in eu-west-3.",
+         *(f"Unrelated note number {i}: the linter config lives in ruff.toml." for i in range(8)))
+    run_prompt(copilot, temp_home, project, model_stub, "Which region does the staging cluster run in?")
+
+    [request] = model_stub.requests
+    users = [json.dumps(m["content"]) for m in request["messages"] if m["role"] == "user"]
+    start = [u for u in users if "<bli-memory-context>" in u]
+    assert start and "heron" not in start[0]
+    prompt = [u for u in users if "Which region does the staging cluster" in u]
+    assert prompt and "<system_reminder>" in prompt[0] and "<bli-memory-recall>" in prompt[0], users
+    assert "heron" in prompt[0] and "eu-west-3" in prompt[0]
