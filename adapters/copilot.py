@@ -323,9 +323,6 @@ def host_status(host: str, contract: dict[str, Any], home: Path) -> Any:
     if disabled:
         details.append(disabled)
     state: Literal["installed", "outdated"] = "outdated" if details else "installed"
-    if read_text(_instructions_path(home)) is None:
-        details.append("no custom-instructions entry (add one with `bli-memory-mcp install --host copilot "
-                       "--copilot-instructions`)")
     return HostStatus(host=HOST, state=state, details=tuple(details))
 
 

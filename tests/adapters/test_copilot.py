@@ -150,7 +150,7 @@ def test_install_is_idempotent_and_the_real_config_shapes(temp_home: Path) -> No
     again = cli("install", "--host", "copilot", home=temp_home)
     assert "copilot: already installed; nothing changed" in again.stdout
     status = cli("status", "--host", "copilot", home=temp_home).stdout
-    assert status.startswith("copilot: installed\n") and "--copilot-instructions" in status
+    assert status.splitlines()[0] == "copilot: installed" and status.splitlines()[1].startswith("daemon: ")
 
 
 def test_install_keeps_the_persons_servers_and_hooks_and_uninstall_leaves_them(temp_home: Path) -> None:
@@ -185,7 +185,7 @@ def test_instructions_only_with_consent_and_uninstall_leaves_nothing(temp_home: 
     assert r.returncode == 0, r.stderr
     path = temp_home / ".copilot" / "instructions" / "bli-memory.instructions.md"
     assert path.read_text() == instructions_text() and "search_memory" in path.read_text()
-    assert "--copilot-instructions" not in cli("status", "--host", "copilot", home=temp_home).stdout
+    assert cli("status", "--host", "copilot", home=temp_home).stdout.startswith("copilot: installed\n")
     assert cli("install", "--host", "copilot", home=temp_home).stdout.endswith("nothing changed\n")
     assert path.exists()  # a plain install keeps what the person agreed to
     undo = cli("uninstall", "--host", "copilot", "--dry-run", home=temp_home)
