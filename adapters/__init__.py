@@ -10,6 +10,7 @@ entry points as usual.
 BUILTIN_HOSTS: dict[str, str] = {
     "claude": "bli_memory.adapters.claude_code",
     "codex": "bli_memory.adapters.codex",
+    "copilot": "bli_memory.adapters.copilot",
     "gemini": "bli_memory.adapters.gemini",
     "hermes": "bli_memory.adapters.hermes",
 }

@@ -81,6 +81,7 @@ def test_readme_test_section_says_how_to_get_every_host_cli() -> None:
     coverage = [p for p in section.split("\n\n") if "full coverage" in p]
     assert coverage and ".ci/run" in coverage[0], section
     ci = (REPO_ROOT / ".ci" / "run").read_text()
-    for package in ("@anthropic-ai/claude-code", "@openai/codex", "@google/gemini-cli", "hermes-agent[mcp]"):
+    for package in ("@anthropic-ai/claude-code", "@openai/codex", "@google/gemini-cli", "@github/copilot",
+                    "hermes-agent[mcp]"):
         assert package in ci, package
     assert "BLI_MEMORY_REQUIRE_INTEGRATION=1" in ci

@@ -19,13 +19,13 @@ from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
 
 pytestmark = pytest.mark.integration
 
-HOSTS = ("claude", "codex", "gemini", "hermes")
+HOSTS = ("claude", "codex", "copilot", "gemini", "hermes")
 #: Folders of the store and of logs/state, which uninstall leaves on purpose.
 KEPT = (".local/share/bli-memory", ".local/state/bli-cockpit")
 
 
 def every_cli() -> dict[str, str]:
-    found = {name: shutil.which(name) for name in ("claude", "codex", "gemini")}
+    found = {name: shutil.which(name) for name in ("claude", "codex", "copilot", "gemini")}
     found["hermes"] = HERMES_BIN or shutil.which("hermes")
     missing = [name for name, path in found.items() if not path]
     if missing:
@@ -74,7 +74,7 @@ def test_install_then_uninstall_all_leaves_home_as_it_was(temp_home: Path) -> No
     assert len(files_under(temp_home)) > len(before)
     ours(temp_home, "uninstall", "--host", "all")
     assert files_under(temp_home) == before
-    for folder in (".claude", ".codex", ".gemini", ".hermes"):
+    for folder in (".claude", ".codex", ".copilot", ".gemini", ".hermes"):
         assert not (temp_home / folder).exists(), folder
 
 
@@ -246,14 +246,14 @@ def test_dry_run_all_is_labelled_per_host_and_file_and_writes_nothing(temp_home:
     out = ours(temp_home, "install", "--dry-run", "--host", "all").stdout
     assert files_under(temp_home) == before
     lines = out.splitlines()
-    for host, name in (("claude", "Claude Code"), ("codex", "Codex CLI"), ("gemini", "Gemini CLI"),
-                       ("hermes", "Hermes Agent")):
+    for host, name in (("claude", "Claude Code"), ("codex", "Codex CLI"), ("copilot", "GitHub Copilot CLI"),
+                       ("gemini", "Gemini CLI"), ("hermes", "Hermes Agent")):
         assert f"== {host} ({name}) ==" in lines, out
     plugin = temp_home / ".hermes" / "plugins" / "bli-memory" / "__init__.py"
     source_lines = len((REPO_ROOT / "adapters" / "hermes_provider.py").read_text().splitlines())
     assert f"-- {plugin}: new file, adds {source_lines} lines (--verbose shows them)" in lines, out
     assert f"-- {temp_home / '.codex' / 'hooks.json'}: new file" in lines
-    assert lines[-1] == "Dry run: nothing was written (10 files would change)."
+    assert lines[-1] == "Dry run: nothing was written (12 files would change)."
     assert "def register(" not in out  # the plugin's source is summarised
     verbose = ours(temp_home, "install", "--dry-run", "--verbose", "--host", "all").stdout
     assert "def register(" in verbose and len(verbose.splitlines()) > len(lines) + source_lines

@@ -50,7 +50,7 @@ def require(name: str, package: str) -> str:
 
 def host_env(home: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "HOME": str(home), **extra}
-    for key in ("CODEX_HOME", "GEMINI_CLI_HOME", "HERMES_HOME", "GEMINI_CLI_TRUST_WORKSPACE"):
+    for key in ("CODEX_HOME", "COPILOT_HOME", "GEMINI_CLI_HOME", "HERMES_HOME", "GEMINI_CLI_TRUST_WORKSPACE"):
         env.pop(key, None)
     if HERMES_BIN:
         env["BLI_MEMORY_HERMES_BIN"] = HERMES_BIN

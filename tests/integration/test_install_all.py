@@ -17,7 +17,7 @@ HERMES_BIN = os.environ.get("BLI_MEMORY_HERMES_BIN")
 
 def run(*args: str, home: Path, path: str, hermes: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "PATH": path}
-    for key in ("CODEX_HOME", "GEMINI_CLI_HOME", "HERMES_HOME", "BLI_MEMORY_HERMES_BIN"):
+    for key in ("CODEX_HOME", "COPILOT_HOME", "GEMINI_CLI_HOME", "HERMES_HOME", "BLI_MEMORY_HERMES_BIN"):
         env.pop(key, None)
     if hermes:
         env["BLI_MEMORY_HERMES_BIN"] = hermes
@@ -35,7 +35,7 @@ def test_all_installs_only_the_hosts_found_and_skips_the_rest(temp_home: Path, t
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert any(ln.startswith("codex: installed (") for ln in lines), r.stdout
-    for host in ("claude", "gemini", "hermes"):
+    for host in ("claude", "copilot", "gemini", "hermes"):
         assert f"{host}: not found on this machine; skipped" in lines, r.stdout
     assert (temp_home / ".codex" / "config.toml").exists()
     assert not (temp_home / ".gemini").exists() and not (temp_home / ".hermes").exists()
@@ -50,7 +50,7 @@ def test_all_installs_only_the_hosts_found_and_skips_the_rest(temp_home: Path, t
 
 @pytest.mark.integration
 def test_all_with_every_real_cli_installs_each_one(temp_home: Path) -> None:
-    found = {name: shutil.which(name) for name in ("claude", "codex", "gemini")}
+    found = {name: shutil.which(name) for name in ("claude", "codex", "copilot", "gemini")}
     found["hermes"] = HERMES_BIN or shutil.which("hermes")
     missing = [name for name, path in found.items() if not path]
     if missing:
