@@ -15,18 +15,28 @@ from bli_memory.installers.contract import build_contract
 __all__ = ["print_config", "run"]
 
 
-def _pm():
+def _pm(pm=None):
+    """The caller's plugin manager, or a new one with every installed host plugin."""
+    if pm is not None:
+        return pm
     from bli_memory.core.plugins import get_plugin_manager
 
     return get_plugin_manager()
 
 
-def print_config(host: str | None) -> int:
+def _host_list(pm) -> str:
+    """``claude, codex, ...``: the installed host plugins, for help texts."""
+    from bli_memory.core.plugins import host_names
+
+    return ", ".join(host_names(pm))
+
+
+def print_config(host: str | None, *, pm=None) -> int:
     """Print the contract (``claude``), one host's block, or every host's with headings.
 
     Prints to stdout and returns without opening any transport.
     """
-    pm = _pm()
+    pm = _pm(pm)
     contract = build_contract()
     from bli_memory.installers.apply import known_hosts
 
@@ -52,15 +62,19 @@ def _home() -> Path:
     return home_dir()
 
 
-def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
+def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None) -> int:
     """Run ``install``, ``uninstall`` or ``status``; returns the exit code."""
+    from bli_memory.core.models import DEFAULT_HOST
+
+    pm = _pm(pm)
+    hosts_help = f"{_host_list(pm)}, or all"
     parser = argparse.ArgumentParser(prog=f"{prog} {command}")
     if command == "status":
         parser.add_argument("--host", default=None,
-                            help="claude, codex, gemini, hermes, or all (default: every host that has "
+                            help=f"{hosts_help} (default: every host that has "
                                  "our entries or whose CLI is on PATH)")
     else:
-        parser.add_argument("--host", default="claude", help="claude, codex, gemini, hermes, or all")
+        parser.add_argument("--host", default=DEFAULT_HOST, help=hosts_help)
     if command != "status":
         parser.add_argument("--dry-run", action="store_true",
                             help="print what would change, per host and file, and write nothing")
@@ -73,7 +87,6 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
     args = parser.parse_args(argv)
     from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
 
-    pm = _pm()
     contract = build_contract()
     hosts, skipped = select_hosts(pm, args.host or "all")
     home = _home()
@@ -187,7 +200,7 @@ def _status_found(pm, contract, home: Path, out) -> int:
     for st in shown:
         _status_lines(st, out)
     if not shown:
-        out("no host found: none has our entries and no host CLI (claude, codex, gemini, hermes) is on "
+        out(f"no host found: none has our entries and no host CLI ({_host_list(pm)}) is on "
             "PATH\n")
     _daemon_line(out)
     return 0
