@@ -7,6 +7,7 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import pluggy
+import pytest
 
 from bli_memory.core.cli.commands import plugin_commands
 from bli_memory.core.hookspecs import hookimpl
@@ -86,3 +87,19 @@ def test_a_hookimpl_matching_no_spec_is_rejected() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("check_pending accepted an unknown hook")
+
+
+def test_help_texts_list_the_installed_host_plugins(capsys: pytest.CaptureFixture[str]) -> None:
+    from bli_memory.core.cli.commands import run_plugin_command
+
+    class FifthHost:
+        @hookimpl
+        def host_info(self):
+            return {"name": "fifth", "display_name": "Fifth", "events": {}, "present": False}
+
+    pm = get_plugin_manager()
+    pm.register(FifthHost(), name="fifth")
+    with pytest.raises(SystemExit) as done:
+        run_plugin_command("install", ["--help"], prog="bli-memory-mcp", pm=pm)
+    assert done.value.code == 0
+    assert "claude, codex, fifth, gemini, hermes, or all" in " ".join(capsys.readouterr().out.split())
