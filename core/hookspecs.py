@@ -1,6 +1,6 @@
 """The plugin seams of BLI Memory, as pluggy hook specifications.
 
-Three groups of hooks (see ``docs/plugin-hooks.md`` for one section per hook):
+Four groups of hooks (see ``docs/plugin-hooks.md`` for one section per hook):
 
 - **Host contract** (``host_*``): one plugin per agent host parses hook payloads,
   renders results, reads transcripts and plans config edits. Every ``host_*`` hook
@@ -12,6 +12,9 @@ Three groups of hooks (see ``docs/plugin-hooks.md`` for one section per hook):
   embedded SQLite engine, or the client of the memory service.
 - **Extension points** (``register_*``): embedders, extractors and redaction rules are
   handed to a ``register`` callback, as in simonw/llm.
+- **Commands** (``register_commands``, ``doctor_checks``): command-line commands and
+  ``cockpit doctor`` rows a plugin adds (the installer, loaded from the entry-point
+  group ``bli_memory.plugins``), so core imports neither installers nor adapters.
 
 Importing this module costs only ``pluggy``; heavy types live under ``TYPE_CHECKING``.
 The manager that loads them is :mod:`bli_memory.core.plugins`.
@@ -51,7 +54,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec
-def host_info() -> dict[str, Any]:
+def host_info() -> dict[str, Any]:  # type: ignore[empty-body]
     """Describe one host plugin.
 
     Called by the installer, ``status`` and the hook dispatcher to list hosts.
@@ -163,13 +166,16 @@ def host_print_config(host: str, contract: dict[str, Any]) -> str | None:
 
 
 @hookspec(firstresult=True)
-def memory_backend(settings: Settings) -> MemoryBackend | None:
+def memory_backend(settings: Settings, plugin_manager: pluggy.PluginManager) -> MemoryBackend | None:
     """Return the backend that implements the memory tool contract.
 
-    Called once per process by the MCP server, the hook direct path and the daemon.
+    Called once per process by the MCP server, the hook direct path and the daemon,
+    through :func:`bli_memory.core.plugins.build_backend`.
 
     Args:
         settings: The process's settings (remote URL, store path, ...).
+        plugin_manager: The caller's manager: a backend loads embedders and extractors
+            from it, so plugins registered there are honoured.
 
     Returns:
         A :class:`MemoryBackend`, or ``None`` to let the next plugin decide (the
@@ -208,4 +214,36 @@ def register_redaction_rules(register: Callable[[Any], None]) -> None:
     Args:
         register: Call ``register(rule)`` with a
             :class:`~bli_memory.core.memory.redaction.RedactionRule`.
+    """
+
+
+# ---------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------
+
+
+@hookspec
+def register_commands(register: Callable[[str, Callable[..., int]], None]) -> None:
+    """Register command-line commands (the installer's ``install``, ``uninstall``, ...).
+
+    Args:
+        register: Call ``register(name, run)``; ``run(argv, *, prog, pm) -> int`` gets
+            the arguments after the command name, the program name to show in usage
+            lines (``bli-memory-mcp``, ``cockpit memory``) and the caller's plugin
+            manager, and returns the exit code. ``bli-memory-mcp --print-config[=HOST]``
+            runs the command ``print-config`` with ``[HOST]`` or ``[]``.
+    """
+
+
+@hookspec
+def doctor_checks(home: Path, plugin_manager: pluggy.PluginManager) -> list[tuple[str, str, str]]:  # type: ignore[empty-body]
+    """Rows a plugin adds to ``cockpit doctor``, after the settings check.
+
+    Args:
+        home: The home folder whose config files are read.
+        plugin_manager: The caller's manager (with every host plugin).
+
+    Returns:
+        ``[(mark, check, detail), ...]`` with ``mark`` one of ``ok``, ``warn``,
+        ``fail``, ``info`` (``fail`` makes the doctor exit 1). The results are collected.
     """

@@ -1,27 +1,106 @@
-"""The plugin manager: every hook specification, the core plugins and the host plugins.
+"""The plugin manager: every hook specification, the core plugins, the host plugins and the rest.
 
 The specifications live in :mod:`bli_memory.core.hookspecs`; this module builds the
-:class:`pluggy.PluginManager` that holds them. Importing it costs only ``pluggy``.
+:class:`pluggy.PluginManager` that holds them. Plugins come from two entry-point groups
+(setuptools ``[project.entry-points]``):
+
+- :data:`ENTRY_POINT_GROUP` (``bli_memory.hosts``): one adapter per agent host. core
+  holds no table of hosts: a host is an adapter module plus one entry point.
+- :data:`PLUGIN_ENTRY_POINT_GROUP` (``bli_memory.plugins``): everything else, such as
+  the installer's commands (``register_commands``) and doctor checks.
+
+Importing this module costs only ``pluggy``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import weakref
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from bli_memory.core import hookspecs
 from bli_memory.core.hookspecs import PROJECT_NAME
 
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.settings import Settings
+
 __all__ = [
     "DEFAULT_PLUGINS",
+    "DISTRIBUTION",
     "ENTRY_POINT_GROUP",
+    "PLUGIN_ENTRY_POINT_GROUP",
+    "active_plugin_manager",
+    "build_backend",
     "get_plugin_manager",
+    "host_names",
+    "own_entry_points",
     "register_core_plugins",
 ]
 
 ENTRY_POINT_GROUP = "bli_memory.hosts"
+PLUGIN_ENTRY_POINT_GROUP = "bli_memory.plugins"
+
+#: The distribution whose entry points the hook's fast path reads (``pyproject.toml``).
+DISTRIBUTION = "bli-memory-mcp"
+
+
+# ---------------------------------------------------------------------------------
+# Our own entry points, without importlib.metadata
+# ---------------------------------------------------------------------------------
+
+_OWN: dict[str, dict[str, str]] | None = None
+
+
+def _dist_info_dir() -> str | None:
+    """The ``<name>-<version>.dist-info`` folder of :data:`DISTRIBUTION` on ``sys.path``."""
+    prefix = DISTRIBUTION.replace("-", "_") + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return os.path.join(entry or ".", name)
+    return None
+
+
+def own_entry_points(group: str) -> dict[str, str]:
+    """``{name: object reference}`` of our distribution's entry points in ``group``.
+
+    Read from the installed ``entry_points.txt`` (the PyPA entry points specification:
+    ini-style, ``[group]`` headers and ``name = module[:attr]`` lines), not through
+    :mod:`importlib.metadata`: importing that module and scanning every installed
+    distribution costs tens to hundreds of milliseconds, and the hook entry runs on every
+    prompt. ``{}`` when the distribution is not installed (a source tree on ``PYTHONPATH``).
+    """
+    global _OWN
+    if _OWN is None:
+        groups: dict[str, dict[str, str]] = {}
+        folder = _dist_info_dir()
+        text = ""
+        if folder is not None:
+            try:
+                with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except OSError:
+                text = ""
+        current: dict[str, str] | None = None
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("[") and line.endswith("]"):
+                current = groups.setdefault(line[1:-1].strip(), {})
+            elif current is not None and "=" in line:
+                name, _, value = line.partition("=")
+                current[name.strip()] = value.strip()
+        _OWN = groups
+    return dict(_OWN.get(group, {}))
 
 
 # ---------------------------------------------------------------------------------
@@ -34,6 +113,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "bli_memory.core.team.remote",
     "bli_memory.core.extraction.extractors",
 )
+
+_ACTIVE: weakref.ref[pluggy.PluginManager] | None = None
 
 
 def register_core_plugins(pm: pluggy.PluginManager) -> pluggy.PluginManager:
@@ -54,14 +135,19 @@ def register_core_plugins(pm: pluggy.PluginManager) -> pluggy.PluginManager:
 def get_plugin_manager(
     *, load_entrypoints: bool = True, host: str | None = None, core_plugins: bool = True
 ) -> pluggy.PluginManager:
-    """Build a plugin manager with every spec, the core plugins and the host plugins.
+    """Build a plugin manager with every spec, the core plugins and the installed plugins.
+
+    The manager built last is the process's :func:`active_plugin_manager`, whose
+    ``register_redaction_rules`` plugins every redaction applies.
 
     Args:
-        load_entrypoints: Load the ``bli_memory.hosts`` entry points (built-in adapters
-            included). Tests pass ``False`` and register throwaway plugins.
-        host: When only this host's adapter is needed (the hook entry point), a
-            built-in adapter is registered directly and the entry-point scan is skipped;
-            an unknown name falls back to the scan.
+        load_entrypoints: Load the ``bli_memory.hosts`` and ``bli_memory.plugins`` entry
+            points (built-in adapters and the installer included). Tests pass ``False``
+            and register throwaway plugins.
+        host: When only this host's adapter is needed (the hook entry point), the
+            adapter our distribution declares for it is imported directly, with no
+            scan of the installed distributions and no ``bli_memory.plugins``; a host
+            our distribution does not declare falls back to the full scan.
         core_plugins: Register :data:`DEFAULT_PLUGINS` now. The hook entry passes
             ``False`` and calls :func:`register_core_plugins` when the run reaches
             the backend.
@@ -72,19 +158,49 @@ def get_plugin_manager(
     """
     import importlib
 
+    global _ACTIVE
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     if core_plugins:
         register_core_plugins(pm)
     if load_entrypoints:
-        from bli_memory.adapters import BUILTIN_HOSTS
-
-        if host is not None and host in BUILTIN_HOSTS:
-            pm.register(importlib.import_module(BUILTIN_HOSTS[host]), name=host)
+        module = own_entry_points(ENTRY_POINT_GROUP).get(host or "")
+        if host is not None and module is not None:
+            pm.register(importlib.import_module(module.partition(":")[0]), name=host)
         else:
             pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+            pm.load_setuptools_entrypoints(PLUGIN_ENTRY_POINT_GROUP)
     pm.check_pending()
     if os.environ.get("BLI_MEMORY_TRACE_PLUGINS", "") not in ("", "0"):
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
+    _ACTIVE = weakref.ref(pm)
     return pm
+
+
+def active_plugin_manager() -> pluggy.PluginManager | None:
+    """The manager :func:`get_plugin_manager` built last in this process, while it lives."""
+    return _ACTIVE() if _ACTIVE is not None else None
+
+
+def build_backend(pm: pluggy.PluginManager, settings: Settings) -> MemoryBackend:
+    """The backend ``pm``'s ``memory_backend`` plugins choose, built with ``pm`` itself.
+
+    The manager is handed to the hook, so a backend loads embedders and extractors
+    from the caller's plugins, not from a second manager that never saw them.
+
+    Raises:
+        ConfigError: no plugin offers a backend (no core plugins registered), or the
+            configured embedder is not registered.
+    """
+    backend = pm.hook.memory_backend(settings=settings, plugin_manager=pm)
+    if backend is None:
+        from bli_memory.core.errors import ConfigError
+
+        raise ConfigError("no plugin offers a memory backend (the core plugins are not registered)")
+    return backend  # type: ignore[no-any-return]
+
+
+def host_names(pm: pluggy.PluginManager) -> list[str]:
+    """The names of the host plugins registered on ``pm``, sorted (for help texts)."""
+    return sorted(str(info["name"]) for info in pm.hook.host_info())

@@ -15,18 +15,28 @@ from bli_memory.installers.contract import build_contract
 __all__ = ["print_config", "run"]
 
 
-def _pm():
+def _pm(pm=None):
+    """The caller's plugin manager, or a new one with every installed host plugin."""
+    if pm is not None:
+        return pm
     from bli_memory.core.plugins import get_plugin_manager
 
     return get_plugin_manager()
 
 
-def print_config(host: str | None) -> int:
+def _host_list(pm) -> str:
+    """``claude, codex, ...``: the installed host plugins, for help texts."""
+    from bli_memory.core.plugins import host_names
+
+    return ", ".join(host_names(pm))
+
+
+def print_config(host: str | None, *, pm=None) -> int:
     """Print the contract (``claude``), one host's block, or every host's with headings.
 
     Prints to stdout and returns without opening any transport.
     """
-    pm = _pm()
+    pm = _pm(pm)
     contract = build_contract()
     from bli_memory.installers.apply import known_hosts
 
@@ -52,15 +62,19 @@ def _home() -> Path:
     return home_dir()
 
 
-def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
+def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None) -> int:
     """Run ``install``, ``uninstall`` or ``status``; returns the exit code."""
+    from bli_memory.core.models import DEFAULT_HOST
+
+    pm = _pm(pm)
+    hosts_help = f"{_host_list(pm)}, or all"
     parser = argparse.ArgumentParser(prog=f"{prog} {command}")
     if command == "status":
         parser.add_argument("--host", default=None,
-                            help="claude, codex, copilot, gemini, hermes, or all (default: every host "
-                                 "that has our entries or whose CLI is on PATH)")
+                            help=f"{hosts_help} (default: every host that has "
+                                 "our entries or whose CLI is on PATH)")
     else:
-        parser.add_argument("--host", default="claude", help="claude, codex, copilot, gemini, hermes, or all")
+        parser.add_argument("--host", default=DEFAULT_HOST, help=hosts_help)
     if command != "status":
         parser.add_argument("--dry-run", action="store_true",
                             help="print what would change, per host and file, and write nothing")
@@ -70,13 +84,9 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         parser.add_argument("--trust-folder", metavar="PATH",
                             help="Gemini only: also trust PATH in ~/.gemini/trustedFolders.json "
                                  "(Gemini disables MCP servers in untrusted folders); uninstall removes it")
-        parser.add_argument("--copilot-instructions", action="store_true",
-                            help="GitHub Copilot CLI only: also write a custom-instructions entry asking the "
-                                 "agent to search memory before work; uninstall removes it")
     args = parser.parse_args(argv)
     from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
 
-    pm = _pm()
     contract = build_contract()
     hosts, skipped = select_hosts(pm, args.host or "all")
     home = _home()
@@ -98,7 +108,6 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp") -> int:
         hosts, skipped = hosts + ours, [h for h in skipped if h not in ours]
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
     plans, trusted, untrusted = _gemini_trust(plans, args, command, home)
-    plans = _copilot_instructions(plans, args, home)
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
     if args.dry_run:
         from bli_memory.installers.apply import known_hosts
@@ -157,23 +166,6 @@ def _gemini_trust(plans: list, args, command: str, home: Path) -> tuple[list, st
     return plans, resolved, False
 
 
-def _copilot_instructions(plans: list, args, home: Path) -> list:
-    """Add the custom-instructions file to Copilot's install plan when ``--copilot-instructions`` asks."""
-    if not getattr(args, "copilot_instructions", False):
-        return plans
-    copilot = [i for i, p in enumerate(plans) if p.host == "copilot"]
-    if not copilot:
-        from bli_memory.core.errors import ConfigError
-
-        raise ConfigError("--copilot-instructions is for GitHub Copilot CLI: use it with --host copilot "
-                          "(or --host all with copilot on PATH)")
-    from bli_memory.adapters.copilot import with_instructions
-
-    plans = list(plans)
-    plans[copilot[0]] = with_instructions(plans[copilot[0]], home)
-    return plans
-
-
 def _record_trust(trusted: str | None, forget: bool) -> None:
     if trusted is None and not forget:
         return
@@ -208,8 +200,8 @@ def _status_found(pm, contract, home: Path, out) -> int:
     for st in shown:
         _status_lines(st, out)
     if not shown:
-        out("no host found: none has our entries and no host CLI (claude, codex, copilot, gemini, hermes) is "
-            "on PATH\n")
+        out(f"no host found: none has our entries and no host CLI ({_host_list(pm)}) is on "
+            "PATH\n")
     _daemon_line(out)
     return 0
 

@@ -45,21 +45,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         sys.stdout.write(USAGE)
         return 0 if args else 2
-    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.cli.exits import run_cli
 
-    try:
-        return _dispatch(args)
-    except BliMemoryError as exc:
-        sys.stderr.write(f"cockpit: {exc.message}\n")
-        return 1
+    return run_cli("cockpit", _dispatch, args)
 
 
 def _dispatch(args: list[str]) -> int:
     cmd, rest = args[0], args[1:]
     if cmd == "memory" and rest and rest[0] in ("install", "uninstall", "status"):
-        from bli_memory.installers.cli import run
+        from bli_memory.core.cli.commands import run_plugin_command
 
-        return run(rest[0], rest[1:], prog="cockpit memory")
+        code = run_plugin_command(rest[0], rest[1:], prog="cockpit memory")
+        if code is not None:
+            return code
     if cmd == "memory" and rest and rest[0] == "log":
         from bli_memory.core.cli.experience import main as log_main
 
@@ -149,32 +147,13 @@ def _check_settings(rows: list[tuple[str, str, str]]) -> Any:
 
 
 def _check_hosts(rows: list[tuple[str, str, str]]) -> None:
-    from bli_memory.core.errors import BliMemoryError
+    """The plugins' rows (``doctor_checks``): the installer's one row per host."""
     from bli_memory.core.paths import home_dir
     from bli_memory.core.plugins import get_plugin_manager
-    from bli_memory.installers.apply import known_hosts, status_hosts
-    from bli_memory.installers.contract import build_contract
 
     pm = get_plugin_manager()
-    contract = build_contract()
-    statuses = []
-    for host in sorted(known_hosts(pm)):
-        try:  # one host's broken config file must not hide the other checks
-            statuses += status_hosts(pm, [host], contract, home_dir())
-        except BliMemoryError as exc:
-            rows.append(("fail", f"memory ({host})", exc.message))
-    for st in statuses:
-        if st.state == "outdated":
-            mark = "fail"
-        elif st.state == "installed":
-            mark = "warn" if st.details else "ok"  # installed, with something to know
-        else:
-            mark = "info"
-        details = list(st.details)
-        if st.state == "absent":  # the host is here; BLI Memory is not registered with it
-            details.insert(0, f"not registered; `bli-memory-mcp install --host {st.host}` adds it")
-        detail = st.state + (" - " + "; ".join(details) if details else "")
-        rows.append((mark, f"memory ({st.host})", detail))
+    for found in pm.hook.doctor_checks(home=home_dir(), plugin_manager=pm):
+        rows.extend(found)
 
 
 def _check_route(rows: list[tuple[str, str, str]], settings: Any) -> None:

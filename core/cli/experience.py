@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in args_list):
         parser.print_help(sys.stdout)
         return 0
+    from bli_memory.core.cli.exits import EXIT_FAILED, EXIT_USAGE
     from bli_memory.core.errors import BliMemoryError, InvalidInputError
 
     try:
@@ -99,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     except (_Refused, InvalidInputError) as exc:
         message = exc.message if isinstance(exc, InvalidInputError) else str(exc)
         _fail(f"refused: {message}", as_json=bool(args_list and "--json" in args_list), code="invalid_input")
-        return 2
-    except BliMemoryError as exc:
+        return EXIT_USAGE
+    except BliMemoryError as exc:  # answered here, not by run_cli: --json wants the error as JSON
         _fail(exc.message, as_json="--json" in args_list, code=exc.reason)
-        return 1
+        return EXIT_FAILED
     if args.json:
         sys.stdout.write(json.dumps(receipt.as_dict(), ensure_ascii=False, indent=2) + "\n")
         return 0

@@ -22,6 +22,7 @@ from typing import NoReturn
 
 __all__ = ["main"]
 
+#: The help text; ``{default_host}`` is :data:`bli_memory.core.models.DEFAULT_HOST` (see :func:`_usage`).
 USAGE = """\
 usage: bli-memory-mcp [--print-config[=HOST]] [COMMAND] ...
 
@@ -42,11 +43,11 @@ commands:
                          lifecycle hook reading the host's JSON on stdin;
                          EVENT is session-start, prompt or stop
   install [--host H|all] [--dry-run]
-                         register the server and hooks with an agent host (default: claude)
+                         register the server and hooks with an agent host (default: {default_host})
   uninstall [--host H|all] [--dry-run]
                          remove exactly what install added
   status [--host H|all]  installed / outdated / absent, per host
-  --print-config[=HOST]  print the install contract (claude) or a host's config block
+  --print-config[=HOST]  print the install contract ({default_host}) or a host's config block
   --version              print the version
 
 example:
@@ -62,37 +63,26 @@ def main(argv: list[str] | None = None) -> int:
 
         return hook_main(args[1:])
     if args and args[0] in ("-h", "--help", "help"):
-        sys.stdout.write(USAGE)
+        sys.stdout.write(_usage())
         return 0
     if args and args[0] == "--version":
         from bli_memory.core._version import VERSION
 
         sys.stdout.write(f"bli-memory-mcp {VERSION}\n")
         return 0
-    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.cli.exits import run_cli
 
-    try:
-        return _dispatch(args)
-    except BliMemoryError as exc:
-        sys.stderr.write(f"bli-memory-mcp: {exc.message}\n")
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # The reader went away (`status | head`): nothing more to say, and no traceback.
-        # Point stdout at /dev/null so the interpreter's final flush cannot fail again
-        # (the recipe of the Python docs, "Note on SIGPIPE").
-        import os
+    return run_cli("bli-memory-mcp", _dispatch, args)
 
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+
+def _usage() -> str:
+    from bli_memory.core.models import DEFAULT_HOST
+
+    return USAGE.format(default_host=DEFAULT_HOST)
 
 
 def _dispatch(args: list[str]) -> int:
     if args and args[0].startswith("--print-config"):
-        from bli_memory.installers.cli import print_config
-
         _, _, host = args[0].partition("=")
         rest = args[1:]
         if not host and rest:
@@ -102,11 +92,9 @@ def _dispatch(args: list[str]) -> int:
             sys.stderr.write(f"bli-memory-mcp: unexpected arguments {' '.join(args)!r}; "
                              "use --print-config[=HOST]\n")
             return 2
-        return print_config(host or None)
+        return _plugin_command("print-config", [host] if host else [], args)
     if args and args[0] in ("install", "uninstall", "status"):
-        from bli_memory.installers.cli import run as installer_run
-
-        return installer_run(args[0], args[1:])
+        return _plugin_command(args[0], args[1:], args)
     if args and args[0] in _SUBCOMMANDS:
         import importlib
 
@@ -116,9 +104,20 @@ def _dispatch(args: list[str]) -> int:
             _leave(code)  # it may still be building a side index (see _leave)
         return code
     if args and args[0] not in ("serve",):
-        sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{USAGE}")
+        sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{_usage()}")
         return 2
     return _serve()
+
+
+def _plugin_command(name: str, argv: list[str], args: list[str]) -> int:
+    """A command a plugin registers (the installer's); unknown when none does."""
+    from bli_memory.core.cli.commands import run_plugin_command
+
+    code = run_plugin_command(name, argv, prog="bli-memory-mcp")
+    if code is None:
+        sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{_usage()}")
+        return 2
+    return code
 
 
 #: Subcommands implemented in their own module, each with ``main(argv) -> int``.

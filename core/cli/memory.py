@@ -23,10 +23,10 @@ __all__ = ["main"]
 
 
 def _backend() -> Any:
-    from bli_memory.core.plugins import get_plugin_manager
+    from bli_memory.core.plugins import build_backend, get_plugin_manager
     from bli_memory.core.settings import load_settings
 
-    return get_plugin_manager().hook.memory_backend(settings=load_settings())
+    return build_backend(get_plugin_manager(), load_settings())
 
 
 def _space(arg: str | None) -> str:
@@ -177,8 +177,8 @@ def main(argv: list[str]) -> int:
             n = backend.purge(args.id)
             out(f"purged {n} row(s)\n")
         elif args.cmd == "export":
-            space = _space(args.space) if args.space else None
-            for record in backend.export(space=space):
+            only = _space(args.space) if args.space else None
+            for record in backend.export(space=only):
                 out(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         elif args.cmd == "import":
             try:

@@ -210,19 +210,18 @@ def _read_outbox(since: str, max_rows: int) -> tuple[list[dict[str, Any]], _Read
 
     scan = read_outbox()
     stats = _ReadStats(requested=len(scan.items) + len(scan.unreadable))
-    outbox = {"path": str(outbox_dir()), "queued": 0, "shipped": 0, "conflict": 0, "rejected": 0,
-              "unreadable": len(scan.unreadable)}
+    counts = {"queued": 0, "shipped": 0, "conflict": 0, "rejected": 0}
     rows: list[dict[str, Any]] = []
     for item in scan.items:
         d = item.data
         if d.get("shipped"):
-            outbox["shipped"] += 1
+            counts["shipped"] += 1
         elif d.get("conflict"):
-            outbox["conflict"] += 1
+            counts["conflict"] += 1
         elif d.get("rejected"):
-            outbox["rejected"] += 1
+            counts["rejected"] += 1
         else:
-            outbox["queued"] += 1
+            counts["queued"] += 1
         if item.created_at >= since:
             rows.append({k: d.get(k) for k in ("id", "store", "verdict", "reason", "created_at",
                                                 "person", "device", "agent", "project")})
@@ -232,6 +231,7 @@ def _read_outbox(since: str, max_rows: int) -> tuple[list[dict[str, Any]], _Read
         stats.capped = True
     if scan.unreadable:
         stats.failed = f"{len(scan.unreadable)} sidecar(s) unreadable"
+    outbox: dict[str, Any] = {"path": str(outbox_dir()), **counts, "unreadable": len(scan.unreadable)}
     return rows, stats, outbox
 
 

@@ -51,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("migrate", parents=[common], help="bring the database schema up to date and exit")
 
-    token = sub.add_parser("token", parents=[common], help="device tokens")
-    token = token.add_subparsers(dest="action", required=True)
+    tokens = sub.add_parser("token", parents=[common], help="device tokens")
+    token = tokens.add_subparsers(dest="action", required=True)
     create = token.add_parser("create", parents=[common], help="issue a token for a person's device")
     create.add_argument("--person", required=True)
     create.add_argument("--device", required=True)
@@ -63,8 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     revoke = token.add_parser("revoke", parents=[common], help="revoke a token by id")
     revoke.add_argument("token_id")
 
-    share = sub.add_parser("share", parents=[common], help="share a space with another person")
-    share = share.add_subparsers(dest="action", required=True)
+    sharing = sub.add_parser("share", parents=[common], help="share a space with another person")
+    share = sharing.add_subparsers(dest="action", required=True)
     for name in ("grant", "revoke"):
         p = share.add_parser(name, parents=[common])
         p.add_argument("--owner", required=True, help="the person whose space it is")

@@ -329,12 +329,10 @@ class Daemon:
         self._drain_wake.set()
         base = self._base
         if base is not None:
-            close = getattr(base.backend, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    pass
+            try:
+                base.backend.close()
+            except Exception:
+                pass
         if self.stop_reason == "stop_requested":
             daemon_start.clear_ready()  # stopped on purpose: not restarted at once
         self._release()
@@ -351,9 +349,9 @@ class Daemon:
 
     def _pm(self, host: str) -> Any:
         """Plugin manager for ``host``, built once (unknown hosts share one full scan)."""
-        from bli_memory.adapters import BUILTIN_HOSTS
+        from bli_memory.core.plugins import ENTRY_POINT_GROUP, own_entry_points
 
-        key = host if host in BUILTIN_HOSTS else "*"
+        key = host if host in own_entry_points(ENTRY_POINT_GROUP) else "*"
         pm = self._pms.get(key)
         if pm is None:
             from bli_memory.core.plugins import get_plugin_manager
@@ -363,7 +361,7 @@ class Daemon:
         return pm
 
     def _store_identity(self, backend: Any) -> tuple[int, int] | None:
-        path = getattr(backend, "store_path", None)
+        path = backend.store_path
         if path is None:
             return None
         try:
@@ -386,15 +384,11 @@ class Daemon:
             if base is not None and self._store_id is not None:
                 if self._store_identity(base.backend) != self._store_id:
                     # The store file was replaced or removed: never serve a ghost file.
-                    close = getattr(base.backend, "close", None)
-                    if callable(close):
-                        close()
+                    base.backend.close()
                     base = self._base = None
             if base is None:
                 base = HookContext.build(pm)
-                warm_up = getattr(base.backend, "warm_up", None)
-                if callable(warm_up):
-                    warm_up()
+                base.backend.warm_up()
                 self._base = base
                 self._store_id = self._store_identity(base.backend)
         if base.pm is pm:

@@ -761,6 +761,9 @@ class EmbeddedBackend:
         _, spaces = self.store.resolve_space(space)
         return self.store.delete_recordings(spaces)
 
+    #: The stop hook queues extract jobs in the file itself; nothing is spooled.
+    spool_captures = False
+
 
 def _pair_similarity(hits: list[tuple[str, int]], vs: Any) -> dict[tuple[str, str], float]:
     """Cosine similarity of every pair of hits (``(id, seq)``) with a vector in ``vs``.
@@ -786,8 +789,12 @@ def _pair_similarity(hits: list[tuple[str, int]], vs: Any) -> dict[tuple[str, st
 
 
 @hookimpl(trylast=True)
-def memory_backend(settings: Settings) -> EmbeddedBackend | None:
-    """Offer the embedded engine; the remote client plugin answers first when configured."""
+def memory_backend(settings: Settings, plugin_manager: Any) -> EmbeddedBackend | None:
+    """Offer the embedded engine; the remote client plugin answers first when configured.
+
+    A ``BLI_MEMORY_EMBEDDER`` other than the shipped model is looked up among the
+    ``register_embedders`` plugins of ``plugin_manager``, the caller's manager.
+    """
     from bli_memory.core.memory import embeddings
 
     sizes = {
@@ -796,7 +803,8 @@ def memory_backend(settings: Settings) -> EmbeddedBackend | None:
     }
     if settings.embedder == embeddings.MODEL_NAME:
         return EmbeddedBackend(settings.store_path, **sizes)
-    return EmbeddedBackend(settings.store_path, embedder=load_embedder(settings.embedder), **sizes)
+    embedder = load_embedder(settings.embedder, plugin_manager)
+    return EmbeddedBackend(settings.store_path, embedder=embedder, **sizes)
 
 
 @hookimpl

@@ -349,12 +349,12 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(USAGE)
         return 0
     from bli_memory.core.logs import configure_logging
-    from bli_memory.core.plugins import get_plugin_manager
+    from bli_memory.core.plugins import build_backend, get_plugin_manager
     from bli_memory.core.settings import load_settings
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    backend = get_plugin_manager().hook.memory_backend(settings=settings)
+    backend = build_backend(get_plugin_manager(), settings)
     try:
         if job_queue(backend) is None:
             return _ship_spool(backend)

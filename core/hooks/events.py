@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
 from bli_memory.core.hooks.blocks import context_block, recall_block, strip_injected
@@ -95,7 +95,9 @@ class HookContext:
         if settings is None:
             settings = load_settings()
         try:
-            backend = pm.hook.memory_backend(settings=settings)
+            from bli_memory.core.plugins import build_backend
+
+            backend = build_backend(pm, settings)
         except BliMemoryError:
             raise
         except Exception as exc:  # a plugin failed: the store is not usable
@@ -170,13 +172,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     result = ctx.backend.search(prompt, space=space, limit=limit * 3)
     coverage = 0.0
     if result.hits:
-        frequencies = getattr(ctx.backend, "term_frequencies", None)
-        if callable(frequencies):
-            counts, size = frequencies(prompt, space=space)
-        else:  # a plugin backend without term counts: every term weighs the same
-            from bli_memory.core.memory.terms import query_terms
-
-            counts, size = [(t, 0) for t in query_terms(prompt)], SMALL_SPACE
+        counts, size = ctx.backend.term_frequencies(prompt, space=space)
         coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
     session = hook_input.session_id
     decision = decide(
@@ -262,24 +258,24 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
         return HookResult(event="stop", outcome="skipped", reason="redaction_failed")
     redacted = _Kept(bounded_exchange(asked.text, said.text), asked.masked + said.masked)
     space = space_of(hook_input)
-    record_turn = getattr(ctx.backend, "record_turn", None)
-    if callable(record_turn):
-        from bli_memory.core.memory.switches import is_recording
+    from bli_memory.core.memory.switches import is_recording
 
-        if is_recording(space):
-            # Capture-only session recording: kept as a recording, never extracted
-            # into memories and never injected (core/memory/switches.py).
-            record_turn(redacted.text, space=space, source=f"hook:{hook_input.host}",
-                        session_id=hook_input.session_id)
-            return HookResult(
-                event="stop", outcome="ok",
-                fields={"chars": len(redacted.text), "masked": redacted.masked, "recorded": True},
-            )
-    if getattr(ctx.backend, "spool_captures", False):
+    if is_recording(space):
+        # Capture-only session recording: kept as a recording, never extracted
+        # into memories and never injected (core/memory/switches.py).
+        ctx.backend.record_turn(redacted.text, space=space, source=f"hook:{hook_input.host}",
+                                session_id=hook_input.session_id)
+        return HookResult(
+            event="stop", outcome="ok",
+            fields={"chars": len(redacted.text), "masked": redacted.masked, "recorded": True},
+        )
+    if ctx.backend.spool_captures:
         # A team service: spooled first, so a service away never costs the turn.
+        from bli_memory.core.team.remote import RemoteBackend
         from bli_memory.core.team.spool import capture
 
-        kept = capture(ctx.backend, ctx.backend.base_url, redacted.text, space=space,
+        remote = cast(RemoteBackend, ctx.backend)  # the service's client is the one that spools
+        kept = capture(remote, remote.base_url, redacted.text, space=space,
                        source=f"hook:{hook_input.host}", session_id=hook_input.session_id)
         return HookResult(event="stop", outcome="ok",
                           fields={"chars": len(redacted.text), "masked": redacted.masked, **kept})

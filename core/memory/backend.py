@@ -3,8 +3,10 @@
 The embedded SQLite engine (:mod:`bli_memory.core.embedded.engine`), the Postgres store
 (:mod:`bli_memory.core.team.pg_store`) and the client of the team service
 (:mod:`bli_memory.core.team.remote`) each implement :class:`MemoryBackend`; the MCP tools,
-the hooks and the daemon call nothing else. The ``memory_backend`` hook
-(:mod:`bli_memory.core.hookspecs`) chooses which one a process uses.
+the hooks, the daemon and the ``memory`` commands call nothing else, and never probe a
+backend for a method: a backend that cannot do something still has the method, and it
+answers honestly (does nothing, or refuses with a :class:`BliMemoryError`). The
+``memory_backend`` hook (:mod:`bli_memory.core.hookspecs`) chooses which one a process uses.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
     from bli_memory.core.models import (
         ForgetResult,
         Memory,
@@ -96,4 +101,79 @@ class MemoryBackend(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+        ...
+
+    # --- the process around it (MCP server, daemon, hooks) ---------------------------
+
+    @property
+    def store_path(self) -> Path | None:
+        """The local file the backend keeps (the embedded SQLite store); ``None`` for a service.
+
+        The daemon watches it: a file replaced or removed under it is reopened.
+        """
+        ...
+
+    @property
+    def spool_captures(self) -> bool:
+        """Whether the stop hook spools captures first (``True`` for the team service's
+        client, so a service away never costs the turn; :mod:`bli_memory.core.team.spool`)."""
+        ...
+
+    def warm_up(self) -> None:
+        """Open the store and load the model now (long-lived processes call it once, in
+        the background); a backend with nothing to load does nothing."""
+        ...
+
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+        """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
+        ...
+
+    # --- controls (MCP control tools, ``bli-memory-mcp memory``) ------------------------
+
+    def info(self, *, space: str) -> dict[str, Any]:
+        """``{"space", "aliases", "counts", "recordings", "store", "embeddingModel", ...}``
+        of a space; ``store["kind"]`` is ``embedded`` or ``service``."""
+        ...
+
+    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
+        """Newest live memories of a space; ``limit`` is clamped to 1..100."""
+        ...
+
+    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
+        """One memory and its version history (newest first).
+
+        Raises:
+            NotFoundError: no memory has that id.
+        """
+        ...
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Integrity of the derived indexes (``ok``, ``counts``, ``missing_keyword``,
+        ``stale_keyword``, ``missing_vector``, ``wrong_model``, ``repaired``); with
+        ``repair`` rebuild them and add ``after``."""
+        ...
+
+    def purge(self, id: str) -> int:
+        """Erase a memory and all its versions (secrets saved by mistake); returns rows erased."""
+        ...
+
+    def export(self, *, space: str | None = None) -> Iterable[dict[str, Any]]:
+        """JSON-ready rows of every version (``bli-memory-export.v1``); every space when None."""
+        ...
+
+    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
+        """Import exported rows exactly; one bad record means nothing is imported.
+
+        Raises:
+            InvalidInputError: naming the first bad record (1-based) and what is wrong.
+        """
+        ...
+
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Recorded turns of a space, newest first:
+        ``[{"id", "space", "sessionId", "source", "createdAt", "text"}, ...]``."""
+        ...
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase every recorded turn of a space and its aliases; returns how many."""
         ...

@@ -2044,3 +2044,13 @@ class PostgresBackend:
         same = (int(row[1]) == me and row[2] == entry["store"] and row[3] == entry["verdict"]
                 and row[4] == entry["reason"] and row[5] == entry["created_at"])
         return ("identical" if same else "conflict"), stored
+
+    # --- the process around it (bli_memory.core.memory.backend.MemoryBackend) ----------
+
+    #: The service drains its own queue; a capture is queued directly, never spooled.
+    spool_captures = False
+
+    @property
+    def store_path(self) -> None:
+        """No local file: Postgres keeps the memories (the daemon watches nothing)."""
+        return None

@@ -543,6 +543,11 @@ class RemoteBackend:
         """
         return self._call("POST", "/api/memory/experience", entry)
 
+    @property
+    def store_path(self) -> None:
+        """No local file: the service keeps the memories (the daemon watches nothing)."""
+        return None
+
 
 # --- choosing the backend ------------------------------------------------------------
 

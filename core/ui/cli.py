@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     from bli_memory.core.ui.app import BrowserState, build_app
 
     settings = load_settings()
-    backend = memory_backend(settings)
+    backend = memory_backend(settings, None)  # embedders from the installed plugins
     assert backend is not None
     if settings.remote:
         sys.stderr.write("bli-memory-mcp ui: a memory service is configured; this page shows the "

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.models import HookInput, HookResult
-from bli_memory.core.plugins import get_plugin_manager
+from bli_memory.core.plugins import build_backend, get_plugin_manager
 from bli_memory.installers.contract import build_contract
 from tests.conftest import FIXTURES
 
@@ -62,7 +64,7 @@ def test_hook_host_print_config() -> None:
 def test_hook_memory_backend(temp_home: Path) -> None:
     from bli_memory.core.settings import load_settings
 
-    backend = get_plugin_manager().hook.memory_backend(settings=load_settings())
+    backend = build_backend(get_plugin_manager(), load_settings())
     try:
         assert type(backend).__name__ == "EmbeddedBackend"
         assert backend.search("", space="t").hits == ()
@@ -135,4 +137,40 @@ def test_hook_register_redaction_rules(tmp_path: Path) -> None:
     assert rules[: len(DEFAULT_RULES)] == DEFAULT_RULES and len(rules) == len(DEFAULT_RULES) + 1
     out = redact("the vault code is ACME-SECRET-12345678 today", rules=rules)
     assert "ACME-SECRET-12345678" not in out.text and out.masked == 1
-    assert "ACME-SECRET-12345678" in redact("the vault code is ACME-SECRET-12345678 today").text
+    # The default rules are the process's: this manager is the active one, so its plugin applies.
+    assert redact("the vault code is ACME-SECRET-12345678 today").masked == 1
+    assert "ACME-SECRET-12345678" in redact("the vault code is ACME-SECRET-12345678 today",
+                                            rules=DEFAULT_RULES).text
+
+
+def test_hook_register_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    from bli_memory.core.cli.commands import plugin_commands, run_plugin_command
+    from bli_memory.core.hookspecs import hookimpl
+
+    seen: list[tuple[list[str], str, object]] = []
+
+    class Hello:
+        @hookimpl
+        def register_commands(self, register):
+            def run(argv, *, prog, pm):
+                seen.append((argv, prog, pm))
+                return 7
+            register("hello", run)
+
+    pm = get_plugin_manager()
+    pm.register(Hello())
+    assert {"install", "uninstall", "status", "print-config", "hello"} <= set(plugin_commands(pm))
+    assert run_plugin_command("hello", ["x"], prog="tool", pm=pm) == 7
+    assert seen == [(["x"], "tool", pm)]
+    assert run_plugin_command("no-such-command", [], prog="tool", pm=pm) is None
+    assert run_plugin_command("print-config", ["claude"], prog="tool", pm=pm) == 0
+    assert "bli-memory" in capsys.readouterr().out
+
+
+def test_hook_doctor_checks(temp_home: Path) -> None:
+    pm = get_plugin_manager()
+    rows = [row for found in pm.hook.doctor_checks(home=temp_home, plugin_manager=pm) for row in found]
+    checks = {check: (mark, detail) for mark, check, detail in rows}
+    for host in ("claude", "codex", "gemini", "hermes"):
+        mark, detail = checks[f"memory ({host})"]
+        assert mark in ("info", "ok", "warn") and detail.split(" ")[0] in ("absent", "not_found", "installed")

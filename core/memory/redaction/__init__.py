@@ -92,7 +92,7 @@ from bli_memory.core.memory.redaction.providers import (
 )
 from bli_memory.core.memory.redaction.rule import Redacted, RedactionRule
 
-__all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "redact", "rules_with_plugins"]
+__all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "active_rules", "redact", "rules_with_plugins"]
 
 DEFAULT_RULES: tuple[RedactionRule, ...] = (
     *_PRIVATE_KEY_RULES,
@@ -121,7 +121,7 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
 _MAX_PASSES = 8
 
 
-def redact(text: str, *, rules: tuple[RedactionRule, ...] = DEFAULT_RULES) -> Redacted:
+def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Redacted:
     """Replace every secret in ``text`` with a typed placeholder.
 
     Rules run in order, each over the output of the one before, so a later,
@@ -132,8 +132,11 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] = DEFAULT_RULES) -> Re
     Args:
         text: Any string, e.g. the last exchange of a transcript. Lone
             surrogates, NUL characters and megabytes of input are fine.
-        rules: The rules to apply, in order. Pass ``(*DEFAULT_RULES, extra)``
-            to add a rule.
+        rules: The rules to apply, in order. Default: :func:`active_rules`, the
+            built-in rules and those the process's plugins register, so every
+            path that redacts (save, update, stored metadata and customId,
+            capture, the experience log) honours a rule plugin. Pass
+            ``(*DEFAULT_RULES, extra)`` to choose exactly.
 
     Returns:
         The redacted text and the number of secrets masked. A value that
@@ -141,6 +144,8 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] = DEFAULT_RULES) -> Re
         token, counts once. Running :func:`redact` again on the text changes
         nothing and reports 0.
     """
+    if rules is None:
+        rules = active_rules()
     masked = 0
     for _ in range(_MAX_PASSES):
         changes = 0
@@ -193,3 +198,17 @@ def rules_with_plugins(pm: object) -> tuple[RedactionRule, ...]:
     pm.hook.register_redaction_rules(register=extra.append)  # type: ignore[attr-defined]
     return DEFAULT_RULES + tuple(extra)
 
+
+
+def active_rules() -> tuple[RedactionRule, ...]:
+    """:func:`rules_with_plugins` of the process's plugin manager, or ``DEFAULT_RULES``.
+
+    The manager is the one :func:`bli_memory.core.plugins.get_plugin_manager` built
+    last (:func:`~bli_memory.core.plugins.active_plugin_manager`): the MCP server's,
+    the hook's, the daemon's, the command's. Its rule plugins are asked on each call,
+    so a plugin registered on it after it was built is honoured too.
+    """
+    from bli_memory.core.plugins import active_plugin_manager
+
+    pm = active_plugin_manager()
+    return DEFAULT_RULES if pm is None else rules_with_plugins(pm)

@@ -906,7 +906,7 @@ def test_rule_interactions_are_idempotent(text: str) -> None:
 def test_public_api() -> None:
     assert redaction.__all__ == sorted(redaction.__all__)
     assert set(redaction.__all__) == {
-        "DEFAULT_RULES", "Redacted", "RedactionRule", "redact", "rules_with_plugins"
+        "DEFAULT_RULES", "Redacted", "RedactionRule", "active_rules", "redact", "rules_with_plugins"
     }
 
 

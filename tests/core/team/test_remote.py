@@ -16,7 +16,7 @@ import pytest
 
 from bli_memory.core.errors import ConfigError, InvalidInputError, NotFoundError, ServiceError
 from bli_memory.core.paths import session_file_path
-from bli_memory.core.plugins import get_plugin_manager
+from bli_memory.core.plugins import build_backend, get_plugin_manager
 from bli_memory.core.settings import load_settings
 from bli_memory.core.team.pairing import Session, clear_session, login, read_session, write_session
 from bli_memory.core.team.remote import UNPAIRED_MESSAGE, RemoteBackend, check_paired
@@ -28,7 +28,7 @@ def _backend_for_env(monkeypatch: pytest.MonkeyPatch, **env: str):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     pm = get_plugin_manager(load_entrypoints=False)
-    return pm.hook.memory_backend(settings=load_settings())
+    return build_backend(pm, load_settings())
 
 
 def test_remote_plugin_answers_first_when_a_service_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,265 @@
+"""What the MCP tools return: the structured-output models and the text helpers.
+
+Every tool answers with text for the model plus ``structuredContent``, a JSON object
+validated against the tool's ``outputSchema``; the schema is the pydantic model named
+in the tool's return annotation (``Annotated[CallToolResult, SearchOutput]``, the
+MCP SDK's way of declaring an output schema for a ``CallToolResult``). Field names are
+camelCase, as in the hosted Supermemory MCP whose tool names these are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from bli_memory.core.models import Memory, SearchHit
+
+__all__ = [
+    "AuditOutput",
+    "ConflictOut",
+    "ExperienceOutput",
+    "ForgetOutput",
+    "GetOutput",
+    "HitOut",
+    "InfoOutput",
+    "ListOutput",
+    "MemoryOut",
+    "ProfileOut",
+    "SaveOutput",
+    "SearchOutput",
+    "StatusOutput",
+    "UpdateOutput",
+    "day",
+    "hit_out",
+    "masked_text",
+    "memory_out",
+    "one_line",
+    "status_text",
+    "store_text",
+    "tool_result",
+]
+
+
+class MemoryOut(BaseModel):
+    """One memory as the tools return it."""
+
+    id: str
+    content: str
+    containerTag: str
+    customId: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str
+    sessionId: str | None = None
+    createdAt: str
+    updatedAt: str
+    version: int
+    supersedes: str | None = None
+    state: str
+
+
+class HitOut(MemoryOut):
+    """A search hit: the memory, its cosine similarity, and which retrievers found it."""
+
+    similarity: float | None = Field(
+        default=None, description="Cosine similarity of query and memory; never a fused score."
+    )
+    matchedBy: list[str] = Field(default_factory=list)
+
+
+class ProfileOut(BaseModel):
+    """User Profile (durable facts) and Recent Context of a space."""
+
+    facts: list[MemoryOut]
+    recent: list[MemoryOut]
+
+
+class ConflictOut(BaseModel):
+    """Two results that say different things on one subject (near-duplicates)."""
+
+    newer: str = Field(description="Id of the later memory.")
+    older: str = Field(description="Id of the earlier memory: update or forget it if it no longer holds.")
+    similarity: float = Field(description="Cosine similarity of the two memories.")
+
+
+class SearchOutput(BaseModel):
+    """Result of search_memory."""
+
+    query: str
+    containerTag: str = Field(description="Canonical tag of the space searched.")
+    searchedTags: list[str] = Field(description="Every tag naming the space (aliases included).")
+    count: int
+    results: list[HitOut]
+    profile: ProfileOut | None = None
+    conflicts: list[ConflictOut] = Field(
+        default_factory=list,
+        description="Near-duplicate results on one subject, newer first; resolve with "
+        "update_memory or forget_memory.")
+
+
+class SaveOutput(BaseModel):
+    """Result of save_memory."""
+
+    status: Literal["created", "duplicate", "updated", "queued"]
+    containerTag: str = Field(description="Where the memory actually went.")
+    memory: MemoryOut | None = None
+    previousId: str | None = None
+    jobId: str | None = None
+    masked: int = Field(0, description="Secrets replaced by [REDACTED:<kind>] before saving.")
+
+
+class UpdateOutput(BaseModel):
+    """Result of update_memory."""
+
+    status: Literal["updated", "unchanged"]
+    containerTag: str
+    memory: MemoryOut
+    previous: MemoryOut
+    named: MemoryOut | None = Field(
+        default=None, description="The older version the given id named; the live version was acted on.")
+    masked: int = Field(0, description="Secrets replaced by [REDACTED:<kind>] before saving.")
+
+
+class ForgetOutput(BaseModel):
+    """Result of forget_memory."""
+
+    containerTag: str
+    matchedBy: Literal["id", "content", "query"]
+    similarity: float | None = None
+    forgotten: MemoryOut
+    named: MemoryOut | None = Field(
+        default=None, description="The older version the given id named; the live version was acted on.")
+
+
+class InfoOutput(BaseModel):
+    """Result of memory_info."""
+
+    containerTag: str
+    derivedFrom: str
+    aliases: list[str]
+    counts: dict[str, int]
+    recordings: int = 0
+    store: dict[str, Any]
+    embeddingModel: str
+    storeEmbeddingModel: str | None = Field(
+        default=None, description="Set when the store holds another model's vectors: searches and "
+        "saves refuse it until `bli-memory-mcp memory reembed` runs.")
+    route: str
+    switches: dict[str, Any]
+
+
+class ListOutput(BaseModel):
+    """Result of list_memories: bounded previews, newest first."""
+
+    containerTag: str
+    count: int
+    memories: list[MemoryOut]
+
+
+class GetOutput(BaseModel):
+    """Result of get_memory."""
+
+    memory: MemoryOut
+    history: list[MemoryOut]
+
+
+class StatusOutput(BaseModel):
+    """Memory and recording state of a space."""
+
+    space: str
+    enabled: bool
+    globalEnabled: bool
+    spaceEnabled: bool
+    recording: bool
+    recordingSince: str | None = None
+
+
+class AuditOutput(BaseModel):
+    """Result of memory_audit."""
+
+    ok: bool
+    counts: dict[str, int]
+    missing_keyword: int
+    stale_keyword: int
+    missing_vector: int
+    wrong_model: int
+    repaired: bool
+    after: dict[str, Any] | None = None
+
+
+class ExperienceOutput(BaseModel):
+    """Result of memory_experience."""
+
+    id: str = Field(description="UUID of the entry (its sidecar in the outbox).")
+    store: Literal["bli", "supermemory", "both"]
+    marker: str = Field(description="[bli], ◪ or [bli]+◪.")
+    verdict: Literal["win", "loss", "noise"]
+    reason: str = Field(description="The reason as recorded, secrets masked.")
+    line: str = Field(description="The line appended to ~/.codex/AGENT-EXPERIENCE.md.")
+    masked: int = Field(description="Secrets masked in the reason.")
+    shipped: bool = Field(description="Acknowledged by the store it is kept in.")
+    shippedTo: Literal["service", "local"] | None = None
+    queuedReason: str | None = Field(default=None, description="Why it is still queued, if it is.")
+
+
+# --- shaping ---------------------------------------------------------------------
+
+
+def tool_result(text: str, payload: BaseModel) -> CallToolResult:
+    """A tool's answer: ``text`` as its one text block, ``payload`` as ``structuredContent``."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=payload.model_dump(mode="json"),
+    )
+
+
+def memory_out(m: Memory) -> MemoryOut:
+    """One stored :class:`~bli_memory.core.models.Memory` as the tools return it."""
+    return MemoryOut(
+        id=m.id, content=m.content, containerTag=m.space, customId=m.custom_id,
+        metadata=dict(m.metadata), source=m.source, sessionId=m.session_id,
+        createdAt=m.created_at, updatedAt=m.updated_at, version=m.version,
+        supersedes=m.supersedes, state=m.state,
+    )
+
+
+def hit_out(h: SearchHit) -> HitOut:
+    """A search hit: the memory, its cosine similarity and the retrievers that found it."""
+    return HitOut(**memory_out(h.memory).model_dump(), similarity=h.similarity, matchedBy=list(h.channels))
+
+
+def status_text(st: dict[str, Any]) -> str:
+    """One sentence for a :func:`bli_memory.core.memory.switches.status` dict."""
+    memory = "on" if st["enabled"] else "OFF (hooks neither inject nor capture; search/save refuse)"
+    recording = f"on since {st['recordingSince']}" if st["recording"] else "off"
+    return f"Memory for {st['space']} is {memory}; session recording is {recording}."
+
+
+def day(ts: str) -> str:
+    """The ``YYYY-MM-DD`` of a stored UTC time (``????-??-??`` when there is none)."""
+    return ts[:10] if ts else "????-??-??"
+
+
+def masked_text(masked: int) -> str:
+    """The sentence a save or update adds when it masked secrets ("" when none)."""
+    if not masked:
+        return ""
+    return f" {masked} secret{'s' if masked != 1 else ''} masked as [REDACTED:<kind>]."
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters with "…"."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def store_text(store: dict[str, Any]) -> str:
+    """``embedded file /path`` or ``team service https://... as alice (laptop)``."""
+    if store.get("kind") == "embedded":
+        return f"embedded file {store.get('path')}"
+    if store.get("kind") == "service":
+        who = f" as {store['person']} ({store.get('device')})" if store.get("person") else ""
+        return f"team service {store.get('url')}{who}"
+    return ", ".join(f"{k} {v}" for k, v in store.items())

@@ -1,0 +1,131 @@
+"""What every MCP tool shares: the server state and the checks a tool runs first.
+
+The state is built once by the server's lifespan (:mod:`bli_memory.core.mcp.server`)
+and reaches a tool through its :data:`ToolContext` parameter, as the MCP SDK's
+lifespan examples do (``ctx.request_context.lifespan_context``); a tool holds no state
+of its own, so each is a plain module-level function.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from bli_memory.core.errors import BliMemoryError
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.settings import Settings
+
+__all__ = [
+    "ServerState",
+    "ToolContext",
+    "default_space",
+    "require_enabled",
+    "resolve_tag",
+    "run_blocking",
+    "state_of",
+]
+
+T = TypeVar("T")
+
+
+@dataclass
+class ServerState:
+    """What the tools share for the life of the server (built by the lifespan).
+
+    ``session_id`` names this connection's session (``mcp-<uuid4>``): a host starts one
+    server per agent session over stdio, so the memories one session saves are session
+    neighbours, and the ``context`` channel of search applies to them as to
+    hook-captured ones (:func:`bli_memory.core.memory.ranking.context_bonus`).
+    ``wake`` is set when a tool queues an extract job, so the server's background
+    drain runs it at once instead of at its next poll.
+    """
+
+    settings: Settings
+    backend: MemoryBackend
+    default_space: str
+    space_origin: str
+    session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4()}")
+    wake: threading.Event = field(default_factory=threading.Event)
+
+
+if TYPE_CHECKING:
+    #: The context a tool receives (the SDK injects it by this annotation; it is not an argument).
+    ToolContext = Context[ServerState, Any]
+else:
+    # At run time the plain class: the SDK only asks issubclass(annotation, Context),
+    # and a pydantic generic parametrized at module level would add a global to this module.
+    ToolContext = Context
+
+
+def state_of(ctx: ToolContext) -> ServerState:
+    """The :class:`ServerState` of the request ``ctx`` belongs to."""
+    return ctx.request_context.lifespan_context
+
+
+def default_space(settings: Settings) -> tuple[str, str]:
+    """``(container tag, how it was derived)`` for the server's working folder.
+
+    ``BLI_MEMORY_CONTAINER_TAG`` (or ``settings.container_tag``) wins; otherwise the
+    git remote or folder decides (:func:`bli_memory.core.memory.spaces.derive_space`).
+    """
+    from bli_memory.core.memory.spaces import derive_space
+
+    env = dict(os.environ)
+    if settings.container_tag:
+        env["BLI_MEMORY_CONTAINER_TAG"] = settings.container_tag
+    space = derive_space(os.getcwd(), environ=env)
+    return space.tag, space.derived_from
+
+
+def resolve_tag(state: ServerState, container_tag: str | None) -> str:
+    """The space a tool acts on: ``container_tag`` validated, or the default when blank.
+
+    Raises:
+        ToolError: ``invalid_input: ...`` for a tag :func:`validate_tag` refuses.
+    """
+    from bli_memory.core.memory.spaces import validate_tag
+
+    if container_tag is None or not container_tag.strip():
+        return state.default_space
+    try:
+        return validate_tag(container_tag)
+    except ValueError as exc:
+        raise ToolError(f"invalid_input: {exc}") from exc
+
+
+def require_enabled(space: str) -> None:
+    """Refuse when memory is switched off for ``space`` or globally.
+
+    Raises:
+        ToolError: ``disabled: ...`` naming the space and how to switch it back on.
+    """
+    from bli_memory.core.memory.switches import is_enabled
+
+    if not is_enabled(space):
+        raise ToolError(
+            f"disabled: memory is switched off for {space} (or globally); nothing was searched or "
+            "saved. Call enable_memory to switch it back on."
+        )
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in a worker thread, off the event loop.
+
+    Raises:
+        ToolError: ``<reason>: <message>`` of a :class:`BliMemoryError` ``fn`` raised,
+            which the SDK answers as an ``isError`` result with that text.
+    """
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+    except BliMemoryError as exc:
+        raise ToolError(f"{exc.reason}: {exc.message}") from exc

@@ -1,0 +1,255 @@
+"""The four memory MCP tools: ``search_memory``, ``save_memory``, ``update_memory``, ``forget_memory``.
+
+Tool names and argument names are those of the hosted Supermemory MCP
+(``search_memory(query, containerTag?, includeProfile?, limit?)``,
+``save_memory(content, containerTag?, customId?, extract?, metadata?)``) so agents,
+skills and habits keep working; ``update_memory`` and ``forget_memory`` complete the
+set (BLI Memory spec, tool table).
+
+Each tool is a module-level function taking its state from the lifespan context
+(:mod:`bli_memory.core.mcp.state`); its docstring is the description clients show.
+Zero hits is a normal result whose text says the record is silent; a failure raises
+:class:`~mcp.server.mcpserver.exceptions.ToolError`, which the SDK answers as ``isError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from bli_memory.core.mcp.outputs import (
+    ConflictOut,
+    ForgetOutput,
+    ProfileOut,
+    SaveOutput,
+    SearchOutput,
+    UpdateOutput,
+    day,
+    hit_out,
+    masked_text,
+    memory_out,
+    one_line,
+    tool_result,
+)
+from bli_memory.core.mcp.state import ToolContext, require_enabled, resolve_tag, run_blocking, state_of
+from bli_memory.core.mcp.tool_text import add_tool
+from bli_memory.core.memory.version_ids import version_note
+
+__all__ = ["forget_memory", "register_memory_tools", "save_memory", "search_memory", "update_memory"]
+
+
+async def search_memory(
+    ctx: ToolContext,
+    query: Annotated[
+        str, Field(description="What to look for: a question, words or an identifier.")
+    ] = "",
+    containerTag: Annotated[
+        str | None, Field(description="Space to search; default: the current project's.")
+    ] = None,
+    includeProfile: Annotated[
+        bool, Field(description="Also return the User Profile and Recent Context.")
+    ] = False,
+    limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 10,
+) -> Annotated[CallToolResult, SearchOutput]:
+    """Search this project's memory by meaning, by keyword and by recency at once.
+
+    Use it before answering questions about decisions, conventions, commands, people
+    or history of this project. Exact identifiers (ticket ids, file names, error
+    codes) match lexically. Zero results is a normal answer meaning the record is
+    silent; an error means the search could not run.
+    """
+    state = state_of(ctx)
+    tag = resolve_tag(state, containerTag)
+    require_enabled(tag)
+    res = await run_blocking(
+        state.backend.search, query, space=tag, limit=limit, include_profile=includeProfile
+    )
+    profile = None
+    if res.profile is not None:
+        profile = ProfileOut(facts=[memory_out(m) for m in res.profile.facts],
+                             recent=[memory_out(m) for m in res.profile.recent])
+    out = SearchOutput(
+        query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
+        results=[hit_out(h) for h in res.hits], profile=profile,
+        conflicts=[ConflictOut.model_validate(c.to_dict()) for c in res.conflicts],
+    )
+    if res.hits:
+        noun = "memory" if len(res.hits) == 1 else "memories"
+        lines = [f"{len(res.hits)} {noun} in space {res.space}, best first:"]
+        for i, h in enumerate(res.hits, 1):
+            sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else "keyword match"
+            lines.append(f"{i}. [{day(h.memory.created_at)}] {one_line(h.memory.content)}")
+            lines.append(f"   ({sim}; id {h.memory.id})")
+        for c in res.conflicts:
+            lines.append(f"Possible conflict: {c.newer} (newer) and {c.older} (older) are on one "
+                         "subject; update or forget the one that no longer holds.")
+    elif not query.strip():
+        lines = ["The query is empty, so nothing was searched; the record is silent."]
+    else:
+        lines = [f"The record is silent: no memory in space {res.space} matches this query."]
+    if res.profile is not None:
+        lines.append("User Profile:")
+        lines += [f"- [{day(m.created_at)}] {one_line(m.content)}" for m in res.profile.facts] or [
+            "- (none recorded)"
+        ]
+        lines.append("Recent Context:")
+        lines += [f"- [{day(m.created_at)}] {one_line(m.content)}" for m in res.profile.recent] or [
+            "- (none recorded)"
+        ]
+    return tool_result("\n".join(lines), out)
+
+
+async def save_memory(
+    ctx: ToolContext,
+    content: Annotated[str, Field(description="The fact to remember, self-contained.")],
+    containerTag: Annotated[
+        str | None, Field(description="Space to save in; default: the current project's.")
+    ] = None,
+    customId: Annotated[
+        str | None, Field(description="Your key for this memory; saving again with it replaces it.")
+    ] = None,
+    extract: Annotated[
+        bool, Field(description="Distil atomic facts from raw text (a conversation) first.")
+    ] = False,
+    metadata: Annotated[
+        dict[str, Any] | None, Field(description="JSON object stored with the memory.")
+    ] = None,
+    expiresAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 time after which the memory leaves search (e.g. 2026-12-31)."),
+    ] = None,
+) -> Annotated[CallToolResult, SaveOutput]:
+    """Remember something durable: a decision and its reason, a preference, a convention.
+
+    Write one self-contained fact per call. Saving identical text again changes
+    nothing; a customId replaces the memory saved under it, keeping the old version
+    as history. The result names the space the memory actually went to.
+    """
+    from bli_memory.core.memory.redaction import redact
+
+    state = state_of(ctx)
+    tag = resolve_tag(state, containerTag)
+    # Secrets never reach the store, on either backend: a team space shares what it keeps.
+    clean = await run_blocking(redact, content)
+    require_enabled(tag)
+    if extract:
+        # Not even the queue row holds them (the worker redacts again).
+        job_id = await run_blocking(
+            state.backend.enqueue_extract, clean.text, space=tag, source="mcp",
+            session_id=state.session_id,
+        )
+        state.wake.set()
+        out = SaveOutput(status="queued", containerTag=tag, jobId=job_id, masked=clean.masked)
+        return tool_result(
+            f"Queued for extraction in space {tag}; job {job_id}. Durable facts are distilled "
+            "and reconciled with the space in the background (duplicates are not saved twice)."
+            + masked_text(clean.masked),
+            out,
+        )
+    # The backend validates expiresAt (bli_memory.core.memory.expiry), so every store
+    # refuses a bad one the same way and the refusal comes back as isError.
+    res = await run_blocking(state.backend.save, clean.text, space=tag, custom_id=customId,
+                             metadata=metadata, expires_at=expiresAt, session_id=state.session_id)
+    out = SaveOutput(
+        status=res.status, containerTag=res.space,
+        memory=memory_out(res.memory) if res.memory else None,
+        previousId=res.previous.id if res.previous else None, jobId=res.job_id,
+        masked=clean.masked,
+    )
+    verb = {
+        "created": "Saved",
+        "duplicate": "Already remembered (identical text); nothing new written",
+        "updated": "Saved, replacing the previous version under this customId",
+        "queued": "Queued for extraction",
+    }[res.status]
+    where = f" in space {res.space}"
+    if res.space != tag:
+        where += f" (the canonical space for {tag})"
+    ident = f"; id {res.memory.id}" if res.memory else ""
+    return tool_result(f"{verb}{where}{ident}." + masked_text(clean.masked), out)
+
+
+async def update_memory(
+    ctx: ToolContext,
+    content: Annotated[str, Field(description="The corrected text, in full.")],
+    id: Annotated[str | None, Field(description="Id of the memory to replace.")] = None,
+    customId: Annotated[
+        str | None, Field(description="customId of the memory to replace (instead of id).")
+    ] = None,
+    containerTag: Annotated[
+        str | None, Field(description="Space of the memory; default: the current project's.")
+    ] = None,
+) -> Annotated[CallToolResult, UpdateOutput]:
+    """Replace what a memory says, keeping the old version as history.
+
+    Use it when a remembered fact changed (a new decision, a corrected value).
+    Give the memory's id (from search_memory) or its customId.
+    """
+    from bli_memory.core.memory.redaction import redact
+
+    state = state_of(ctx)
+    tag = resolve_tag(state, containerTag)
+    clean = await run_blocking(redact, content)
+    res = await run_blocking(state.backend.update, clean.text, space=tag, id=id, custom_id=customId)
+    out = UpdateOutput(
+        status=res.status, containerTag=res.memory.space, memory=memory_out(res.memory),
+        previous=memory_out(res.previous), named=memory_out(res.named) if res.named else None,
+        masked=clean.masked,
+    )
+    note = version_note(id, res.previous, res.named)
+    if res.status == "unchanged":
+        text = f"Unchanged: memory {res.memory.id} already says exactly that.{note}"
+    else:
+        text = (
+            f"Updated: memory {res.memory.id} (version {res.memory.version}) replaces "
+            f"{res.previous.id}, which is kept as history.{note}"
+        )
+    return tool_result(text + masked_text(clean.masked), out)
+
+
+async def forget_memory(
+    ctx: ToolContext,
+    id: Annotated[str | None, Field(description="Id of the memory to forget.")] = None,
+    content: Annotated[str | None, Field(description="Exact text of the memory to forget.")] = None,
+    query: Annotated[
+        str | None,
+        Field(description="Forget the closest match, only if its similarity is at least 0.85."),
+    ] = None,
+    containerTag: Annotated[
+        str | None, Field(description="Space of the memory; default: the current project's.")
+    ] = None,
+) -> Annotated[CallToolResult, ForgetOutput]:
+    """Forget one memory (a tombstone: it leaves search and every index).
+
+    Choose it by id, by its exact text, or by a query whose closest match has
+    similarity 0.85 or more; a weaker match is refused rather than guessed.
+    """
+    state = state_of(ctx)
+    tag = resolve_tag(state, containerTag)
+    res = await run_blocking(state.backend.forget, space=tag, id=id, content=content, query=query)
+    out = ForgetOutput(
+        containerTag=res.memory.space, matchedBy=res.matched_by, similarity=res.similarity,
+        forgotten=memory_out(res.memory), named=memory_out(res.named) if res.named else None,
+    )
+    how = {"id": "by id", "content": "by exact text", "query": f"by closest match ({res.similarity})"}
+    note = version_note(id, res.memory, res.named)
+    return tool_result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.{note}", out)
+
+
+def register_memory_tools(server: MCPServer[Any]) -> None:
+    """Add the four memory tools to ``server``, with their annotations (MCP ``ToolAnnotations``)."""
+    tools: tuple[tuple[Callable[..., Any], str, bool, bool, bool], ...] = (
+        (search_memory, "Search memory", True, False, True),
+        (save_memory, "Save memory", False, False, False),
+        (update_memory, "Update memory", False, False, False),
+        (forget_memory, "Forget memory", False, True, False),
+    )
+    for fn, title, read_only, destructive, idempotent in tools:
+        add_tool(server, fn, annotations=ToolAnnotations(
+            title=title, read_only_hint=read_only, destructive_hint=destructive,
+            idempotent_hint=idempotent, open_world_hint=False,
+        ))
