@@ -84,6 +84,9 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         parser.add_argument("--trust-folder", metavar="PATH",
                             help="Gemini only: also trust PATH in ~/.gemini/trustedFolders.json "
                                  "(Gemini disables MCP servers in untrusted folders); uninstall removes it")
+        parser.add_argument("--copilot-instructions", action="store_true",
+                            help="GitHub Copilot CLI only: also write a custom-instructions entry asking the "
+                                 "agent to search memory before work; uninstall removes it")
     args = parser.parse_args(argv)
     from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
 
@@ -108,6 +111,7 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         hosts, skipped = hosts + ours, [h for h in skipped if h not in ours]
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
     plans, trusted, untrusted = _gemini_trust(plans, args, command, home)
+    plans = _copilot_instructions(plans, args, home)
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
     if args.dry_run:
         from bli_memory.installers.apply import known_hosts
@@ -164,6 +168,23 @@ def _gemini_trust(plans: list, args, command: str, home: Path) -> tuple[list, st
 
     plans[i], resolved = with_trust(plans[i], folder, home, os.getcwd())
     return plans, resolved, False
+
+
+def _copilot_instructions(plans: list, args, home: Path) -> list:
+    """Add the custom-instructions file to Copilot's install plan when ``--copilot-instructions`` asks."""
+    if not getattr(args, "copilot_instructions", False):
+        return plans
+    copilot = [i for i, p in enumerate(plans) if p.host == "copilot"]
+    if not copilot:
+        from bli_memory.core.errors import ConfigError
+
+        raise ConfigError("--copilot-instructions is for GitHub Copilot CLI: use it with --host copilot "
+                          "(or --host all with copilot on PATH)")
+    from bli_memory.adapters.copilot import with_instructions
+
+    plans = list(plans)
+    plans[copilot[0]] = with_instructions(plans[copilot[0]], home)
+    return plans
 
 
 def _record_trust(trusted: str | None, forget: bool) -> None:
