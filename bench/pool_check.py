@@ -39,8 +39,9 @@ def run(*, seed: int, rounds: int, calls: int) -> dict[str, Any]:
     """Run the comparison; returns medians in milliseconds and the ratio."""
     from psycopg_pool import ConnectionPool
 
+    from bli_memory.core.team.pg_base import configure_connection
     from bli_memory.core.team.pg_pool import make_pool
-    from bli_memory.core.team.pg_store import PostgresBackend, _configure_connection
+    from bli_memory.core.team.pg_store import PostgresBackend
     from tests.core.team import pgserver
 
     inst = pgserver.acquire()
@@ -51,7 +52,7 @@ def run(*, seed: int, rounds: int, calls: int) -> dict[str, Any]:
         for i in range(seed):
             backend.save(f"Decision {i}: deploys go through CI (ticket BLI-{1000 + i}).", space="bench_space")
         checked = admin._shared.pool
-        unchecked = make_pool(checked.conninfo, max_size=4, configure=_configure_connection, name="unchecked")
+        unchecked = make_pool(checked.conninfo, max_size=4, configure=configure_connection, name="unchecked")
         unchecked._check = None  # the one difference
         unchecked.open(wait=True)
         times: dict[str, list[float]] = {"checked": [], "unchecked": []}

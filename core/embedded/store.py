@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.embedded.migrations import migrate
 from bli_memory.core.errors import ModelMismatchError, NotFoundError, StoreError
+from bli_memory.core.memory.job_queue import ExtractJob  # the one job record, shared with the team store
 from bli_memory.core.memory.terms import index_text
 from bli_memory.core.models import Memory
 from bli_memory.core.private_files import make_private_file
@@ -108,31 +109,6 @@ class VectorSet:
     matrix: np.ndarray
     generation: tuple[tuple[int, int], ...]
     max_seq: int
-
-
-@dataclass(frozen=True)
-class ExtractJob:
-    """One claimed ``memory_extract_jobs`` row.
-
-    Attributes:
-        id: Job id (UUID4).
-        space: Canonical container tag the text belongs to.
-        text: The redacted text to distil.
-        source: Who queued it (``hook:claude``, ``mcp``, ...).
-        session_id: The host session, when known.
-        attempts: Claims so far, this one included.
-        created_at: When it was queued (UTC ISO 8601).
-        reclaimed: True when this claim took the job over from a worker whose lease expired.
-    """
-
-    id: str
-    space: str
-    text: str
-    source: str
-    session_id: str | None
-    attempts: int
-    created_at: str
-    reclaimed: bool = False
 
 
 def _iso(moment: datetime) -> str:

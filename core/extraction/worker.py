@@ -29,6 +29,11 @@ Guarantees, on the embedded store (:class:`~bli_memory.core.embedded.store.SQLit
 Reconciling twice is harmless (a statement already stored is ``unchanged``), so even
 the rare double run after a lease expired under a stalled worker writes nothing twice.
 
+The same loop works the team service's Postgres queue
+(:class:`~bli_memory.core.team.pg_jobs.JobsMixin`): both stores satisfy
+:class:`~bli_memory.core.memory.job_queue.JobQueue`, and the service passes
+``backend_for`` so each job is distilled as the person whose space it is.
+
 A backend without a job queue of its own (the memory service client: the service
 drains its queue itself) makes :func:`drain` return 0.
 """
@@ -43,13 +48,14 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import BliMemoryError, InvalidInputError, ServiceError, StoreError
+from bli_memory.core.memory.job_queue import ExtractJob, JobQueue
 
 if TYPE_CHECKING:
-    from bli_memory.core.embedded.store import ExtractJob
     from bli_memory.core.extraction.extractors import Extractor
     from bli_memory.core.memory.backend import MemoryBackend
 
@@ -82,7 +88,7 @@ _prune_lock = threading.Lock()
 
 def retry_delay(attempts: int) -> float:
     """Seconds to wait before retrying a job that failed ``attempts`` times (>= 1)."""
-    return min(BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0), BACKOFF_CAP_SECONDS)
+    return float(min(BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0), BACKOFF_CAP_SECONDS))
 
 
 def default_worker_id() -> str:
@@ -90,22 +96,15 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-_QUEUE_METHODS = ("claim_job", "extend_lease", "finish_job", "fail_job")
+def job_queue(backend: Any) -> JobQueue | None:
+    """The :class:`~bli_memory.core.memory.job_queue.JobQueue` of ``backend``, or None.
 
-
-def job_queue(backend: Any) -> Any | None:
-    """The object holding the job-queue methods for ``backend``, or None.
-
-    The queue is whatever implements ``claim_job(worker_id, *, lease_seconds,
-    max_attempts)``, ``extend_lease(job_id, worker_id, *, lease_seconds)``,
-    ``finish_job(job_id, worker_id, outcome)`` and ``fail_job(job_id, worker_id, *,
-    error, retry_at)`` as :class:`~bli_memory.core.embedded.store.SQLiteStore` does: the
-    backend itself or, for the embedded engine, ``backend.store``. Backends without
-    a local queue (the service client; the service's Postgres store, which drains its
-    own queue with ``FOR UPDATE SKIP LOCKED``) give None.
+    The backend itself when it is one (the team service's Postgres store), else, for the
+    embedded engine, its ``store`` (:class:`~bli_memory.core.embedded.store.SQLiteStore`).
+    Backends without a local queue (the service client) give None.
     """
     for candidate in (backend, getattr(backend, "store", None)):
-        if candidate is not None and all(callable(getattr(candidate, m, None)) for m in _QUEUE_METHODS):
+        if isinstance(candidate, JobQueue):
             return candidate
     return None
 
@@ -127,7 +126,7 @@ def _reason(exc: BaseException) -> str:
 class _Heartbeat:
     """Extends a job's lease every third of the lease until stopped."""
 
-    def __init__(self, queue: Any, job_id: str, worker_id: str, lease_seconds: float) -> None:
+    def __init__(self, queue: JobQueue, job_id: str, worker_id: str, lease_seconds: float) -> None:
         self._stop = threading.Event()
         self.lost = False
 
@@ -149,22 +148,23 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
-def _prune(queue: Any) -> None:
+def _prune(queue: JobQueue) -> None:
     global _last_prune
     with _prune_lock:
         if time.monotonic() - _last_prune < 3600 and _last_prune:
             return
         _last_prune = time.monotonic()
-    if hasattr(queue, "prune_jobs"):
+    prune = getattr(queue, "prune_jobs", None)  # the embedded store deletes old done jobs
+    if prune is not None:
         before = (datetime.now(UTC) - timedelta(days=KEEP_DONE_DAYS)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         try:
-            queue.prune_jobs(finished_before=before)
+            prune(finished_before=before)
         except BliMemoryError:
             pass
 
 
 def _run_job(
-    queue: Any,
+    queue: JobQueue,
     backend: MemoryBackend,
     job: ExtractJob,
     *,
@@ -224,6 +224,8 @@ def drain(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     max_attempts: int = MAX_ATTEMPTS,
     stop: threading.Event | None = None,
+    backend_for: Callable[[ExtractJob], MemoryBackend] | None = None,
+    on_result: Callable[[str], None] | None = None,
 ) -> int:
     """Claim and run ready extract jobs until none is ready or ``max_jobs`` were run.
 
@@ -238,6 +240,10 @@ def drain(
         lease_seconds: Lease of each claim (kept alive by a heartbeat while running).
         max_attempts: Claims allowed per job before it is ``failed``.
         stop: When set, no further job is claimed.
+        backend_for: The backend a job is distilled with (default ``backend``); the
+            service gives the job owner's view of its store.
+        on_result: Called with each job's result (``done``, ``retry``, ``failed``,
+            ``lost``), for metrics.
 
     Returns:
         How many jobs were claimed and run (done, retried or failed); 0 when the
@@ -274,8 +280,10 @@ def drain(
                 _log("failed", {"job": job.id, "reason": reason, "attempts": job.attempts,
                                 "retry_in_s": delay})
                 break
-        _run_job(queue, backend, job, worker_id=worker_id, extractor=chosen,
-                 lease_seconds=lease_seconds, max_attempts=max_attempts)
+        result = _run_job(queue, backend_for(job) if backend_for else backend, job, worker_id=worker_id,
+                          extractor=chosen, lease_seconds=lease_seconds, max_attempts=max_attempts)
+        if on_result is not None:
+            on_result(result)
     return ran
 
 

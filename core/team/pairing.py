@@ -12,8 +12,11 @@ File format (version 1)::
     {"version": 1, "dashboard_url": "https://memory.example.com", "device_token": "blim_...",
      "person": "alice", "device": "laptop", "paired_at": "2026-11-30T05:00:00.000000Z"}
 
+:func:`remote_target` answers which service and token a process should use (the
+environment first, then the session).
+
 Standard library only at import time: the hook entry path reads this file; httpx is
-imported by :func:`login` alone.
+imported by :func:`login` alone (through :mod:`bli_memory.core.team.service_client`).
 """
 
 from __future__ import annotations
@@ -28,12 +31,26 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core import paths
-from bli_memory.core.errors import ConfigError
+from bli_memory.core.errors import ConfigError, ServiceError
 from bli_memory.core.private_files import make_private_dir
 
-__all__ = ["SESSION_VERSION", "Session", "clear_session", "login", "read_session", "write_session"]
+__all__ = [
+    "SESSION_VERSION",
+    "UNPAIRED_MESSAGE",
+    "Session",
+    "clear_session",
+    "login",
+    "read_session",
+    "remote_target",
+    "write_session",
+]
 
 SESSION_VERSION = 1
+#: The one sentence a process prints when a service is configured but no token is.
+UNPAIRED_MESSAGE = (
+    "This machine is not paired with the BLI memory service: run `cockpit login` "
+    "or set BLI_MEMORY_DEVICE_TOKEN."
+)
 
 
 @dataclass(frozen=True)
@@ -135,7 +152,7 @@ def login(url: str, token: str, *, timeout: float = 10.0, transport: Any | None 
             reached (``timeout``, ``dashboard_unreachable``, ``bad_response``); nothing
             is written then.
     """
-    from bli_memory.core.team.remote import RemoteBackend
+    from bli_memory.core.team.service_client import ServiceClient
 
     url = (url or "").strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -143,12 +160,46 @@ def login(url: str, token: str, *, timeout: float = 10.0, transport: Any | None 
     token = (token or "").strip()
     if not token:
         raise ConfigError("give the device token to pair with")
-    client = RemoteBackend(url, token=token, timeout=timeout, transport=transport)
+    client = ServiceClient(url, token=token, timeout=timeout, transport=transport)
     try:
-        who = client.whoami()
+        who = client.call("GET", "/api/memory/whoami")
     finally:
         client.close()
     session = Session(dashboard_url=url, device_token=token, person=who.get("person"),
                       device=who.get("device"), paired_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
     write_session(session, environ)
     return session
+
+
+def remote_target(settings: Any) -> tuple[str, str] | None:
+    """``(url, token)`` of the memory service this process should use, or None for embedded.
+
+    The URL is ``BLI_MEMORY_DASHBOARD_URL``, else the paired session's; the token is
+    ``BLI_MEMORY_DEVICE_TOKEN``, else the session's (BLI Memory spec, "Auth"). The
+    session's token is only ever sent to the session's own URL.
+
+    Raises:
+        ServiceError: reason ``unpaired``: a service is configured but no token is, or
+            the URL in the environment is not the one the paired token belongs to.
+        ConfigError: the session file exists but cannot be read.
+    """
+    url = getattr(settings, "dashboard_url", None)
+    secret: Any = getattr(settings, "device_token", None)
+    token = secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret
+    session = read_session()
+    if url is None and session is None:
+        return None
+    token = (token or "").strip() or None
+    if token is None and session is not None:
+        if url is not None and url.rstrip("/") != session.dashboard_url.rstrip("/"):
+            # The paired token belongs to the paired service: never send it elsewhere.
+            raise ServiceError(
+                f"BLI_MEMORY_DASHBOARD_URL names {url} but this machine is paired with "
+                f"{session.dashboard_url}; set BLI_MEMORY_DEVICE_TOKEN for {url}, or unset "
+                "BLI_MEMORY_DASHBOARD_URL", reason="unpaired",
+            )
+        token = session.device_token
+    url = url or (session.dashboard_url if session else None)
+    if not url or not token:
+        raise ServiceError(UNPAIRED_MESSAGE, reason="unpaired")
+    return url.rstrip("/"), token

@@ -7,30 +7,20 @@ the service instead of the embedded engine, through the same contract. The devic
 token comes from ``BLI_MEMORY_DEVICE_TOKEN``, else from the session file; a service
 URL without a token raises :class:`ServiceError` with reason ``unpaired``.
 
-Failures map to the closed network reasons of the BLI Memory spec, in this one
-module that calls httpx:
-
-================================  ==============================================
-``timeout``                       connect, read, write or pool timeout
-``dashboard_unreachable``         refused, reset, DNS, TLS: no answer at all
-``http_<status>``                 an answer other than success (401, 500, 503, ...)
-``bad_response``                  a success whose body is not the JSON we expect
-================================  ==============================================
-
-except that a door's own verdicts keep their meaning: 400 becomes
-:class:`InvalidInputError` and 404 :class:`NotFoundError`, exactly as the embedded
-engine raises them. Module-level imports are the standard library only (the hook
-entry path registers this plugin); httpx loads when the first request is made. One
-``httpx.Client`` per backend keeps its connection alive, so the daemon holds it warm.
+Requests go through the one service client, :class:`~bli_memory.core.team.service_client.ServiceClient`
+(httpx, loaded on first use; its failures map to the closed network reasons of the BLI
+Memory spec, and a door's 400/404/403 keep their meaning as the embedded engine's
+errors). One client per backend keeps its connection alive, so the daemon holds it warm.
+Which service and token this machine uses is pairing's answer
+(:func:`~bli_memory.core.team.pairing.remote_target`, re-exported here).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
+from bli_memory.core.errors import InvalidInputError, ServiceError
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import (
     ForgetResult,
@@ -40,6 +30,17 @@ from bli_memory.core.models import (
     SearchHit,
     SearchResult,
     UpdateResult,
+)
+from bli_memory.core.team.pairing import UNPAIRED_MESSAGE, remote_target
+from bli_memory.core.team.service_client import (
+    BULK_TIMEOUT_S,
+    CONNECT_TIMEOUT_S,
+    READ_TIMEOUT_S,
+    ServiceClient,
+    memory_of,
+    optional_memory_of,
+    parsed,
+    profile_of,
 )
 
 if TYPE_CHECKING:
@@ -58,44 +59,10 @@ __all__ = [
     "remote_target",
 ]
 
-#: Seconds to open a connection; a hook's own deadline (2-15 s) still bounds every call.
-CONNECT_TIMEOUT_S = 3.0
-#: Seconds to wait for an answer (a save embeds on the server).
-READ_TIMEOUT_S = 10.0
-#: Seconds to wait for a bulk answer: an import part embeds its rows on the server, an
-#: audit with repair re-embeds every broken row.
-BULK_TIMEOUT_S = 300.0
 #: Most records and bytes of JSON in one ``POST /api/memory/import`` (the service takes
 #: up to 2,000 records and 16 MB).
 IMPORT_PART_RECORDS = 500
 IMPORT_PART_BYTES = 4 * 1024 * 1024
-#: The one sentence a process prints when a service is configured but no token is.
-UNPAIRED_MESSAGE = (
-    "This machine is not paired with the BLI memory service: run `cockpit login` "
-    "or set BLI_MEMORY_DEVICE_TOKEN."
-)
-
-
-def _memory(d: Any) -> Memory:
-    if not isinstance(d, dict):
-        raise TypeError("memory is not an object")
-    return Memory(
-        id=str(d["id"]), space=str(d["space"]), content=str(d["content"]), custom_id=d.get("customId"),
-        metadata=dict(d.get("metadata") or {}), source=str(d.get("source", "mcp")),
-        session_id=d.get("sessionId"), created_at=str(d.get("createdAt", "")),
-        updated_at=str(d.get("updatedAt", "")), version=int(d.get("version", 1)),
-        supersedes=d.get("supersedes"), state=d.get("state", "active"),
-        forgotten_at=d.get("forgottenAt"), expires_at=d.get("expiresAt"),
-    )
-
-
-def _profile(d: Any) -> Profile:
-    return Profile(space=str(d["containerTag"]), facts=tuple(_memory(m) for m in d.get("facts", ())),
-                   recent=tuple(_memory(m) for m in d.get("recent", ())))
-
-
-def _optional(d: Any) -> Memory | None:
-    return _memory(d) if d is not None else None
 
 
 def _uuid_key(value: Any) -> str:
@@ -127,96 +94,20 @@ class RemoteBackend:
                  transport: Any | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self._token = token
-        self._timeout = timeout
-        self._transport = transport
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self._service = ServiceClient(self.base_url, token=token, timeout=timeout, transport=transport)
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.base_url!r})"
 
     # --- transport -------------------------------------------------------------------
 
-    def _http(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import httpx
-
-                    from bli_memory.core._version import VERSION
-
-                    transport = self._transport or httpx.HTTPTransport(retries=1)
-                    self._client = httpx.Client(
-                        base_url=self.base_url, transport=transport,
-                        headers={"Authorization": f"Bearer {self._token}",
-                                 "User-Agent": f"bli-memory-mcp/{VERSION}"},
-                        timeout=httpx.Timeout(self._timeout, connect=min(CONNECT_TIMEOUT_S, self._timeout)),
-                    )
-        return self._client
-
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
               timeout: float | None = None) -> dict[str, Any]:
-        import httpx
-
-        client = self._http()
-        extra: dict[str, Any] = {}
-        if timeout is not None:
-            extra["timeout"] = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
-        try:
-            resp = client.request(method, path, json=body, **extra)
-        except (UnicodeEncodeError, ValueError) as exc:  # not JSON: NaN, a lone surrogate
-            raise InvalidInputError(f"the request cannot be sent as JSON: {type(exc).__name__}") from exc
-        except httpx.TimeoutException as exc:
-            raise ServiceError(f"the memory service at {self.base_url} did not answer in time",
-                               reason="timeout") from exc
-        except (httpx.TransportError, httpx.InvalidURL) as exc:
-            raise ServiceError(f"the memory service at {self.base_url} is unreachable",
-                               reason="dashboard_unreachable") from exc
-        status = resp.status_code
-        if 200 <= status < 300:
-            try:
-                data = resp.json()
-            except ValueError as exc:
-                raise ServiceError("the memory service answered with unreadable JSON",
-                                   reason="bad_response") from exc
-            if not isinstance(data, dict):
-                raise ServiceError("the memory service answered with an unexpected body",
-                                   reason="bad_response")
-            return data
-        message, reason = self._error(resp)
-        if status == 400:
-            raise InvalidInputError(message or "the memory service refused the request as invalid")
-        if status == 404:
-            raise NotFoundError(message or "not found")
-        if status == 403 and reason == "read_only":
-            raise NotFoundError(message or "read-only", reason="read_only")
-        if status == 401:
-            raise ServiceError(
-                "the memory service refused this machine's token (revoked, or for another "
-                "service); pair again with `cockpit login URL TOKEN`", reason="http_401",
-            )
-        raise ServiceError(f"the memory service answered HTTP {status}", reason=f"http_{status}")
-
-    @staticmethod
-    def _error(resp: Any) -> tuple[str | None, str | None]:
-        try:
-            err = resp.json().get("error", {})
-            return str(err.get("message"))[:500] if err.get("message") else None, err.get("reason")
-        except (ValueError, AttributeError):
-            return None, None
-
-    def _parsed(self, fn: Any, data: dict[str, Any]) -> Any:
-        try:
-            return fn(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ServiceError("the memory service answered with an unexpected body",
-                               reason="bad_response") from exc
+        return self._service.call(method, path, body, timeout=timeout)
 
     def close(self) -> None:
         """Close the kept-alive connections."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._service.close()
 
     def warm_up(self) -> None:
         """Open the connection and prove the token now (the daemon and MCP server call this)."""
@@ -237,21 +128,21 @@ class RemoteBackend:
 
         def parse(d: dict[str, Any]) -> SearchResult:
             hits = tuple(
-                SearchHit(memory=_memory(h["memory"]),
+                SearchHit(memory=memory_of(h["memory"]),
                           similarity=float(h["similarity"]) if h.get("similarity") is not None else None,
                           score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
                 for h in d["results"]
             )
             from bli_memory.core.models import Conflict
 
-            profile = _profile(d["profile"]) if d.get("profile") else None
+            profile = profile_of(d["profile"]) if d.get("profile") else None
             conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
                               for c in d.get("conflicts") or ())
             return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
                                 spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
                                 profile=profile, conflicts=conflicts)
 
-        return self._parsed(parse, data)  # type: ignore[no-any-return]
+        return parsed(parse, data)
 
     def save(
         self,
@@ -271,9 +162,9 @@ class RemoteBackend:
             if value is not None:
                 body[key] = value
         data = self._call("POST", "/api/memory/save", body)
-        return self._parsed(lambda d: SaveResult(  # type: ignore[no-any-return]
-            memory=_optional(d.get("memory")), space=str(d["containerTag"]), status=d["status"],
-            previous=_optional(d.get("previous")), job_id=d.get("jobId")), data)
+        return parsed(lambda d: SaveResult(
+            memory=optional_memory_of(d.get("memory")), space=str(d["containerTag"]), status=d["status"],
+            previous=optional_memory_of(d.get("previous")), job_id=d.get("jobId")), data)
 
     def update(
         self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
@@ -284,9 +175,9 @@ class RemoteBackend:
         body: dict[str, Any] = {"content": content, "containerTag": space}
         body.update({"id": id} if id is not None else {"customId": custom_id})
         data = self._call("POST", "/api/memory/update", body)
-        return self._parsed(lambda d: UpdateResult(  # type: ignore[no-any-return]
-            memory=_memory(d["memory"]), previous=_memory(d["previous"]),
-            status=d.get("status", "updated"), named=_optional(d.get("named"))), data)
+        return parsed(lambda d: UpdateResult(
+            memory=memory_of(d["memory"]), previous=memory_of(d["previous"]),
+            status=d.get("status", "updated"), named=optional_memory_of(d.get("named"))), data)
 
     def forget(self, *, space: str, id: str | None = None, content: str | None = None,
                query: str | None = None) -> ForgetResult:
@@ -296,25 +187,25 @@ class RemoteBackend:
             if value is not None:
                 body[key] = value
         data = self._call("POST", "/api/memory/forget", body)
-        return self._parsed(lambda d: ForgetResult(  # type: ignore[no-any-return]
-            memory=_memory(d["memory"]), matched_by=d["matchedBy"],
+        return parsed(lambda d: ForgetResult(
+            memory=memory_of(d["memory"]), matched_by=d["matchedBy"],
             similarity=float(d["similarity"]) if d.get("similarity") is not None else None,
-            named=_optional(d.get("named"))), data)
+            named=optional_memory_of(d.get("named"))), data)
 
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """Profile and recent context (``POST /api/memory/v4/profile``)."""
         data = self._call("POST", "/api/memory/v4/profile", {"containerTag": space, "limit": limit})
-        return self._parsed(_profile, data)  # type: ignore[no-any-return]
+        return parsed(profile_of, data)
 
     def history(self, id: str) -> list[Memory]:
         """Every version of a memory, newest first (``POST /api/memory/history``)."""
         data = self._call("POST", "/api/memory/history", {"id": id})
-        return self._parsed(lambda d: [_memory(m) for m in d["versions"]], data)  # type: ignore[no-any-return]
+        return parsed(lambda d: [memory_of(m) for m in d["versions"]], data)
 
     def purge(self, id: str) -> int:
         """Erase a memory and its versions (``POST /api/memory/purge``); returns rows erased."""
         data = self._call("POST", "/api/memory/purge", {"id": id})
-        return self._parsed(lambda d: int(d["erased"]), data)  # type: ignore[no-any-return]
+        return parsed(lambda d: int(d["erased"]), data)
 
     # --- memory controls (inspection, audit, export, import) -----------------------------
 
@@ -334,7 +225,7 @@ class RemoteBackend:
                     "embeddingModel": str(d["embeddingModel"]),
                     "extractJobs": {str(k): int(v) for k, v in dict(d.get("extractJobs") or {}).items()}}
 
-        return self._parsed(parse, data)  # type: ignore[no-any-return]
+        return parsed(parse, data)
 
     def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
         """Document frequency of each content term of ``query`` in the space (``POST /api/memory/terms``).
@@ -346,13 +237,13 @@ class RemoteBackend:
         def parse(d: dict[str, Any]) -> tuple[list[tuple[str, int]], int]:
             return [(str(t["term"]), int(t["count"])) for t in d["terms"]], int(d["live"])
 
-        return self._parsed(parse, data)  # type: ignore[no-any-return]
+        return parsed(parse, data)
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """Newest live memories of a space (``POST /api/memory/list``); ``limit`` is clamped to 1..100."""
         limit = max(1, min(int(limit), 100))
         data = self._call("POST", "/api/memory/list", {"containerTag": space, "limit": limit})
-        return self._parsed(lambda d: [_memory(m) for m in d["memories"]], data)  # type: ignore[no-any-return]
+        return parsed(lambda d: [memory_of(m) for m in d["memories"]], data)
 
     def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
         """One memory and its version history, newest first (``POST /api/memory/get``).
@@ -362,8 +253,8 @@ class RemoteBackend:
                 without ``include_inactive``.
         """
         data = self._call("POST", "/api/memory/get", {"id": id, "includeInactive": include_inactive})
-        return self._parsed(  # type: ignore[no-any-return]
-            lambda d: (_memory(d["memory"]), [_memory(m) for m in d["history"]]), data)
+        return parsed(
+            lambda d: (memory_of(d["memory"]), [memory_of(m) for m in d["history"]]), data)
 
     def audit(self, *, repair: bool = False) -> dict[str, Any]:
         """Audit (and with ``repair`` rebuild) this person's rows on the service (``POST /api/memory/audit``).
@@ -380,7 +271,7 @@ class RemoteBackend:
                 d[key]  # noqa: B018 -- a missing key is a bad answer
             return d
 
-        return self._parsed(parse, data)  # type: ignore[no-any-return]
+        return parsed(parse, data)
 
     def export(self, *, space: str | None = None) -> Iterator[dict[str, Any]]:
         """This person's rows, all versions, oldest first (``POST /api/memory/export``, page by page).
@@ -399,7 +290,7 @@ class RemoteBackend:
             if after is not None:
                 body["after"] = after
             data = self._call("POST", "/api/memory/export", body, timeout=BULK_TIMEOUT_S)
-            records, following = self._parsed(lambda d: (
+            records, following = parsed(lambda d: (
                 [dict(r) for r in d["records"]], d.get("next")), data)
             yield from records
             if following is None:
@@ -454,7 +345,7 @@ class RemoteBackend:
         found = records_problem(records)
         if found:
             raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
-        bodies = [{"records": part, "offset": offset} for offset, part in parts]
+        bodies: list[dict[str, Any]] = [{"records": part, "offset": offset} for offset, part in parts]
         if len(parts) > 1:
             # A version may supersede a record of another part: name those ids, so the
             # service accepts the link before that part is written (and only then).
@@ -470,7 +361,7 @@ class RemoteBackend:
         total = {"imported": 0, "skipped": 0}
         for body in bodies:
             data = self._call("POST", "/api/memory/import", body, timeout=BULK_TIMEOUT_S)
-            got = self._parsed(lambda d: (int(d["imported"]), int(d["skipped"])), data)
+            got = parsed(lambda d: (int(d["imported"]), int(d["skipped"])), data)
             total["imported"] += got[0]
             total["skipped"] += got[1]
         return total
@@ -525,12 +416,12 @@ class RemoteBackend:
         """This person's recorded turns of a space, newest first (``POST /api/memory/recordings``)."""
         data = self._call("POST", "/api/memory/recordings",
                           {"containerTag": space, "limit": max(1, min(int(limit), 100))})
-        return self._parsed(lambda d: [dict(r) for r in d["recordings"]], data)  # type: ignore[no-any-return]
+        return parsed(lambda d: [dict(r) for r in d["recordings"]], data)
 
     def clear_recordings(self, *, space: str) -> int:
         """Erase this person's recorded turns of a space (``POST /api/memory/recordings/clear``)."""
         data = self._call("POST", "/api/memory/recordings/clear", {"containerTag": space})
-        return self._parsed(lambda d: int(d["cleared"]), data)  # type: ignore[no-any-return]
+        return parsed(lambda d: int(d["cleared"]), data)
 
     def record_experience(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Ship one experience opinion (``POST /api/memory/experience``).
@@ -550,42 +441,6 @@ class RemoteBackend:
 
 
 # --- choosing the backend ------------------------------------------------------------
-
-
-def remote_target(settings: Any) -> tuple[str, str] | None:
-    """``(url, token)`` of the memory service this process should use, or None for embedded.
-
-    The URL is ``BLI_MEMORY_DASHBOARD_URL``, else the paired session's; the token is
-    ``BLI_MEMORY_DEVICE_TOKEN``, else the session's (BLI Memory spec, "Auth"). The
-    session's token is only ever sent to the session's own URL.
-
-    Raises:
-        ServiceError: reason ``unpaired``: a service is configured but no token is, or
-            the URL in the environment is not the one the paired token belongs to.
-        ConfigError: the session file exists but cannot be read.
-    """
-    from bli_memory.core.team.pairing import read_session
-
-    url = getattr(settings, "dashboard_url", None)
-    secret = getattr(settings, "device_token", None)
-    token = secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret
-    session = read_session()
-    if url is None and session is None:
-        return None
-    token = (token or "").strip() or None
-    if token is None and session is not None:
-        if url is not None and url.rstrip("/") != session.dashboard_url.rstrip("/"):
-            # The paired token belongs to the paired service: never send it elsewhere.
-            raise ServiceError(
-                f"BLI_MEMORY_DASHBOARD_URL names {url} but this machine is paired with "
-                f"{session.dashboard_url}; set BLI_MEMORY_DEVICE_TOKEN for {url}, or unset "
-                "BLI_MEMORY_DASHBOARD_URL", reason="unpaired",
-            )
-        token = session.device_token
-    url = url or (session.dashboard_url if session else None)
-    if not url or not token:
-        raise ServiceError(UNPAIRED_MESSAGE, reason="unpaired")
-    return url.rstrip("/"), token
 
 
 def check_paired(settings: Any) -> None:

@@ -5,7 +5,7 @@ use on the embedded store (``resolve_space``, ``page_live``, ``space_counts``,
 ``count_by_state``, ``aliases``, ``get``, ``history``) and the changes (``update``,
 ``forget``, ``purge``, ``search``), computed from what one person may see: their own
 rows and the rows of spaces shared with them (``memory_space_shares``), exactly the view
-of the HTTP doors (:meth:`bli_memory.core.team.pg_store.PostgresBackend._view`). Changes go
+of the HTTP doors (:meth:`bli_memory.core.team.pg_base.PgCore.space_view`). Changes go
 through the person's :class:`~bli_memory.core.team.pg_store.PostgresBackend`, so a read-only
 share answers ``read_only`` and another person's memory answers ``not_found``, as the
 doors do.
@@ -30,13 +30,13 @@ _COUNTS = ("active", "superseded", "forgotten")
 def token_key(backend: Any, token_id: str) -> tuple[Any, str] | None:
     """The :class:`~bli_memory.core.team.pg_store.Principal` of live device token ``token_id``
     and its stored SHA-256 hex, or None (unknown, revoked, or not a UUID)."""
-    from bli_memory.core.team.pg_store import Principal
+    from bli_memory.core.team.pg_access import Principal
 
     try:
         key = str(uuid.UUID(str(token_id)))
     except ValueError:
         return None
-    with backend._conn("check a browser session") as conn:
+    with backend.connection("check a browser session") as conn:
         row = conn.execute(
             "SELECT t.id, t.person_id, p.name, t.device, t.token_sha256 FROM memory_device_tokens t "
             "JOIN memory_people p ON p.id = t.person_id WHERE t.id = %s AND t.revoked_at IS NULL",
@@ -72,10 +72,11 @@ class PersonStore:
 
     def resolve_space(self, tag: str) -> tuple[str, tuple[str, ...]]:
         """Canonical tag for ``tag`` and every tag naming the same space."""
-        return self.backend.resolve_space(tag)
+        resolved: tuple[str, tuple[str, ...]] = self.backend.resolve_space(tag)
+        return resolved
 
     def _view(self, conn: Any, spaces: Sequence[str]) -> Any:
-        return self.backend._view(conn, spaces[0])
+        return self.backend.space_view(conn, spaces[0])
 
     def space_counts(self, *, limit: int = 500) -> list[tuple[str, dict[str, int]]]:
         """Counts per state of every space this person reads, most live rows first.
@@ -91,8 +92,8 @@ class PersonStore:
         """
         if self._counts is not None:
             return self._counts[: int(limit)]
-        me = self.backend._me()
-        with self.backend._conn("count spaces") as conn:
+        me = self.backend.acting_person()
+        with self.backend.connection("count spaces") as conn:
             rows = conn.execute(
                 """
                 WITH shared AS (
@@ -142,7 +143,7 @@ class PersonStore:
         """Aliases of the spaces this person reads: ``{canonical: [alias, ...]}`` (never
         the aliases of spaces they cannot see)."""
         tags = [tag for tag, _ in self.space_counts()]
-        with self.backend._conn("list aliases") as conn:
+        with self.backend.connection("list aliases") as conn:
             rows = conn.execute(
                 "SELECT canonical, alias FROM memory_space_aliases WHERE canonical = ANY(%s) "
                 "ORDER BY canonical, alias", (tags,)).fetchall()
@@ -163,20 +164,20 @@ class PersonStore:
         Keyset paging on ``seq`` (``memories_live`` index); ``before_seq`` is the last
         seq of the previous page. Returns ``[(seq, memory), ...]``.
         """
-        from bli_memory.core.team.pg_store import _COLUMNS, _row_to_memory
+        from bli_memory.core.team.pg_base import MEMORY_COLUMNS, row_to_memory
 
         bound = "" if before_seq is None else "AND seq < %s "
-        with self.backend._conn("list memories") as conn:
+        with self.backend.connection("list memories") as conn:
             view = self._view(conn, spaces)
             args: list[Any] = [list(view.spaces), list(view.readers)]
             if before_seq is not None:
                 args.append(int(before_seq))
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE space = ANY(%s) AND owner_id = ANY(%s) "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE space = ANY(%s) AND owner_id = ANY(%s) "
                 "AND state = 'active' AND (expires_at IS NULL OR expires_at > now()) "
                 f"{bound}ORDER BY seq DESC LIMIT %s", (*args, int(limit)),
             ).fetchall()
-        return [(int(r[0]), _row_to_memory(r)) for r in rows]
+        return [(int(r[0]), row_to_memory(r)) for r in rows]
 
     # --- one memory ----------------------------------------------------------------------
 
@@ -193,10 +194,10 @@ class PersonStore:
     def writable(self, memory: Any) -> bool:
         """Whether this person may change ``memory``: theirs, or in a space shared with
         them for writing (the doors' rule, ``PostgresBackend._writable``)."""
-        with self.backend._conn("check a memory's owner") as conn:
+        with self.backend.connection("check a memory's owner") as conn:
             row = conn.execute("SELECT owner_id FROM memories WHERE space = %s AND id = %s",
                                (memory.space, memory.id)).fetchone()
-            return row is not None and int(row[0]) in self.backend._view(conn, memory.space).writers
+            return row is not None and int(row[0]) in self.backend.space_view(conn, memory.space).writers
 
     def history(self, id: str) -> list[Any]:
         """Every version of the memory, newest first."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from bli_memory.core.team.pg_store import VERSION_TABLE
+from bli_memory.core.team.pg_schema import VERSION_TABLE
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only reachable by running alembic by hand

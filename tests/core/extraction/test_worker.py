@@ -369,6 +369,18 @@ def _let_backoff_pass(job_id: str) -> None:
         conn.execute("UPDATE memory_extract_jobs SET not_before = NULL WHERE id = ?", (job_id,))
 
 
+def test_the_embedded_store_is_the_drains_job_queue(project: Path) -> None:
+    from bli_memory.core.extraction.worker import job_queue
+    from bli_memory.core.memory.job_queue import JobQueue
+
+    b = backend()
+    try:
+        queue = job_queue(b)
+        assert queue is b.store and isinstance(queue, JobQueue)
+    finally:
+        b.close()
+
+
 def test_a_failing_job_is_retried_with_backoff_then_given_up(project: Path, capsys) -> None:
     from bli_memory.core.extraction.worker import MAX_ATTEMPTS, drain, retry_delay
 

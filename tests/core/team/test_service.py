@@ -194,7 +194,7 @@ def test_a_job_is_claimed_by_exactly_one_worker(admin: Any, new_person, space: s
                 return
             with lock:
                 claimed.append(job.id)
-            admin.finish_job(job.id, {"added": 0})
+            admin.finish_job(job.id, name, {"added": 0})
 
     threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
     for t in threads:
@@ -453,3 +453,82 @@ def test_readiness_is_false_when_the_database_is_gone(pg_instance: Any) -> None:
             assert r.status_code == 503 and r.json()["database"] is False
     finally:
         backend.close()
+
+
+def test_every_door_is_documented_with_its_request_and_answer_models() -> None:
+    from bli_memory.core.team.service import DOORS
+
+    doc = openapi_document()
+    schemas = doc["components"]["schemas"]
+
+    def named(ref: dict) -> str:
+        name = ref["$ref"].removeprefix("#/components/schemas/")
+        assert name in schemas, name
+        return name
+
+    assert len({d.path for d in DOORS}) == len(DOORS)
+    for d in DOORS:
+        op = doc["paths"][d.path][d.method.lower()]
+        if d.request is None:
+            assert "requestBody" not in op
+        else:
+            assert named(op["requestBody"]["content"]["application/json"]["schema"]) == d.request.__name__
+        for code, (model, _) in d.answers.items():
+            answer = op["responses"][str(code)]["content"]["application/json"]["schema"]
+            assert named(answer) == model.__name__
+        assert named(op["responses"]["401"]["content"]["application/json"]["schema"]) == "Error"
+    # Wire names, not Python ones: the document says what a client sends.
+    assert {"containerTag", "includeProfile", "q"} <= set(schemas["SearchRequest"]["properties"])
+
+
+def test_answers_validate_against_their_declared_models(client: Any, new_person, space: str) -> None:
+    import pydantic
+
+    from bli_memory.core.team import service_models as m
+
+    p = new_person()
+    saved = client.post("/api/memory/save", headers=p.headers,
+                        json={"content": "The staging database is db-staging-2.", "containerTag": space})
+    assert saved.status_code == 201
+    m.SaveAnswer.model_validate(saved.json())
+    found = client.post("/api/memory/search", headers=p.headers,
+                        json={"q": "staging database", "containerTag": space, "includeProfile": True})
+    answer = m.SearchAnswer.model_validate(found.json())
+    assert answer.count == len(answer.results) >= 1 and answer.profile is not None
+    m.InfoAnswer.model_validate(client.post("/api/memory/info", headers=p.headers,
+                                            json={"containerTag": space}).json())
+    m.WhoAmI.model_validate(client.get("/api/memory/whoami", headers=p.headers).json())
+    refused = client.post("/api/memory/search", headers=p.headers, json={"containerTag": "no spaces"})
+    assert refused.status_code == 400
+    m.Error.model_validate(refused.json())
+    # The models are strict about keys: an answer with a key the document does not declare fails.
+    with pytest.raises(pydantic.ValidationError):
+        m.SaveAnswer.model_validate({**saved.json(), "undeclared": 1})
+
+
+def test_the_service_queue_is_a_job_queue_whose_leases_run_out(admin: Any, new_person, space: str) -> None:
+    from bli_memory.core.memory.job_queue import JobQueue
+
+    assert isinstance(admin, JobQueue)
+    person = new_person()
+    backend = admin.for_person(admin.ensure_person(person.name))
+    job_id = backend.enqueue_extract("User: the lease test\n\nAssistant: ok", space=space, source="test")
+
+    def claim(worker: str, lease: float) -> Any:
+        while (job := admin.claim_job(worker, lease_seconds=lease, max_attempts=2)) is not None:
+            if job.id == job_id:
+                return job
+            admin.finish_job(job.id, worker, {"added": 0})  # another test's leftover
+        return None
+
+    first = claim("dies-1", 0.2)
+    assert first is not None and first.attempts == 1 and first.owner_id == backend.person_id
+    assert admin.extend_lease(job_id, "someone-else", lease_seconds=60) is False
+    time.sleep(0.5)
+    second = claim("dies-2", 0.2)  # the first worker died: its lease ran out
+    assert second is not None and second.attempts == 2
+    assert admin.finish_job(job_id, "dies-1", {"added": 0}) is False  # no longer its job
+    time.sleep(0.5)
+    assert claim("third", 60) is None  # died during every attempt: given up, not claimed
+    row = admin.job(job_id)
+    assert row["state"] == "failed" and row["error"].startswith("lease_expired")

@@ -1,0 +1,104 @@
+"""The capture doors of the service: session recordings, the experience log, whoami."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.team.http import DoorError
+from bli_memory.core.team.service_door import acting, body_int, body_str, body_tag
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from bli_memory.core.team.pg_access import Principal
+
+__all__ = [
+    "EXPERIENCE_STORES",
+    "EXPERIENCE_VERDICTS",
+    "clear_recordings",
+    "experience",
+    "experience_entry",
+    "record",
+    "recordings",
+    "whoami",
+]
+
+#: The stores and verdicts an experience opinion may name (BLI Memory spec, "Live A/B").
+EXPERIENCE_STORES = ("bli", "supermemory", "both")
+EXPERIENCE_VERDICTS = ("win", "loss", "noise")
+
+
+def record(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /api/memory/record``: keep one turn of a recorded session (201 with its id)."""
+    be = acting(request, p)
+    tag = body_tag(body)
+    rec_id = be.record_turn(body_str(body, "text", required=True) or "", space=tag,
+                            source=body_str(body, "source") or "api", session_id=body_str(body, "sessionId"))
+    canonical, _ = be.resolve_space(tag)
+    return 201, {"id": rec_id, "containerTag": canonical}
+
+
+def recordings(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /api/memory/recordings``: the caller's recorded turns of a space, newest first."""
+    rows = acting(request, p).recordings(space=body_tag(body), limit=body_int(body, "limit", 20, 1, 100))
+    return 200, {"recordings": rows, "count": len(rows)}
+
+
+def clear_recordings(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /api/memory/recordings/clear``: erase the caller's recorded turns of a space."""
+    return 200, {"cleared": acting(request, p).clear_recordings(space=body_tag(body))}
+
+
+def whoami(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``GET /api/memory/whoami``: the person and device the token proves."""
+    return 200, {"person": p.person, "device": p.device, "deviceId": p.device_id}
+
+
+def experience(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /api/memory/experience``: one experience opinion (201, 200 identical retry, 409)."""
+    entry = experience_entry(body)
+    status, stored = acting(request, p).record_experience(entry)
+    if status == "conflict":
+        raise DoorError(409, "conflict", "an opinion with this id exists with other content")
+    return (201 if status == "created" else 200), {**stored, "status": status}
+
+
+def experience_entry(body: dict[str, Any]) -> dict[str, Any]:
+    """Validate an experience opinion (BLI Memory spec, "Live A/B: agent experience").
+
+    Raises:
+        InvalidInputError: unknown store or verdict, a reason that is empty, longer than
+            500 characters or more than one line, a bad id or time.
+    """
+    raw_id = body.get("id")
+    if raw_id is None:
+        entry_id = str(uuid.uuid4())
+    else:
+        try:
+            entry_id = str(uuid.UUID(str(raw_id)))
+        except ValueError as exc:
+            raise InvalidInputError("id must be a UUID") from exc
+    store, verdict, reason = body.get("store"), body.get("verdict"), body.get("reason")
+    if store not in EXPERIENCE_STORES:
+        raise InvalidInputError(f"store must be one of {', '.join(EXPERIENCE_STORES)}")
+    if verdict not in EXPERIENCE_VERDICTS:
+        raise InvalidInputError(f"verdict must be one of {', '.join(EXPERIENCE_VERDICTS)}")
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInputError("reason is required")
+    reason = reason.strip()
+    if len(reason) > 500 or "\n" in reason or "\r" in reason:
+        raise InvalidInputError("reason must be one line of at most 500 characters")
+    created = body.get("created_at", body.get("createdAt"))
+    if created is None:
+        created_at = datetime.now(UTC)
+    else:
+        try:
+            created_at = datetime.fromisoformat(str(created))
+        except ValueError as exc:
+            raise InvalidInputError("created_at must be an ISO 8601 time") from exc
+        if created_at.tzinfo is None:
+            created_at = created_at.replace(tzinfo=UTC)
+    return {"id": entry_id, "store": store, "verdict": verdict, "reason": reason, "created_at": created_at}

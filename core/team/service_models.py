@@ -1,0 +1,439 @@
+"""The request and response shapes of the service's doors, declared once as pydantic models.
+
+The OpenAPI document (:mod:`~bli_memory.core.team.service_openapi`) is generated from
+these models; the doors themselves read bodies with the checks of
+:mod:`~bli_memory.core.team.service_door`, whose error messages are part of the wire
+contract. Field names are the wire names (``containerTag``, ``customId``, ...).
+Answer models forbid undeclared keys, so a test that validates a real answer against
+its model fails when a door grows a key the document does not declare.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bli_memory.core.team.service_capture import EXPERIENCE_STORES, EXPERIENCE_VERDICTS
+from bli_memory.core.team.service_door import MAX_IMPORT_RECORDS
+
+__all__ = [
+    "Audit",
+    "AuditAfter",
+    "AuditRequest",
+    "ClearRecordingsAnswer",
+    "Erased",
+    "Error",
+    "ErrorBody",
+    "ExperienceAnswer",
+    "ExperienceRequest",
+    "ExportAnswer",
+    "ExportRecord",
+    "ExportRequest",
+    "ForgetAnswer",
+    "ForgetRequest",
+    "GetAnswer",
+    "GetRequest",
+    "Health",
+    "HistoryAnswer",
+    "IdRequest",
+    "ImportAnswer",
+    "ImportRequest",
+    "InfoAnswer",
+    "ListAnswer",
+    "Memory",
+    "Profile",
+    "Readiness",
+    "RecordAnswer",
+    "RecordRequest",
+    "Recording",
+    "RecordingsAnswer",
+    "SaveAnswer",
+    "SaveRequest",
+    "SearchAnswer",
+    "SearchHit",
+    "SearchRequest",
+    "SpaceLimitRequest",
+    "SpaceRequest",
+    "TermCount",
+    "TermsAnswer",
+    "TermsRequest",
+    "UpdateAnswer",
+    "UpdateRequest",
+    "WhoAmI",
+]
+
+Tag = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$", description="Container tag of the space.")]
+Limit = Annotated[int, Field(ge=1, le=100)]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- shared shapes ---------------------------------------------------------------------
+
+
+class Memory(_Answer):
+    """One version of a memory (``Memory.to_dict``)."""
+
+    id: str
+    space: str
+    content: str
+    customId: str | None
+    metadata: dict[str, Any]
+    source: str
+    sessionId: str | None
+    createdAt: str
+    updatedAt: str
+    version: int
+    supersedes: str | None
+    state: Literal["active", "superseded", "forgotten"]
+    forgottenAt: str | None
+    expiresAt: str | None
+
+
+class Profile(_Answer):
+    """User Profile (durable facts) and Recent Context of a space."""
+
+    containerTag: str
+    facts: list[Memory]
+    recent: list[Memory]
+
+
+class ErrorBody(_Answer):
+    """A closed-set reason and a message that never echoes a memory, a prompt or a token."""
+
+    reason: str
+    message: str
+
+
+class Error(_Answer):
+    """Every refusal: ``{"error": {"reason", "message"}}``."""
+
+    error: ErrorBody
+
+
+# --- requests -------------------------------------------------------------------------
+
+
+class SpaceRequest(BaseModel):
+    """A door that names only a space."""
+
+    containerTag: Tag
+
+
+class SpaceLimitRequest(SpaceRequest):
+    """A space and how many rows to answer."""
+
+    limit: Limit | None = None
+
+
+class IdRequest(BaseModel):
+    """A door that names one memory (any version's id)."""
+
+    id: str
+
+
+class SearchRequest(SpaceRequest):
+    """A hybrid search (``query`` is accepted for ``q``)."""
+
+    q: str | None = None
+    limit: Limit | None = None
+    includeProfile: bool | None = None
+
+
+class SaveRequest(SpaceRequest):
+    """Content to remember; ``customId`` upserts; ``extract`` queues a distillation job."""
+
+    content: str
+    customId: str | None = None
+    metadata: dict[str, Any] | None = None
+    source: str | None = None
+    sessionId: str | None = None
+    expiresAt: str | None = None
+    extract: bool | None = None
+    jobId: str | None = Field(None, json_schema_extra={"format": "uuid"},
+                              description="Extract mode: the client's job id; a retry is queued once.")
+
+
+class UpdateRequest(SpaceRequest):
+    """New content for the memory named by ``id`` or ``customId``."""
+
+    content: str
+    id: str | None = None
+    customId: str | None = None
+
+
+class ForgetRequest(SpaceRequest):
+    """Forget by ``id``, exact ``content`` or the closest match to ``query``."""
+
+    id: str | None = None
+    content: str | None = None
+    query: str | None = None
+
+
+class TermsRequest(SpaceRequest):
+    """The prompt whose content terms are counted."""
+
+    q: str | None = None
+
+
+class GetRequest(IdRequest):
+    """One memory; ``includeInactive`` reads superseded and forgotten versions."""
+
+    includeInactive: bool | None = None
+
+
+class AuditRequest(BaseModel):
+    """``repair`` rebuilds what the audit finds broken."""
+
+    repair: bool | None = None
+
+
+class ExportRequest(BaseModel):
+    """One page of the caller's own rows (every space when ``containerTag`` is absent)."""
+
+    containerTag: Tag | None = None
+    after: str | None = Field(None, description="`next` of the previous page.")
+    limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+
+class ExportRecord(Memory):
+    """An exported row: a memory with its vector."""
+
+    embedding: str | None = Field(description="base64 of little-endian float32")
+    embeddingModel: str | None
+
+
+class ImportRequest(BaseModel):
+    """Exported rows to import as the caller's, all or nothing."""
+
+    records: Annotated[list[dict[str, Any]], Field(max_length=MAX_IMPORT_RECORDS,
+                                                   description="Rows of an export (ExportRecord).")]
+    dryRun: bool | None = None
+    offset: Annotated[int, Field(ge=0)] | None = None
+    chainIds: Annotated[list[str], Field(max_length=MAX_IMPORT_RECORDS)] | None = Field(
+        None, description="Ids of records of the same import sent in other parts, which records "
+                          "here may supersede.")
+
+
+class RecordRequest(SpaceRequest):
+    """One recorded turn (capture-only: never searched, exported or injected)."""
+
+    text: str
+    source: str | None = None
+    sessionId: str | None = None
+
+
+class ExperienceRequest(BaseModel):
+    """One agent-experience opinion; a retry under the same id is idempotent."""
+
+    id: str | None = Field(None, json_schema_extra={"format": "uuid"})
+    store: Literal[EXPERIENCE_STORES]  # type: ignore[valid-type]
+    verdict: Literal[EXPERIENCE_VERDICTS]  # type: ignore[valid-type]
+    reason: Annotated[str, Field(max_length=500)]
+    created_at: str | None = None
+
+
+# --- answers --------------------------------------------------------------------------
+
+
+class SearchHit(_Answer):
+    """One hit: the memory, its cosine similarity, fused score and the channels that found it."""
+
+    memory: Memory
+    similarity: float | None
+    score: float
+    channels: list[str]
+
+
+class SearchAnswer(_Answer):
+    """Hits, best first; zero hits is a normal answer."""
+
+    query: str
+    containerTag: str
+    searchedTags: list[str]
+    count: int
+    results: list[SearchHit]
+    profile: Profile | None
+    conflicts: list[dict[str, Any]]
+
+
+class SaveAnswer(_Answer):
+    """What a save did (``queued``: an extract job, ``memory`` null)."""
+
+    status: Literal["created", "duplicate", "updated", "queued"]
+    containerTag: str
+    memory: Memory | None
+    previous: Memory | None
+    jobId: str | None
+    masked: int
+
+
+class UpdateAnswer(_Answer):
+    """The new version and the one it replaced; ``named`` is the older version ``id`` named."""
+
+    status: Literal["updated", "unchanged"]
+    memory: Memory
+    previous: Memory
+    named: Memory | None
+    masked: int
+
+
+class ForgetAnswer(_Answer):
+    """The tombstoned (live) version; ``named`` is the older version ``id`` named."""
+
+    matchedBy: Literal["id", "content", "query"]
+    similarity: float | None
+    memory: Memory
+    named: Memory | None
+
+
+class HistoryAnswer(_Answer):
+    """Every version, newest first."""
+
+    versions: list[Memory]
+
+
+class Erased(_Answer):
+    """Rows erased."""
+
+    erased: int
+
+
+class InfoAnswer(_Answer):
+    """What the caller sees of the space."""
+
+    space: str
+    aliases: list[str]
+    counts: dict[str, int]
+    recordings: int
+    store: dict[str, Any]
+    embeddingModel: str
+    extractJobs: dict[str, int]
+
+
+class TermCount(_Answer):
+    """In how many live memories of the space one term occurs."""
+
+    term: str
+    count: int
+
+
+class TermsAnswer(_Answer):
+    """Document frequency per term, and the live memories of the space."""
+
+    terms: list[TermCount]
+    live: int
+
+
+class ListAnswer(_Answer):
+    """Newest live memories first."""
+
+    containerTag: str
+    memories: list[Memory]
+
+
+class GetAnswer(_Answer):
+    """The memory and its other versions."""
+
+    memory: Memory
+    history: list[Memory]
+
+
+class AuditAfter(_Answer):
+    """The audit run again after a repair."""
+
+    ok: bool
+    missing_keyword: int
+    stale_keyword: int
+    missing_vector: int
+    wrong_model: int
+
+
+class Audit(AuditAfter):
+    """The audit report (and the report after a repair)."""
+
+    counts: dict[str, int]
+    repaired: bool
+    after: AuditAfter | None = None
+
+
+class ExportAnswer(_Answer):
+    """One page; ``next`` is null on the last."""
+
+    records: list[ExportRecord]
+    next: str | None
+
+
+class ImportAnswer(_Answer):
+    """What was (or would be) imported."""
+
+    imported: int
+    skipped: int
+    dryRun: bool
+
+
+class RecordAnswer(_Answer):
+    """Recorded; ``info`` counts it under ``recordings``."""
+
+    id: str
+    containerTag: str
+
+
+class Recording(_Answer):
+    """One recorded turn."""
+
+    id: str
+    space: str
+    sessionId: str | None
+    source: str
+    createdAt: str | None
+    text: str
+
+
+class RecordingsAnswer(_Answer):
+    """The caller's recorded turns, newest first."""
+
+    recordings: list[Recording]
+    count: int
+
+
+class ClearRecordingsAnswer(_Answer):
+    """How many recorded turns were erased."""
+
+    cleared: int
+
+
+class ExperienceAnswer(_Answer):
+    """The stored opinion and whether this request inserted it."""
+
+    id: str
+    store: Literal[EXPERIENCE_STORES]  # type: ignore[valid-type]
+    verdict: Literal[EXPERIENCE_VERDICTS]  # type: ignore[valid-type]
+    reason: str
+    createdAt: str | None
+    status: Literal["created", "identical"]
+
+
+class WhoAmI(_Answer):
+    """The person and device a token proves."""
+
+    person: str
+    device: str
+    deviceId: str
+
+
+class Health(_Answer):
+    """Liveness."""
+
+    status: Literal["ok"]
+
+
+class Readiness(_Answer):
+    """Readiness: the database (and its schema) and the embedding model."""
+
+    status: Literal["ready", "not_ready"]
+    database: bool
+    model: bool
