@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         HookInput,
         HookResult,
         HostConfigPlan,
+        HostConventions,
         HostStatus,
         RenderedOutput,
     )
@@ -207,4 +208,23 @@ def register_redaction_rules(register: Callable[[Any], None]) -> None:
     Args:
         register: Call ``register(rule)`` with a
             :class:`~bli_memory.core.memory.redaction.RedactionRule`.
+    """
+
+
+# ---------------------------------------------------------------------------------
+# Host conventions
+# ---------------------------------------------------------------------------------
+
+
+@hookspec
+def host_conventions() -> HostConventions:
+    """Say how this host names itself and marks the text it adds.
+
+    Core names no host: the experience log reads which agent runs a command from
+    ``env_markers`` and ``client_names``, and the hooks strip the ``context_wrappers``
+    a host puts around injected context from captured text. Every host plugin returns
+    one; the results are collected (order is not significant: callers sort by ``host``).
+
+    Returns:
+        A :class:`~bli_memory.core.models.HostConventions`.
     """

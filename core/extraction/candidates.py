@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from bli_memory.core.extraction import durability, rephrase
 from bli_memory.core.extraction.classify import classify
+from bli_memory.core.extraction.injected import strip_captured
 from bli_memory.core.extraction.sentences import clean, is_question, turns, units
 from bli_memory.core.extraction.statement_terms import content_terms, specific_terms
 from bli_memory.core.extraction.statements import MAX_STATEMENT_CHARS, StatementKind
-from bli_memory.core.hooks.blocks import strip_injected
 
 __all__ = ["Candidate", "candidates"]
 
@@ -61,7 +61,7 @@ def candidates(text: str) -> list[Candidate]:
     """
     out: list[Candidate] = []
     asked = request = False
-    for role, body in turns(strip_injected(text or "")):
+    for role, body in turns(strip_captured(text or "")):
         pieces = units(body)
         if role == "user":
             asked = is_question(body)

@@ -119,9 +119,9 @@ class ChatCompletionsExtractor:
         import httpx
 
         from bli_memory.core.errors import ServiceError
-        from bli_memory.core.hooks.blocks import strip_injected
+        from bli_memory.core.extraction.injected import strip_captured
 
-        body = strip_injected(text or "").strip()
+        body = strip_captured(text or "").strip()
         if not body:
             return []
         headers = {"Content-Type": "application/json"}

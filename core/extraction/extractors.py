@@ -29,8 +29,10 @@ be plugged in without installing a package (an entry point): for example a slow 
 failing extractor to watch the worker's leases and retries. Combine it with
 ``BLI_MEMORY_EXTRACTOR=<name>`` to select it.
 
-Text inside ``<bli-memory-recall>``, ``<bli-memory-context>`` and ``<hook_context>``
-blocks is removed before anything is extracted (:func:`bli_memory.core.hooks.blocks.strip_injected`).
+Text inside ``<bli-memory-recall>`` and ``<bli-memory-context>`` blocks, and inside the
+wrappers hosts put around injected context (``<hook_context>`` for Gemini CLI, named by its
+plugin), is removed before anything is extracted
+(:func:`bli_memory.core.extraction.injected.strip_captured`).
 
 The protocol and the statement live in :mod:`~bli_memory.core.extraction.statements`; the
 rules in :mod:`~bli_memory.core.extraction.patterns`, :mod:`~bli_memory.core.extraction.sentences`

@@ -341,12 +341,12 @@ def distil(
             before the failure stay written (a retry finds them ``unchanged``).
     """
     from bli_memory.core.errors import NotFoundError
-    from bli_memory.core.hooks.blocks import strip_injected
+    from bli_memory.core.extraction.injected import strip_captured
     from bli_memory.core.memory.redaction import redact
 
     counts = {"added": 0, "updated": 0, "unchanged": 0, "conflicted": 0, "corrected": 0}
     t0 = time.perf_counter()
-    clean = redact(strip_injected(text or "")).text
+    clean = redact(strip_captured(text or "")).text
     if extractor is None:
         from bli_memory.core.extraction.extractors import get_extractor
 

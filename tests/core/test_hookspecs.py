@@ -136,3 +136,11 @@ def test_hook_register_redaction_rules(tmp_path: Path) -> None:
     out = redact("the vault code is ACME-SECRET-12345678 today", rules=rules)
     assert "ACME-SECRET-12345678" not in out.text and out.masked == 1
     assert "ACME-SECRET-12345678" in redact("the vault code is ACME-SECRET-12345678 today").text
+
+
+def test_hook_host_conventions() -> None:
+    conventions = {c.host: c for c in get_plugin_manager().hook.host_conventions()}
+    assert {"claude", "codex", "gemini", "hermes"} <= set(conventions)
+    assert conventions["gemini"].context_wrappers == ("hook_context",)
+    assert conventions["claude"].agent == "claude-code" and "CLAUDECODE" in conventions["claude"].env_markers
+    assert [c.host for c in conventions.values() if c.experience_dir] == ["codex"]
