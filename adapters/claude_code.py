@@ -21,7 +21,7 @@ from bli_memory.core.hooks.payloads import additional_context, failed_stop_messa
 from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hooks.transcripts import tail_json_lines
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.models import Exchange, HookInput, HookResult, HostConventions, RenderedOutput
 from bli_memory.installers.files import conflict as _conflict
 from bli_memory.installers.files import dict_at as _dict_at
 from bli_memory.installers.files import put_or_drop as _put
@@ -31,6 +31,14 @@ __all__: list[str] = []
 HOST = "claude"
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
 
+
+
+@hookimpl
+def host_conventions() -> HostConventions:
+    # Claude Code sets ``CLAUDECODE=1`` and ``CLAUDE_CODE_ENTRYPOINT`` for the commands it runs
+    # (docs/hosts.md).
+    return HostConventions(host=HOST, agent="claude-code",
+                           env_markers=("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"), client_names=("claude",))
 
 
 @hookimpl

@@ -37,7 +37,7 @@ from bli_memory.core.hooks.payloads import additional_context, failed_stop_messa
 from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hooks.transcripts import tail_json_lines
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.models import Exchange, HookInput, HookResult, HostConventions, RenderedOutput
 from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["CONTEXT_MAX_BYTES", "bound_block", "hook_commands", "hook_identity", "trust_key", "trusted_hash"]
@@ -55,6 +55,16 @@ DEFAULT_TIMEOUT_SEC = 600
 #: token, 8,000 bytes stay near 2,000 tokens, under the cap with room to spare.
 CONTEXT_MAX_BYTES = 8000
 
+
+
+@hookimpl
+def host_conventions() -> HostConventions:
+    # Codex CLI sets ``CODEX_*`` for shell commands; the shared experience log has lived in
+    # ``~/.codex/AGENT-EXPERIENCE.md`` since the BLI Memory spec fixed that path (docs/hosts.md).
+    return HostConventions(host=HOST, agent="codex",
+                           env_markers=("CODEX_THREAD_ID", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED",
+                                        "CODEX_MANAGED_BY_NPM"),
+                           client_names=("codex",), experience_dir=".codex")
 
 
 @hookimpl

@@ -45,7 +45,15 @@ from bli_memory.core.hooks.blocks import strip_injected
 from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hooks.transcripts import tail_json_lines
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.models import Exchange, HookInput, HookResult, HostConfigPlan, HostStatus, RenderedOutput
+from bli_memory.core.models import (
+    Exchange,
+    HookInput,
+    HookResult,
+    HostConfigPlan,
+    HostConventions,
+    HostStatus,
+    RenderedOutput,
+)
 
 __all__ = [
     "HOOKS_FILE",
@@ -79,6 +87,14 @@ def _first_str(payload: dict[str, Any], *keys: str) -> str | None:
 
 def _clean(text: str | None) -> str | None:
     return None if text is None else strip_injected(text).strip()
+
+
+@hookimpl
+def host_conventions() -> HostConventions:
+    # Copilot CLI sets ``COPILOT_CLI=1`` for the hooks and MCP servers it runs, and sends
+    # ``copilot-cli`` as the MCP clientInfo name (both seen in real runs of 1.0.102).
+    return HostConventions(host=HOST, agent="copilot-cli", env_markers=("COPILOT_CLI",),
+                           client_names=("copilot",))
 
 
 @hookimpl

@@ -45,7 +45,7 @@ from bli_memory.core.hooks.payloads import additional_context, failed_stop_messa
 from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hooks.transcripts import tail_json_lines
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.models import Exchange, HookInput, HookResult, HostConventions, RenderedOutput
 from bli_memory.installers.files import dict_at as _dict_at
 from bli_memory.installers.files import put_or_drop as _put
 
@@ -58,11 +58,21 @@ CONTRACT_EVENTS = {"SessionStart": "SessionStart", "UserPromptSubmit": "BeforeAg
 #: Handler names (Gemini shows them, and fingerprints project hooks by ``name:command``).
 HANDLER_NAMES = {"SessionStart": "bli-memory-session-start", "BeforeAgent": "bli-memory-prompt",
                  "AfterAgent": "bli-memory-stop"}
+#: The tag Gemini CLI wraps around the context a hook injects (module docstring).
+CONTEXT_WRAPPERS = ("hook_context",)
 
 
 
 def _clean(text: str | None) -> str | None:
-    return None if text is None else strip_injected(text).strip()
+    return None if text is None else strip_injected(text, wrappers=CONTEXT_WRAPPERS).strip()
+
+
+@hookimpl
+def host_conventions() -> HostConventions:
+    # Gemini CLI sets ``GEMINI_CLI`` / ``GEMINI_SESSION_ID`` for shell commands (docs/hosts.md)
+    # and wraps hook context in ``<hook_context>`` (module docstring).
+    return HostConventions(host=HOST, agent="gemini-cli", env_markers=("GEMINI_CLI", "GEMINI_SESSION_ID"),
+                           client_names=("gemini",), context_wrappers=CONTEXT_WRAPPERS)
 
 
 @hookimpl

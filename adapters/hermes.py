@@ -37,7 +37,7 @@ from bli_memory.core.errors import HookPayloadError, HostError
 from bli_memory.core.hooks.blocks import strip_injected
 from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.models import Exchange, HookInput, HookResult, RenderedOutput
+from bli_memory.core.models import Exchange, HookInput, HookResult, HostConventions, RenderedOutput
 from bli_memory.installers.files import conflict as _conflict
 
 __all__ = ["MCP_EXTRA_NOTE", "hermes_bin", "hermes_has_mcp", "hook_commands"]
@@ -76,6 +76,13 @@ def _not_found() -> str:
         return f"BLI_MEMORY_HERMES_BIN={override} is not an executable file"
     return ("Hermes Agent not found on PATH (installed in its own virtualenv? set "
             "BLI_MEMORY_HERMES_BIN to its hermes)")
+
+
+@hookimpl
+def host_conventions() -> HostConventions:
+    # Hermes Agent sets ``HERMES_SESSION_ID`` for the commands it runs (docs/hosts.md).
+    return HostConventions(host=HOST, agent="hermes", env_markers=("HERMES_SESSION_ID",),
+                           client_names=("hermes",))
 
 
 @hookimpl

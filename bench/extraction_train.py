@@ -107,7 +107,7 @@ def features(c: Any) -> list[float]:
         ``content_terms`` and ``words``.
     """
     from bli_memory.core.extraction import durability
-    from bli_memory.core.extraction.extractors import content_terms, specific_terms
+    from bli_memory.core.extraction.statement_terms import content_terms, specific_terms
 
     s = c.text.strip()
     plain = re.sub(r"`[^`]*`", "x", s)
@@ -137,7 +137,7 @@ def _dataset(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[s
     from extraction_sessions import _Cosines, _pairs
 
     from bli_memory.core.extraction.candidates import candidates
-    from bli_memory.core.extraction.extractors import _rewrite
+    from bli_memory.core.extraction.classify import rewrite as _rewrite
 
     cosine = _Cosines()
     xs: list[list[float]] = []

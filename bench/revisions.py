@@ -1,7 +1,8 @@
 """Load the capture modules of an older revision beside this tree, for side-by-side replays.
 
-A revision's extractor and reconcile are read with ``git show`` and executed as modules under
-their own names, so their lazy imports of each other resolve to the same revision. Revisions
+A revision's extractor and reconcile are read with ``git show`` and imported under their own
+names through a finder that serves the revision's sources, so their imports of each other (at
+the top of a module or inside a function) resolve to the same revision. Revisions
 from before the wings layout (``core/extraction.py`` at the top of ``core/``) import every
 module by its flat name (``bli_memory.core.terms``); :data:`FLAT_NAMES` maps those names to
 today's modules, so an old revision's imports of modules outside capture find this tree's.
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import subprocess
 import sys
 import types
@@ -105,6 +109,28 @@ def capture_modules(rev: str, repo: Path) -> list[tuple[str, str]]:
     return [("bli_memory.core." + p[len("core/"):-3].replace("/", "."), p) for p in wanted if p in listed]
 
 
+class _RevisionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the capture modules of one revision from their ``git show`` sources."""
+
+    def __init__(self, rev: str, sources: dict[str, tuple[str, str]]) -> None:
+        self._rev = rev
+        self._sources = sources  # module name -> (path in the revision, source)
+
+    def find_spec(self, fullname: str, path: Any = None,
+                  target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self._sources:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        path, source = self._sources[module.__name__]
+        module.__file__ = f"{self._rev}:{path}"
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
+
+
 @contextlib.contextmanager
 def load_revision(rev: str, repo: Path) -> Iterator[dict[str, types.ModuleType]]:
     """Stand the capture modules of ``rev`` in for this tree's while the context is open.
@@ -122,6 +148,7 @@ def load_revision(rev: str, repo: Path) -> Iterator[dict[str, types.ModuleType]]
         setattr(parent, leaf, module)
 
     loaded: dict[str, types.ModuleType] = {}
+    finder: _RevisionFinder | None = None
     try:
         names = capture_modules(rev, repo)
         if flat:  # an old revision's imports of other modules by their flat names
@@ -136,16 +163,21 @@ def load_revision(rev: str, repo: Path) -> Iterator[dict[str, types.ModuleType]]
                     part_names = vars(importlib.import_module(f"bli_memory.core.{part}"))
                     vars(joined).update({k: v for k, v in part_names.items() if not k.startswith("__")})
                 stand_in(joined.__name__, joined)
-        for full, path in names:
-            source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo,
-                                    capture_output=True, text=True, check=True).stdout
-            module = types.ModuleType(full)
-            module.__file__ = f"{rev}:{path}"
-            stand_in(full, module)
-            exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
-            loaded[full] = module
+        sources = {full: (path, subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo,
+                                                capture_output=True, text=True, check=True).stdout)
+                   for full, path in names}
+        for full in sources:  # this tree's modules step aside, so the finder serves these names
+            parent_name, _, leaf = full.rpartition(".")
+            parent = importlib.import_module(parent_name)
+            saved.setdefault(full, (sys.modules.get(full), parent, leaf, getattr(parent, leaf, None)))
+            sys.modules.pop(full, None)
+        sys.meta_path.insert(0, finder := _RevisionFinder(rev, sources))
+        for full in sources:
+            loaded[full] = importlib.import_module(full)
         yield loaded
     finally:
+        if finder is not None:
+            sys.meta_path.remove(finder)
         for full, (module, parent, leaf, attr) in reversed(list(saved.items())):
             if module is None:
                 sys.modules.pop(full, None)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         HookInput,
         HookResult,
         HostConfigPlan,
+        HostConventions,
         HostStatus,
         RenderedOutput,
     )
@@ -246,4 +247,23 @@ def doctor_checks(home: Path, plugin_manager: pluggy.PluginManager) -> list[tupl
     Returns:
         ``[(mark, check, detail), ...]`` with ``mark`` one of ``ok``, ``warn``,
         ``fail``, ``info`` (``fail`` makes the doctor exit 1). The results are collected.
+    """
+
+
+# ---------------------------------------------------------------------------------
+# Host conventions
+# ---------------------------------------------------------------------------------
+
+
+@hookspec
+def host_conventions() -> HostConventions:
+    """Say how this host names itself and marks the text it adds.
+
+    Core names no host: the experience log reads which agent runs a command from
+    ``env_markers`` and ``client_names``, and the hooks strip the ``context_wrappers``
+    a host puts around injected context from captured text. Every host plugin returns
+    one; the results are collected (order is not significant: callers sort by ``host``).
+
+    Returns:
+        A :class:`~bli_memory.core.models.HostConventions`.
     """

@@ -20,6 +20,7 @@ __all__ = [
     "HookInput",
     "HookResult",
     "HostConfigPlan",
+    "HostConventions",
     "HostStatus",
     "Memory",
     "MemoryState",
@@ -336,3 +337,35 @@ class HostStatus:
     host: str
     state: Literal["installed", "outdated", "absent", "not_found"]
     details: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------
+# Host conventions (the ``host_conventions`` hook)
+# ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostConventions:
+    """How one host names itself and marks the text it adds (a host plugin's answer).
+
+    Attributes:
+        host: The adapter name (``gemini``).
+        agent: The name the experience log records for this host (``gemini-cli``).
+        env_markers: Variables the host sets for the commands it runs, in the order
+            they are checked (docs/hosts.md); any one non-empty names this host.
+        client_names: Lower-case substrings of the MCP ``clientInfo.name`` this host
+            sends in ``initialize`` (``gemini`` in ``gemini-cli-mcp-client``).
+        context_wrappers: Tag names the host wraps around the context a hook injects
+            (Gemini CLI: ``hook_context``); such blocks are stripped from captured text
+            and neutralised inside injected memories, as our own blocks are.
+        experience_dir: Folder under the home folder that holds the shared
+            ``AGENT-EXPERIENCE.md`` log and its outbox, when this host's plugin owns
+            that location (the Codex plugin: ``.codex``); None for the others.
+    """
+
+    host: str
+    agent: str
+    env_markers: tuple[str, ...] = ()
+    client_names: tuple[str, ...] = ()
+    context_wrappers: tuple[str, ...] = ()
+    experience_dir: str | None = None

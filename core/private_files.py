@@ -12,10 +12,20 @@ the hooks import it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "make_private_dir", "make_private_file"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "atomic_write",
+    "make_private_dir",
+    "make_private_file",
+    "replace_file",
+    "write_temp",
+]
 
 #: Mode of every folder we create: owner only.
 DIR_MODE = 0o700
@@ -61,3 +71,87 @@ def make_private_file(path: Path) -> None:
             os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
+
+
+def write_temp(path: Path, data: bytes | str, *, mode: int | None = None) -> Path:
+    """Write ``data`` to a new temporary file beside ``path``, flushed to disk.
+
+    The temporary file is in ``path``'s folder (so the rename is atomic), named
+    ``.<name>.<pid>.<random>.tmp``, created with ``O_EXCL`` and given its final mode
+    before any reader can see it at ``path``.
+
+    Args:
+        path: The file the data is for; its folder must exist.
+        data: The whole new content; ``str`` is written as UTF-8.
+        mode: Permission bits of the result; default: those of the existing ``path``,
+            else :data:`FILE_MODE` (0600).
+
+    Returns:
+        The temporary file's path; put it in place with :func:`replace_file`.
+
+    Raises:
+        OSError: the folder is missing or not writable, or the disk is full; the
+            temporary file is removed and ``path`` is untouched.
+    """
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = FILE_MODE
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def replace_file(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` (from :func:`write_temp`) over ``path``, then flush the folder.
+
+    ``os.replace`` is atomic on POSIX; the folder's fsync makes the rename itself
+    survive a power cut. A folder that cannot be fsynced (some network filesystems)
+    does not fail the write.
+
+    Raises:
+        OSError: the rename failed; ``path`` keeps its old content.
+    """
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
+    """Replace ``path``'s content with ``data``: temporary file, fsync, rename, fsync folder.
+
+    Args:
+        path: The file to write; its folder must exist (:func:`make_private_dir`).
+        data: The whole new content; ``str`` is written as UTF-8.
+        mode: As for :func:`write_temp` (default: the existing file's mode, else 0600).
+
+    Raises:
+        OSError: nothing was replaced; ``path`` keeps its old content and no
+            temporary file is left behind.
+    """
+    tmp = write_temp(path, data, mode=mode)
+    try:
+        replace_file(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

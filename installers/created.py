@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
 
 __all__ = ["Record", "hollow", "missing_dirs", "record_path"]
 
@@ -109,10 +109,6 @@ class Record:
             self.path.unlink(missing_ok=True)
             return
         make_private_dir(self.path.parent)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"files": sorted(self.files), "dirs": sorted(self.dirs),
-                       "gemini_trusted_folders": sorted(self.trusted)}, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps({"files": sorted(self.files), "dirs": sorted(self.dirs),
+                                            "gemini_trusted_folders": sorted(self.trusted)}, indent=2) + "\n",
+                     mode=FILE_MODE)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core.errors import InstallConflict
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import make_private_dir, replace_file, write_temp
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -177,19 +177,7 @@ def stage_write(path: Path, text: str | None, *, default_mode: int = 0o600,
             fh.write(path.read_bytes())
     if text is None:
         return StagedWrite(path, None, kept)
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return StagedWrite(path, tmp, kept)
+    return StagedWrite(path, str(write_temp(path, text, mode=mode)), kept)
 
 
 def commit_write(staged: StagedWrite) -> None:
@@ -201,7 +189,7 @@ def commit_write(staged: StagedWrite) -> None:
     if staged.tmp is None:
         staged.path.unlink(missing_ok=True)
     else:
-        os.replace(staged.tmp, staged.path)
+        replace_file(Path(staged.tmp), staged.path)
     for old in backups_of(staged.path):
         if old != staged.backup:
             old.unlink(missing_ok=True)

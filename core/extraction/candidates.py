@@ -1,10 +1,11 @@
 """The candidate sentences of an exchange, with the default extractor's verdict on each.
 
-:class:`~bli_memory.core.extraction.extractors.RuleExtractor` keeps the candidates whose
+:class:`~bli_memory.core.extraction.rule_extractor.RuleExtractor` keeps the candidates whose
 ``rule_keep`` is true. The list is its own function so that what the rules see can be
 measured and compared sentence by sentence (``bench/extraction_train.py`` fits a
 classifier on exactly these candidates). The rules themselves live in
-:mod:`bli_memory.core.extraction.extractors` (the kind of statement),
+:mod:`bli_memory.core.extraction.sentences` (where a sentence ends),
+:mod:`bli_memory.core.extraction.classify` (the kind of statement),
 :mod:`bli_memory.core.extraction.durability`
 (durable or not) and :mod:`bli_memory.core.extraction.rephrase` (standing alone); each cue's source
 is in those modules. Pure functions; the standard library only.
@@ -13,10 +14,13 @@ is in those modules. Pure functions; the standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bli_memory.core.extraction.extractors import StatementKind
+from bli_memory.core.extraction import durability, rephrase
+from bli_memory.core.extraction.classify import classify
+from bli_memory.core.extraction.injected import strip_captured
+from bli_memory.core.extraction.sentences import clean, is_question, turns, units
+from bli_memory.core.extraction.statement_terms import content_terms, specific_terms
+from bli_memory.core.extraction.statements import MAX_STATEMENT_CHARS, StatementKind
 
 __all__ = ["Candidate", "candidates"]
 
@@ -55,29 +59,16 @@ def candidates(text: str) -> list[Candidate]:
     Returns:
         Candidates in order of appearance.
     """
-    from bli_memory.core.extraction import durability, rephrase
-    from bli_memory.core.extraction.extractors import (
-        MAX_STATEMENT_CHARS,
-        _classify,
-        _clean,
-        _is_question,
-        _turns,
-        _units,
-        content_terms,
-        specific_terms,
-    )
-    from bli_memory.core.hooks.blocks import strip_injected
-
     out: list[Candidate] = []
     asked = request = False
-    for role, body in _turns(strip_injected(text or "")):
-        units = _units(body)
+    for role, body in turns(strip_captured(text or "")):
+        pieces = units(body)
         if role == "user":
-            asked = _is_question(body)
-            units = [c for u in units for c in rephrase.user_clauses(u)]
-            request = any(durability.is_task_request(_clean(u)[0]) for u in units)
-        for unit in units:
-            cleaned, acknowledged = _clean(unit)
+            asked = is_question(body)
+            pieces = [c for u in pieces for c in rephrase.user_clauses(u)]
+            request = any(durability.is_task_request(clean(u)[0]) for u in pieces)
+        for unit in pieces:
+            cleaned, acknowledged = clean(unit)
             if role == "assistant" and acknowledged:
                 continue  # "Got it: ..." repeats what the person just said
             cleaned = rephrase.standalone(rephrase.label_value(rephrase.list_intro(cleaned)))
@@ -86,7 +77,7 @@ def candidates(text: str) -> list[Candidate]:
             too_short_or_long = len(cleaned.split()) < 4 or len(cleaned) > MAX_STATEMENT_CHARS
             if durability.is_fragment(cleaned) or too_short_or_long or cleaned.endswith("?"):
                 continue
-            kind = _classify(cleaned, role, answers_question=role == "assistant" and asked)
+            kind = classify(cleaned, role, answers_question=role == "assistant" and asked)
             if kind is None and role == "user" and durability.is_preference(cleaned):
                 kind = "preference"  # "I would prefer this to run on demand"
             elif kind is None and durability.is_rule_label(cleaned):

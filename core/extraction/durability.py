@@ -1,6 +1,6 @@
 """Is a candidate statement durable? The gate after the extractor's kind rules.
 
-:func:`~bli_memory.core.extraction.extractors._classify` says what *kind* of statement a sentence
+:func:`~bli_memory.core.extraction.classify.classify` says what *kind* of statement a sentence
 would be (decision, convention, fact, ...). Many sentences of a real coding session pass
 that test and still say nothing a later session can use: completion reports ("The script
 has been updated with XML support."), status and results of the moment ("The export is

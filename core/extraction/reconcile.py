@@ -13,7 +13,7 @@ paraphrase from a contradiction with all-MiniLM-L6-v2 int8 (measured:
 "The user prefers tabs over spaces." / "...spaces over tabs." 0.97; a true paraphrase,
 "Always run ruff before committing." / "Run ruff before every commit.", 0.87), so each
 comparison also looks at what the texts *say*: their specific values (paths,
-versions, hosts, tool names: :func:`~bli_memory.core.extraction.extractors.specific_terms`),
+versions, hosts, tool names: :func:`~bli_memory.core.extraction.statement_terms.specific_terms`),
 their subject words, their polarity (``never``/``not``) and the direction of a
 preference (``X over Y``). Outcomes:
 
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bli_memory.core.extraction.extractors import Extractor, Statement
+    from bli_memory.core.extraction.statements import Extractor, Statement
     from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.models import SearchHit
 
@@ -147,7 +147,7 @@ def _normalise(text: str) -> str:
 
 
 def _said(text: str) -> _Said:
-    from bli_memory.core.extraction.extractors import content_terms, negated, specific_terms
+    from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
 
     specifics = specific_terms(text)
     terms = content_terms(text)
@@ -176,9 +176,9 @@ def _said(text: str) -> _Said:
 def _content_terms(text: str) -> frozenset[str]:
     """Stemmed subject words of ``text``.
 
-    See :func:`~bli_memory.core.extraction.extractors.content_terms`.
+    See :func:`~bli_memory.core.extraction.statement_terms.content_terms`.
     """
-    from bli_memory.core.extraction.extractors import content_terms
+    from bli_memory.core.extraction.statement_terms import content_terms
 
     return content_terms(text)
 
@@ -324,7 +324,7 @@ def distil(
         space: Container tag to reconcile against and write to.
         source: Recorded as each new memory's ``source`` (``hook:claude``, ``mcp``, ...).
         session_id: The host session the text came from, when known.
-        extractor: An :class:`~bli_memory.core.extraction.extractors.Extractor`; default:
+        extractor: An :class:`~bli_memory.core.extraction.statements.Extractor`; default:
             :func:`~bli_memory.core.extraction.extractors.get_extractor`.
         trace: When a list is given, one dict per statement is appended:
             ``{"text", "kind", "action", "id", "related"}`` (tests, benchmarks).
@@ -341,12 +341,12 @@ def distil(
             before the failure stay written (a retry finds them ``unchanged``).
     """
     from bli_memory.core.errors import NotFoundError
-    from bli_memory.core.hooks.blocks import strip_injected
+    from bli_memory.core.extraction.injected import strip_captured
     from bli_memory.core.memory.redaction import redact
 
     counts = {"added": 0, "updated": 0, "unchanged": 0, "conflicted": 0, "corrected": 0}
     t0 = time.perf_counter()
-    clean = redact(strip_injected(text or "")).text
+    clean = redact(strip_captured(text or "")).text
     if extractor is None:
         from bli_memory.core.extraction.extractors import get_extractor
 

@@ -1,6 +1,6 @@
 """Kept statements as self-contained facts: third person, no home paths, product names cased.
 
-The default extractor (:class:`~bli_memory.core.extraction.extractors.RuleExtractor`) keeps sentences
+The default extractor (:class:`~bli_memory.core.extraction.rule_extractor.RuleExtractor`) keeps sentences
 of the conversation. A later session reads them without the conversation around them, so
 each is rewritten here before it is stored:
 

@@ -56,7 +56,7 @@ from bli_memory.core.errors import BliMemoryError, InvalidInputError, ServiceErr
 from bli_memory.core.memory.job_queue import ExtractJob, JobQueue
 
 if TYPE_CHECKING:
-    from bli_memory.core.extraction.extractors import Extractor
+    from bli_memory.core.extraction.statements import Extractor
     from bli_memory.core.memory.backend import MemoryBackend
 
 __all__ = [
@@ -186,7 +186,7 @@ def _run_job(
         except ServiceError:
             if job.attempts < max_attempts or getattr(extractor, "name", "") == "default":
                 raise
-            from bli_memory.core.extraction.extractors import RuleExtractor
+            from bli_memory.core.extraction.rule_extractor import RuleExtractor
 
             # Last attempt and the model endpoint still fails: the offline rules
             # still keep what they can, rather than losing the exchange.

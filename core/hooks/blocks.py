@@ -8,16 +8,22 @@ which store answered, BLI Memory spec "Live A/B"), memory lines start with the
 memory's date so relative words in it ("yesterday") resolve, the text is valid
 UTF-8 (lone surrogates become U+FFFD), and the block is bounded by a character
 budget, cut on code-point boundaries. :func:`strip_injected` removes these blocks
-(and Gemini's ``<hook_context>`` wrapper) from captured text so recalled memories are
+(and the wrapper a host puts around injected context, named by its plugin's
+``host_conventions``: :func:`host_wrappers`) from captured text so recalled memories are
 never saved back. Standard library only.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
 from bli_memory.core.models import Memory, SearchHit
+
+if TYPE_CHECKING:
+    import pluggy
 
 __all__ = [
     "CONTEXT_TAG",
@@ -25,6 +31,7 @@ __all__ = [
     "RECALL_TAG",
     "clean_text",
     "context_block",
+    "host_wrappers",
     "neutralise_tags",
     "recall_block",
     "recall_header",
@@ -38,12 +45,29 @@ CONTEXT_TAG = "bli-memory-context"
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-#: Opening tag of a block we inject; ``[^>]`` is bounded so a text full of unclosed
-#: ``<bli-memory-recall`` fragments costs linear time, not quadratic.
-_OPEN = re.compile(r"<(bli-memory-recall|bli-memory-context|hook_context)\b[^>]{0,200}>")
-#: The same tag names inside memory text are neutralised when injected, so a memory can
-#: never close our block early or pass for one.
-_TAG_NAMES = re.compile(r"<(/?)(bli-memory-recall|bli-memory-context|hook_context)", re.IGNORECASE)
+
+
+def host_wrappers(pm: pluggy.PluginManager) -> tuple[str, ...]:
+    """The tag names the hosts known to ``pm`` wrap around injected context, sorted.
+
+    From each host plugin's ``host_conventions`` (``context_wrappers``); a plugin
+    manager without host plugins gives ``()``.
+    """
+    tags = {tag for conv in pm.hook.host_conventions() for tag in conv.context_wrappers}
+    return tuple(sorted(tags))
+
+
+@cache
+def _patterns(wrappers: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """``(opening tag, tag name)`` patterns for our blocks and the hosts' ``wrappers``.
+
+    The opening tag's ``[^>]`` is bounded so a text full of unclosed
+    ``<bli-memory-recall`` fragments costs linear time, not quadratic. The tag names
+    inside memory text are neutralised when injected, so a memory can never close a
+    block early or pass for one.
+    """
+    names = "|".join(re.escape(t) for t in (RECALL_TAG, CONTEXT_TAG, *wrappers))
+    return re.compile(rf"<({names})\b[^>]{{0,200}}>"), re.compile(rf"<(/?)({names})", re.IGNORECASE)
 
 
 def clean_text(text: str) -> str:
@@ -60,16 +84,22 @@ def truncate(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)] + "…"
 
 
-def strip_injected(text: str) -> str:
+def strip_injected(text: str, *, wrappers: Iterable[str] = ()) -> str:
     """Remove every block we (or a host on our behalf) injected earlier.
 
     A block runs from its opening tag to the matching closing tag; an unclosed block
     runs to the end of the text. One left-to-right pass: linear in ``len(text)``.
+
+    Args:
+        text: Captured text (a prompt, a reply, an exchange).
+        wrappers: Tag names hosts wrap injected context in (:func:`host_wrappers`),
+            removed as our own ``<bli-memory-recall>`` and ``<bli-memory-context>`` are.
     """
+    opening = _patterns(tuple(sorted(set(wrappers))))[0]
     out: list[str] = []
     pos = 0
     while True:
-        m = _OPEN.search(text, pos)
+        m = opening.search(text, pos)
         if m is None:
             out.append(text[pos:])
             break
@@ -83,16 +113,18 @@ def strip_injected(text: str) -> str:
     return "".join(out)
 
 
-def neutralise_tags(text: str) -> str:
-    """Make our block tag names inert inside memory text (``<`` becomes ``‹``)."""
-    return _TAG_NAMES.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
+def neutralise_tags(text: str, *, wrappers: Iterable[str] = ()) -> str:
+    """Make our block tag names, and the hosts' ``wrappers``, inert in memory text (``<`` -> ``‹``)."""
+    names = _patterns(tuple(sorted(set(wrappers))))[1]
+    return names.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
 
 
-def _one_line(text: str, limit: int) -> str:
-    return truncate(" ".join(neutralise_tags(clean_text(text)).split()), limit)
+def _one_line(text: str, limit: int, wrappers: tuple[str, ...] = ()) -> str:
+    return truncate(" ".join(neutralise_tags(clean_text(text), wrappers=wrappers).split()), limit)
 
 
-def _memory_line(memory: Memory, limit: int, suffix: str = "") -> tuple[str, str, str]:
+def _memory_line(memory: Memory, limit: int, suffix: str = "",
+                 wrappers: tuple[str, ...] = ()) -> tuple[str, str, str]:
     """``(head, text, tail)`` of one memory line; only ``text`` may be cut to fit a budget.
 
     The tail names the memory's id, so a line cut short still says which memory to
@@ -100,7 +132,7 @@ def _memory_line(memory: Memory, limit: int, suffix: str = "") -> tuple[str, str
     """
     date = memory.created_at[:10] if memory.created_at else "undated"
     note = f"{suffix}; id {memory.id}" if suffix else f"id {memory.id}"
-    return f"{MARKER} [{date}] ", _one_line(memory.content, limit), f" ({note})"
+    return f"{MARKER} [{date}] ", _one_line(memory.content, limit, wrappers), f" ({note})"
 
 
 #: A memory line is cut to fit the block's budget only while this many characters of
@@ -155,7 +187,8 @@ def recall_header(space: str, *, session_known: bool) -> str:
 
 
 def recall_block(
-    hits: Sequence[SearchHit], *, space: str, budget: int, line_chars: int = 600, session_known: bool = False
+    hits: Sequence[SearchHit], *, space: str, budget: int, line_chars: int = 600, session_known: bool = False,
+    wrappers: Iterable[str] = (),
 ) -> str | None:
     """The ``<bli-memory-recall>`` block for prompt hits, or None when there are none.
 
@@ -166,25 +199,34 @@ def recall_block(
         line_chars: Most characters of one memory's text.
         session_known: The hits were chosen for a known host session (those of that
             session left out), which the header then says (:func:`recall_header`).
+        wrappers: The host's context wrappers (:func:`host_wrappers`), made inert in
+            memory text as our own tags are.
     """
     if not hits:
         return None
+    tags = tuple(sorted(set(wrappers)))
     lines: list[Line] = [recall_header(space, session_known=session_known)]
     for h in hits:
         sim = f"similarity {h.similarity:.2f}" if h.similarity is not None else ""
-        lines.append(_memory_line(h.memory, line_chars, sim))
+        lines.append(_memory_line(h.memory, line_chars, sim, tags))
     return _bounded(lines, RECALL_TAG, budget)
 
 
 def context_block(
-    facts: Sequence[Memory], recent: Sequence[Memory], *, space: str, budget: int, line_chars: int = 400
+    facts: Sequence[Memory], recent: Sequence[Memory], *, space: str, budget: int, line_chars: int = 400,
+    wrappers: Iterable[str] = (),
 ) -> str | None:
-    """The ``<bli-memory-context>`` block for session-start, or None when the space is empty."""
+    """The ``<bli-memory-context>`` block for session-start, or None when the space is empty.
+
+    ``wrappers`` are the host's context wrappers (:func:`host_wrappers`), made inert in
+    memory text as our own tags are.
+    """
     if not facts and not recent:
         return None
+    tags = tuple(sorted(set(wrappers)))
     lines: list[Line] = [f"{MARKER} Memory for {space}, kept across sessions and agents."]
     lines.append(f"{MARKER} User Profile:")
-    lines += [_memory_line(m, line_chars) for m in facts] or [f"{MARKER} (nothing recorded yet)"]
+    lines += [_memory_line(m, line_chars, "", tags) for m in facts] or [f"{MARKER} (nothing recorded yet)"]
     lines.append(f"{MARKER} Recent Context:")
-    lines += [_memory_line(m, line_chars) for m in recent] or [f"{MARKER} (nothing recorded yet)"]
+    lines += [_memory_line(m, line_chars, "", tags) for m in recent] or [f"{MARKER} (nothing recorded yet)"]
     return _bounded(lines, CONTEXT_TAG, budget)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
-from bli_memory.core.hooks.blocks import context_block, recall_block, strip_injected
+from bli_memory.core.hooks.blocks import context_block, host_wrappers, recall_block, strip_injected
 from bli_memory.core.hooks.receipts import to_log_reason
 from bli_memory.core.models import HookInput, HookResult
 
@@ -154,7 +154,8 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     facts = fresh(profile.facts)
     listed = {m.id for m in facts}
     recent = [m for m in fresh(profile.recent) if m.id not in listed]  # a fact is shown once
-    block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars)
+    block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars,
+                          wrappers=host_wrappers(ctx.pm))
     record_injected(hook_input.host, session, _injected_ids(block, [*facts, *recent]), environ=environ)
     fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
     return HookResult(event="session-start", outcome="ok", block=block, fields=fields)
@@ -167,7 +168,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     from bli_memory.core.memory.term_evidence import hit_coverage
 
     space = space_of(hook_input)
-    prompt = strip_injected(hook_input.prompt or "").strip()
+    prompt = strip_injected(hook_input.prompt or "", wrappers=host_wrappers(ctx.pm)).strip()
     limit = ctx.settings.recall_limit
     result = ctx.backend.search(prompt, space=space, limit=limit * 3)
     coverage = 0.0
@@ -181,7 +182,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
         skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
     )
     block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,
-                         session_known=bool(session))
+                         session_known=bool(session), wrappers=host_wrappers(ctx.pm))
     shown = _injected_ids(block, [h.memory for h in decision.inject])
     record_injected(hook_input.host, session, shown, environ=environ)
     fields: dict[str, Any] = {"hits": len(shown), "gate": decision.reason}
@@ -243,8 +244,9 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     if exchange is None:
         return HookResult(event="stop", outcome="skipped", reason="no_transcript")
     # Lone surrogates (an emoji a UTF-16 host cut in half) cannot be stored: replaced.
-    user = _unicode(strip_injected(exchange.user).strip())
-    assistant = _unicode(strip_injected(exchange.assistant).strip())
+    wrappers = host_wrappers(ctx.pm)
+    user = _unicode(strip_injected(exchange.user, wrappers=wrappers).strip())
+    assistant = _unicode(strip_injected(exchange.assistant, wrappers=wrappers).strip())
     if not user and not assistant:
         return HookResult(event="stop", outcome="skipped", reason="no_transcript")
     # Redact before the 12 KB cut: a cut through a secret leaves a fragment no rule

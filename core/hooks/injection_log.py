@@ -23,12 +23,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
 
 __all__ = ["MAX_AGE_SECONDS", "MAX_IDS", "MAX_SESSIONS", "already_injected", "log_dir", "record_injected"]
 
@@ -104,17 +103,7 @@ def record_injected(
                     previous = [i for i in data["ids"] if isinstance(i, str)]
         merged = list(dict.fromkeys([*previous, *new]))[-MAX_IDS:]
         make_private_dir(path.parent)
-        tmp = path.parent / f".tmp-{os.getpid()}-{os.urandom(4).hex()}.json"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"ids": merged}, fh)
-            os.chmod(tmp, 0o600)  # whatever the umask
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps({"ids": merged}), mode=FILE_MODE)
         if fresh:
             _prune(path.parent, path)
     except OSError:

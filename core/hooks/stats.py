@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
 
 __all__ = ["KEEP_HOURS", "LATENCY_BOUNDS_MS", "latency_bucket", "load", "outcome_key", "record"]
 
@@ -119,11 +119,6 @@ def record(path: Path, event: str, keys: list[str], *, now: float | None = None,
                     del lat[old]
             for old in sorted(data["hours"])[:-KEEP_HOURS]:
                 del data["hours"][old]
-            # A pid-named temp file under the lock (cheaper to import than tempfile).
-            tmp = str(path.parent / f".stats-{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, separators=(",", ":"), sort_keys=True)
-            os.replace(tmp, path)
+            atomic_write(path, json.dumps(data, separators=(",", ":"), sort_keys=True), mode=FILE_MODE)
     except Exception:  # stats must never break a hook (a damaged file is rewritten)
         pass

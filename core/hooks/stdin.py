@@ -97,4 +97,5 @@ def read_payload(
     if not isinstance(payload, dict):
         raise StdinFailure("stdin_malformed")
     # A lone surrogate in the prompt would fail the embedder and the store: U+FFFD.
-    return clean_strings(payload)
+    cleaned: dict[str, Any] = clean_strings(payload)
+    return cleaned

@@ -21,14 +21,12 @@ defaults: enabled, not recording.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bli_memory.core import paths
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
 
 __all__ = ["is_enabled", "is_recording", "load", "set_enabled", "set_recording", "status", "switches_path"]
 
@@ -62,10 +60,7 @@ def load() -> dict[str, Any]:
 def _save(data: dict[str, Any]) -> None:
     path = switches_path()
     make_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".switches-", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True), mode=FILE_MODE)
 
 
 def is_enabled(space: str | None = None, data: dict[str, Any] | None = None) -> bool:

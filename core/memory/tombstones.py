@@ -14,7 +14,7 @@ A statement restates a tombstone when, after normalising case and spaces:
 
 - the texts are equal; or
 - they have the same polarity, name the same specific values (paths, numbers, names:
-  :func:`~bli_memory.core.extraction.extractors.specific_terms`), and either the tombstone's subject
+  :func:`~bli_memory.core.extraction.statement_terms.specific_terms`), and either the tombstone's subject
   words are nearly all in the statement (:data:`CONTAINED_SHARE`), so a lead-in such as
   "Reminder:" or "As agreed," does not make it new; or, when they name at least one value,
   most of the statement's subject words are in the tombstone (:data:`SHORTER_SHARE`), so
@@ -76,7 +76,7 @@ def restates(statement: str, tombstones: list[str]) -> str | None:
     """
     if not tombstones:
         return None
-    from bli_memory.core.extraction.extractors import content_terms, negated, specific_terms
+    from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
 
     norm = _norm(statement)
     terms = content_terms(statement)

@@ -22,8 +22,6 @@ imported by :func:`login` alone (through :mod:`bli_memory.core.team.service_clie
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -32,7 +30,7 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core.errors import ConfigError, ServiceError
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
 
 __all__ = [
     "SESSION_VERSION",
@@ -105,21 +103,7 @@ def write_session(session: Session, environ: Mapping[str, str] | None = None) ->
     path = paths.session_file_path(environ)
     make_private_dir(path.parent)
     body = {"version": SESSION_VERSION, **asdict(session)}
-    fd, tmp = tempfile.mkstemp(prefix=".session.", dir=str(path.parent))
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, json.dumps(body, indent=2) + "\n", mode=FILE_MODE)
     return path
 
 

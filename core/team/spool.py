@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
 
 __all__ = [
     "BACKLOG_BUDGET_S",
@@ -111,14 +111,6 @@ def _usage(folder: Path) -> tuple[int, int]:
     return count, size
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _put(folder: Path, entry: dict[str, Any]) -> Path | None:
     """Write one entry durably; None when the spool is full."""
     data = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
@@ -129,15 +121,7 @@ def _put(folder: Path, entry: dict[str, Any]) -> Path | None:
         return None
     name = f"{time.time_ns():020d}-{entry['id']}"
     final = folder / f"{name}{_SUFFIX}"
-    tmp = folder / f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
-    _fsync_dir(folder)
+    atomic_write(final, data, mode=FILE_MODE)
     return final
 
 

@@ -102,4 +102,5 @@ def test_help_texts_list_the_installed_host_plugins(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as done:
         run_plugin_command("install", ["--help"], prog="bli-memory-mcp", pm=pm)
     assert done.value.code == 0
-    assert "claude, codex, copilot, fifth, gemini, hermes, or all" in " ".join(capsys.readouterr().out.split())
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "claude, codex, copilot, fifth, gemini, hermes, or all" in shown

@@ -174,3 +174,11 @@ def test_hook_doctor_checks(temp_home: Path) -> None:
     for host in ("claude", "codex", "gemini", "hermes"):
         mark, detail = checks[f"memory ({host})"]
         assert mark in ("info", "ok", "warn") and detail.split(" ")[0] in ("absent", "not_found", "installed")
+
+
+def test_hook_host_conventions() -> None:
+    conventions = {c.host: c for c in get_plugin_manager().hook.host_conventions()}
+    assert {"claude", "codex", "copilot", "gemini", "hermes"} <= set(conventions)
+    assert conventions["gemini"].context_wrappers == ("hook_context",)
+    assert conventions["claude"].agent == "claude-code" and "CLAUDECODE" in conventions["claude"].env_markers
+    assert [c.host for c in conventions.values() if c.experience_dir] == ["codex"]

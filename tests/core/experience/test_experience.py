@@ -23,11 +23,12 @@ import pytest
 
 from bli_memory.core.errors import ConfigError, InvalidInputError
 from bli_memory.core.experience import log as xp
+from bli_memory.core.experience.origin import host_conventions
 from bli_memory.core.settings import load_settings
 from tests.conftest import bin_path
 
 T0 = datetime(2026, 11, 30, 7, 5, 9, tzinfo=UTC)  # 14:05 in Bangkok
-HOST_VARS = [var for var, _ in xp._AGENT_ENV]
+HOST_VARS = [var for conv in host_conventions() for var in conv.env_markers]
 
 
 @pytest.fixture(autouse=True)

@@ -18,11 +18,12 @@ import pytest
 
 from bli_memory.core.cli.ops import build_view, render_text
 from bli_memory.core.experience import log as xp
+from bli_memory.core.experience.origin import host_conventions
 from bli_memory.core.paths import hook_stats_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 
-HOST_VARS = [var for var, _ in xp._AGENT_ENV]
+HOST_VARS = [var for conv in host_conventions() for var in conv.env_markers]
 
 
 @pytest.fixture(autouse=True)

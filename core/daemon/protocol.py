@@ -1,0 +1,48 @@
+"""The daemon's wire: one JSON line in, one out (:mod:`bli_memory.core.daemon.client`).
+
+:func:`read_request` reads one request line within the limits the client keeps
+(``MAX_LINE_BYTES``); :func:`reply_line` encodes one answer with the daemon's version
+and pid.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+from bli_memory.core._version import VERSION
+from bli_memory.core.daemon import client as daemon_client
+
+__all__ = ["read_request", "reply_line"]
+
+
+def reply_line(reply: dict[str, Any], *, pid: int) -> bytes:
+    """``reply`` (with ``version`` and ``pid`` added if absent) as one ASCII JSON line."""
+    reply.setdefault("version", VERSION)
+    reply.setdefault("pid", pid)
+    return json.dumps(reply, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def read_request(conn: socket.socket) -> tuple[bytes, str | None]:
+    """One request line from ``conn``: ``(line, None)``, or ``(b"", error)``.
+
+    ``error`` is ``malformed`` (nothing, or not within the socket's timeout) or
+    ``too_large`` (longer than ``MAX_LINE_BYTES``).
+    """
+    buf = bytearray()
+    while True:
+        try:
+            chunk = conn.recv(65536)
+        except TimeoutError:
+            return b"", "malformed"
+        if not chunk:
+            if len(buf) > daemon_client.MAX_LINE_BYTES:
+                return b"", "too_large"
+            return bytes(buf), (None if buf.strip() else "malformed")
+        buf += chunk
+        end = buf.find(b"\n", len(buf) - len(chunk))
+        if end > daemon_client.MAX_LINE_BYTES or (end < 0 and len(buf) > daemon_client.MAX_LINE_BYTES):
+            return b"", "too_large"
+        if end >= 0:
+            return bytes(buf[:end]), None
