@@ -4,21 +4,13 @@ This module is also the plugin that offers it as the default backend
 (:func:`memory_backend`). Its module-level imports are cheap; numpy, the store and
 the embedding model load only when a backend is built.
 
-Retrieval ("by meaning, by keyword and by recency at once"):
-
-1. ``vector``: exact cosine similarity of the query embedding with every live vector
-   of the space (numpy matrix product over the cached float32 matrix);
-2. ``keyword_all``: FTS5 rows containing every content term of the query (code
-   identifiers, ticket ids, exact words), ordered by bm25;
-3. ``keyword_any``: FTS5 bm25 over any content term;
-4. weighted reciprocal-rank fusion plus a recency prior (:mod:`bli_memory.core.memory.ranking`);
-5. ``context``: the best keyword-anchored hits pass part of their fused score to the
-   rows just before and after them in the same session (in a conversation the answer
-   is often the reply to the turn that matches the question).
-
-In large spaces, long-lived processes (the daemon, the MCP server) answer channels 1-3
-from side indexes with top-k pruning instead of the table scans
-(:mod:`bli_memory.core.embedded.side_indexes`); the table stays the source of truth.
+Retrieval ("by meaning, by keyword and by recency at once"): the store answers the
+``vector``, ``keyword_all`` and ``keyword_any`` channels
+(:mod:`bli_memory.core.embedded.search_source`: exact cosine over the cached vectors,
+FTS5 bm25, or the side indexes of a long-lived process); fusion, the ``context``
+channel, recency, the tail drop and conflict flags are the shared retrieval of every
+store (:mod:`bli_memory.core.memory.retrieval`). The rules of save, update, forget and
+profile are shared likewise (:mod:`bli_memory.core.memory.retrieval_writes`).
 
 Every hit carries its true cosine similarity (every row has a vector); the fused
 score orders results and is never shown as a similarity.
@@ -27,30 +19,46 @@ score orders results and is never shown as a similarity.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import uuid
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.memory.conflicts import newer_first
-from bli_memory.core.memory.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
+from bli_memory.core.memory.ranking import RankingConfig
 from bli_memory.core.memory.records import (
     MAX_KEY_CHARS,
     record_problem,
     records_problem,
     usable_vector,
 )
-from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_forms, query_terms
+from bli_memory.core.memory.retrieval import (
+    CHANNELS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    clamped_limit,
+    query_text,
+    rank,
+)
+from bli_memory.core.memory.retrieval_writes import (
+    FORGET_MIN_SIMILARITY,
+    PROFILE_KINDS,
+    checked_content,
+    checked_save_fields,
+    content_hash,
+    forget_selector,
+    is_unchanged,
+    profile_limit,
+    require_forget_similarity,
+    require_one_of_id_or_custom_id,
+)
+from bli_memory.core.memory.terms import fts_any_query, query_terms
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
     Profile,
     SaveResult,
-    SearchHit,
     SearchResult,
     UpdateResult,
 )
@@ -75,51 +83,9 @@ __all__ = [
     "register_embedders",
 ]
 
-#: A forget by query only ever removes a memory at least this similar (BLI Memory
-#: spec: "the closest match >= 0.85"); a weaker match is refused, never guessed.
-FORGET_MIN_SIMILARITY = 0.85
-
 #: Longest text one extract job takes, in characters (the stop hook sends at most
 #: 12 KB; a bigger paste is cut into parts by the caller).
 MAX_EXTRACT_CHARS = 100_000
-
-#: Longest query text searched, in characters, and most keyword terms taken from it
-#: (both stores; the rest is ignored, not refused). A query is a question: the model
-#: reads its first 256 tokens anyway, and each distinct term adds a branch to the
-#: keyword query (thousands of them exceed Postgres' stack depth when it plans one).
-MAX_QUERY_CHARS = 8000
-MAX_QUERY_TERMS = 64
-
-#: Retrieval channels in the order a hit lists the ones that found it.
-CHANNELS = ("vector", "keyword_all", "keyword_any", "context")
-
-#: Metadata ``kind`` values that make a memory part of the User Profile.
-PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
-
-
-def checked_content(content: str) -> str:
-    """The normalised form of memory content a caller gave, shared by every store.
-
-    Secrets are masked here (:func:`bli_memory.core.memory.redaction.redact`), so no store
-    keeps one, whoever saves: the tools, the service's doors, the worker, the library.
-
-    Raises:
-        InvalidInputError: empty content, or longer than the store's limit.
-    """
-    from bli_memory.core.embedded.store import MAX_CONTENT_CHARS, normalise_content
-    from bli_memory.core.memory.redaction import redact
-
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInputError("content is empty: there is nothing to remember")
-    text = normalise_content(content)
-    if len(text) <= MAX_CONTENT_CHARS:
-        text = redact(text).text  # a placeholder can be longer than its secret: checked below
-    if len(text) > MAX_CONTENT_CHARS:
-        raise InvalidInputError(
-            f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
-            "Save the durable facts, or use extract: true to distil them"
-        )
-    return text
 
 
 class EmbeddedBackend:
@@ -295,85 +261,19 @@ class EmbeddedBackend:
         Returns:
             Hits best first; zero hits is a normal answer.
         """
-        import numpy as np
+        from bli_memory.core.embedded.search_source import EmbeddedChannels
 
         cfg = ranking or self.ranking
-        limit = max(1, min(int(limit), 100))
+        limit = clamped_limit(limit)
         canonical, spaces = self.store.resolve_space(space)
         profile = self.profile(space=canonical) if include_profile else None
-        # A query is a question, not a document: the model reads 256 tokens anyway, and
-        # thousands of distinct keyword terms would only slow the keyword channel down.
-        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        q = query_text(query)
         if not q:
             return SearchResult(query=query or "", space=canonical, spaces=spaces, profile=profile)
-
-        n = max(cfg.candidates, limit * 3)
-        side = self.side_indexes
-        rankings: dict[str, list[int]] = {}
-        vs = self.store.vectors(spaces)
-        qv = None
-        sims = None
-        if len(vs.seqs):  # similarities are reported even when the vector channel is off
-            qv = self._embed_one(q)
-            approx = side.vector_query(spaces, vs, qv, n) if side and cfg.weight("vector") > 0 else None
-            if approx is not None:
-                rankings["vector"] = approx
-            else:
-                sims = vs.matrix @ qv
-                if cfg.weight("vector") > 0:
-                    k = min(n, len(sims))
-                    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-                    top = top[np.argsort(-sims[top], kind="stable")]
-                    rankings["vector"] = [int(vs.seqs[i]) for i in top]
-        terms = query_terms(q)[:MAX_QUERY_TERMS]
-        if cfg.weight("keyword_all") > 0 and terms:
-            rankings["keyword_all"] = self._keyword(spaces, vs, terms, n, every=True)
-        if cfg.weight("keyword_any") > 0 and len(terms) > 1:
-            rankings["keyword_any"] = self._keyword(spaces, vs, terms, n, every=False)
-        elif cfg.weight("keyword_any") > 0 and "keyword_all" in rankings:
-            rankings["keyword_any"] = list(rankings["keyword_all"])
-
-        fused = reciprocal_rank_fusion(rankings, cfg)
-        bonus = context_bonus(fused, rankings, lambda parents: self.store.neighbours(parents, spaces), cfg)
-        for seq, extra in bonus.items():
-            fused[seq] = fused.get(seq, 0.0) + extra
-        if bonus:
-            rankings["context"] = list(bonus)
-        if not fused:
-            return SearchResult(query=query, space=canonical, spaces=spaces, profile=profile)
-        rows = self.store.rows_by_seq(fused)
-        now = datetime.now(UTC)
-        scored: list[tuple[float, int]] = []
-        for seq, score in fused.items():
-            memory = rows.get(seq)
-            if memory is None:  # expired or retired since the vectors were cached
-                continue
-            # Stored times are always ...Z ISO 8601, which fromisoformat reads 10x faster than strptime.
-            age = (now - datetime.fromisoformat(memory.created_at)).total_seconds() / 86400
-            scored.append((score + recency_prior(age, cfg), seq))
-        scored.sort(key=lambda t: (-t[0], -t[1]))
-        channel_sets = {c: set(items) for c, items in rankings.items()}
-        hits = []
-        kept: list[tuple[str, int]] = []
-        for score, seq in scored:
-            if len(hits) == limit:
-                break
-            similarity = None
-            if qv is not None:
-                pos = int(np.searchsorted(vs.seqs, seq))
-                if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
-                    exact = float(sims[pos] if sims is not None else vs.matrix[pos] @ qv)
-                    similarity = round(exact, 4) if math.isfinite(exact) else None
-            channels = tuple(c for c in CHANNELS if seq in channel_sets.get(c, ()))
-            if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
-                continue
-            hits.append(SearchHit(memory=rows[seq], similarity=similarity, score=score, channels=channels))
-            kept.append((rows[seq].id, seq))
-        pairs = _pair_similarity(kept, vs) if cfg.near_duplicate_cosine <= 1 else {}
-        ordered, conflicts = newer_first(hits, pairs, min_cosine=cfg.near_duplicate_cosine,
-                                         reorder=cfg.near_duplicate_newer_first)
-        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ordered, profile=profile,
-                            conflicts=conflicts)
+        ranked = rank(EmbeddedChannels(self.store, spaces, self.side_indexes, self._embed_one), q,
+                      limit=limit, config=cfg)
+        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ranked.hits, profile=profile,
+                            conflicts=ranked.conflicts)
 
     def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
         """Which content terms of ``query`` occur in the space, and its live size.
@@ -384,11 +284,11 @@ class EmbeddedBackend:
             injection gate (:mod:`bli_memory.core.memory.relevance`).
         """
         _, spaces = self.store.resolve_space(space)
-        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        q = query_text(query)
         present = []
         for term in query_terms(q)[:MAX_QUERY_TERMS]:
             expr = fts_any_query([term])
-            present.append(bool(expr) and self.store.has_match(spaces, expr))
+            present.append(expr is not None and bool(expr) and self.store.has_match(spaces, expr))
         return present, len(self.store.vectors(spaces).seqs)
 
     def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
@@ -401,24 +301,12 @@ class EmbeddedBackend:
             (:mod:`bli_memory.core.memory.term_evidence`).
         """
         _, spaces = self.store.resolve_space(space)
-        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        q = query_text(query)
         counts = []
         for term in query_terms(q)[:MAX_QUERY_TERMS]:
             expr = fts_any_query([term])
             counts.append((term, self.store.match_count(spaces, expr) if expr else 0))
         return counts, len(self.store.vectors(spaces).seqs)
-
-    def _keyword(
-        self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
-    ) -> list[int]:
-        """The ``n`` best rows by bm25 for all (``every``) or any of ``terms``: side index or FTS5."""
-        side = self.side_indexes
-        if side is not None:
-            found = side.keyword_query(spaces, vs, query_forms(terms), n, every=every)
-            if found is not None:
-                return found
-        expr = fts_all_query(terms) if every else fts_any_query(terms)
-        return [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)] if expr else []
 
     def save(
         self,
@@ -441,11 +329,7 @@ class EmbeddedBackend:
         Raises:
             InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
         """
-        text = checked_content(content)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidInputError("metadata must be a JSON object")
-        if custom_id is not None and not str(custom_id).strip():
-            custom_id = None
+        text, metadata, custom_id = checked_save_fields(content, metadata, custom_id)
         # What the export format allows, so whatever is saved here can move to the service.
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
@@ -475,8 +359,7 @@ class EmbeddedBackend:
             InvalidInputError: neither or both of id/custom_id, or empty content.
             NotFoundError: no live memory matches in this space.
         """
-        if (id is None) == (custom_id is None):
-            raise InvalidInputError("give exactly one of id or customId")
+        require_one_of_id_or_custom_id(id, custom_id)
         text = checked_content(content)
         _, spaces = self.store.resolve_space(space)
         named = None
@@ -487,9 +370,7 @@ class EmbeddedBackend:
             if found is None:
                 raise NotFoundError(f"no live memory with customId {custom_id!r} in space {spaces[0]}")
             previous = found
-        from bli_memory.core.embedded.store import content_hash
-
-        if content_hash(previous.content) == content_hash(text):
+        if is_unchanged(previous.content, text):
             return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
         memory = self.store.supersede(previous, text, self._embed_one(text))
         return UpdateResult(memory=memory, previous=previous, named=named)
@@ -511,16 +392,12 @@ class EmbeddedBackend:
             InvalidInputError: not exactly one selector.
             NotFoundError: nothing matches (or nothing close enough).
         """
-        given = [x for x in (id, content, query) if x is not None and str(x).strip()]
-        if len(given) != 1:
-            raise InvalidInputError("give exactly one of id, content or query")
+        selector = forget_selector(id, content, query)
         _, spaces = self.store.resolve_space(space)
-        if id is not None and id.strip():
+        if selector == "id" and id is not None:
             memory, named = self._live_in_space(id.strip(), spaces)
             return ForgetResult(memory=self.store.forget(memory), matched_by="id", named=named)
-        if content is not None and content.strip():
-            from bli_memory.core.embedded.store import content_hash
-
+        if selector == "content" and content is not None:
             found = self.store.find_live(spaces, sha256=content_hash(content))
             if found is None:
                 raise NotFoundError(f"no live memory with exactly that text in space {spaces[0]}")
@@ -536,11 +413,8 @@ class EmbeddedBackend:
         rows = self.store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
         best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)
         similarity = float(sims[best]) if best is not None else -1.0
-        if best is None or similarity < FORGET_MIN_SIMILARITY:
-            raise NotFoundError(
-                f"the closest memory has similarity {max(similarity, 0.0):.2f}, below the "
-                f"{FORGET_MIN_SIMILARITY} needed to forget by query; nothing was forgotten"
-            )
+        require_forget_similarity(similarity)
+        assert best is not None
         memory = rows[int(vs.seqs[best])]
         return ForgetResult(
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
@@ -567,6 +441,7 @@ class EmbeddedBackend:
             space: Container tag (an alias resolves to its canonical space).
             limit: Most memories in each of the two lists.
         """
+        limit = profile_limit(limit)
         canonical, spaces = self.store.resolve_space(space)
         facts = self.store.recent_of_kinds(spaces, sorted(PROFILE_KINDS), limit=limit)
         recent = self.store.recent(spaces, limit=limit)
@@ -760,29 +635,6 @@ class EmbeddedBackend:
         """Erase every recorded turn of a space and its aliases; returns how many."""
         _, spaces = self.store.resolve_space(space)
         return self.store.delete_recordings(spaces)
-
-
-def _pair_similarity(hits: list[tuple[str, int]], vs: Any) -> dict[tuple[str, str], float]:
-    """Cosine similarity of every pair of hits (``(id, seq)``) with a vector in ``vs``.
-
-    The stored vectors are unit length, so the dot product is the cosine.
-    """
-    import numpy as np
-
-    if len(hits) < 2 or not len(vs.seqs):
-        return {}
-    ids, rows = [], []
-    for memory_id, seq in hits:
-        pos = int(np.searchsorted(vs.seqs, seq))
-        if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
-            ids.append(memory_id)
-            rows.append(pos)
-    if len(rows) < 2:
-        return {}
-    matrix = vs.matrix[rows]
-    gram = matrix @ matrix.T
-    return {(ids[i], ids[j]): float(gram[i, j])
-            for i in range(len(ids)) for j in range(i + 1, len(ids))}
 
 
 @hookimpl(trylast=True)

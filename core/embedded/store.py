@@ -12,11 +12,9 @@ records; :mod:`bli_memory.core.embedded.engine` computes vectors and ranks.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
-import unicodedata
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.embedded.migrations import migrate
 from bli_memory.core.errors import ModelMismatchError, NotFoundError, StoreError
+from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS, content_hash, normalise_content
 from bli_memory.core.memory.terms import index_text
 from bli_memory.core.models import Memory
 from bli_memory.core.private_files import make_private_file
@@ -45,10 +44,6 @@ __all__ = [
     "normalise_content",
     "now_iso",
 ]
-
-#: Longest memory accepted, in characters. A memory is a fact, not a document; the
-#: embedding model reads only the first 256 tokens anyway.
-MAX_CONTENT_CHARS = 20_000
 
 _COLUMNS = (
     "seq, id, space, content, custom_id, metadata, source, session_id, created_at, updated_at, "
@@ -69,16 +64,6 @@ _NEXT_SEQ = (
 def now_iso() -> str:
     """Current UTC time as ISO 8601 with microseconds and ``Z``."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def normalise_content(content: str) -> str:
-    """Strip surrounding whitespace and NFC-normalise; the form that is stored and hashed."""
-    return unicodedata.normalize("NFC", content.strip())
-
-
-def content_hash(content: str) -> str:
-    """sha256 hex of the normalised content (identical text in a space is one memory)."""
-    return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def encode_vector(vector: np.ndarray) -> bytes:
@@ -1081,7 +1066,8 @@ class SQLiteStore:
         """
         import base64
 
-        where, args = "", ()
+        where = ""
+        args: tuple[str, ...] = ()
         if spaces:
             where, args = f"WHERE space IN ({','.join('?' * len(spaces))})", tuple(spaces)
         with self._read() as conn:

@@ -101,7 +101,7 @@ def recency_prior(age_days: float, config: RankingConfig) -> float:
     """The recency bonus for a memory ``age_days`` old (never negative ages)."""
     if config.recency_weight == 0:
         return 0.0
-    return config.recency_weight * 0.5 ** (max(age_days, 0.0) / config.recency_half_life_days)
+    return float(config.recency_weight * 0.5 ** (max(age_days, 0.0) / config.recency_half_life_days))
 
 
 def context_bonus(
