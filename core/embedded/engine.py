@@ -18,21 +18,13 @@ score orders results and is never shown as a similarity.
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
-import uuid
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.embedded.engine_controls import EngineControls
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.memory.ranking import RankingConfig
-from bli_memory.core.memory.records import (
-    MAX_KEY_CHARS,
-    record_problem,
-    records_problem,
-    usable_vector,
-)
+from bli_memory.core.memory.records import MAX_KEY_CHARS
 from bli_memory.core.memory.retrieval import (
     CHANNELS,
     MAX_QUERY_CHARS,
@@ -64,10 +56,6 @@ from bli_memory.core.models import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from bli_memory.core.embedded.side_indexes import SideIndexes
-    from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -88,7 +76,7 @@ __all__ = [
 MAX_EXTRACT_CHARS = 100_000
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(EngineControls):
     """Memory operations over one SQLite file and one embedding model.
 
     Args:
@@ -103,140 +91,6 @@ class EmbeddedBackend:
 
     Thread-safe: the MCP server calls it from worker threads.
     """
-
-    def __init__(
-        self,
-        store_path: Path,
-        *,
-        embedder: Any | None = None,
-        ranking: RankingConfig | None = None,
-        keyword_index_min_rows: int | None = None,
-        vector_index_min_rows: int | None = None,
-    ) -> None:
-        from bli_memory.core.memory import embeddings
-
-        self.store_path = store_path
-        self.ranking = ranking or RankingConfig()
-        self._index_min_rows = (keyword_index_min_rows, vector_index_min_rows)
-        #: The side indexes, once :meth:`enable_side_indexes` ran (long-lived processes).
-        self.side_indexes: SideIndexes | None = None
-        self._embedder = embedder
-        self._embedder_lock = threading.Lock()
-        self._model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
-        self._dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
-        self._store: SQLiteStore | None = None
-        self._store_file_id: tuple[int, int] | None = None
-        self._store_lock = threading.Lock()
-
-    # --- resources -----------------------------------------------------------------
-
-    @property
-    def model_name(self) -> str:
-        """Name of the embedding model recorded next to every vector."""
-        return self._model_name
-
-    def _file_id(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.store_path)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
-
-    @property
-    def store(self) -> SQLiteStore:
-        """The open store (opened and migrated on first use).
-
-        If the file was deleted or replaced since it was opened (a restore, a person
-        removing it), the store is reopened, so writes never go to an unlinked file.
-        """
-        if self._store is not None and self._file_id() != self._store_file_id:
-            with self._store_lock:
-                if self._store is not None and self._file_id() != self._store_file_id:
-                    self._store.close()
-                    self._store = None
-        if self._store is None:
-            with self._store_lock:
-                if self._store is None:
-                    from bli_memory.core.embedded.store import SQLiteStore
-
-                    self._store = SQLiteStore(
-                        self.store_path, model_name=self._model_name, dimensions=self._dimensions
-                    )
-                    self._store_file_id = self._file_id()
-                    if self._store.migrations_applied:
-                        # stdlib logging: silent unless a process configured it (the MCP
-                        # server sends it to stderr); a hook's stdout must stay clean.
-                        logging.getLogger("bli_memory.store").info(
-                            "store migrated: %s", ", ".join(self._store.migrations_applied)
-                        )
-        return self._store
-
-    @property
-    def embedder(self) -> Any:
-        """The embedding model (loaded on first use)."""
-        if self._embedder is None:
-            with self._embedder_lock:
-                if self._embedder is None:
-                    from bli_memory.core.memory.embeddings import get_embedder
-
-                    self._embedder = get_embedder()
-        return self._embedder
-
-    def warm_up(self) -> None:
-        """Open the store, load the model and turn side indexes on (daemon, MCP server)."""
-        _ = self.store
-        self.embedder.embed(["warm up"])
-        self.enable_side_indexes()
-
-    def enable_side_indexes(self, *, background: bool = True, threads: int = 1) -> SideIndexes:
-        """Answer large spaces from side indexes from now on (idempotent).
-
-        A one-shot process (a hook's direct path) never calls this: it would pay for a
-        build it cannot reuse. See :mod:`bli_memory.core.embedded.side_indexes`.
-
-        Args:
-            background: Build in a background thread (default) or in the first search.
-            threads: Threads a build may use.
-
-        Returns:
-            The engine's :class:`~bli_memory.core.embedded.side_indexes.SideIndexes`.
-        """
-        if self.side_indexes is None:
-            from bli_memory.core.embedded.side_indexes import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS, SideIndexes
-
-            keyword_min, vector_min = self._index_min_rows
-            self.side_indexes = SideIndexes(
-                lambda seqs: self.store.keyword_terms(seqs),
-                dimensions=self._dimensions,
-                keyword_min_rows=KEYWORD_MIN_ROWS if keyword_min is None else keyword_min,
-                vector_min_rows=VECTOR_MIN_ROWS if vector_min is None else vector_min,
-                background=background,
-                threads=threads,
-            )
-        return self.side_indexes
-
-    def close(self) -> None:
-        """Close the store."""
-        if self._store is not None:
-            self._store.close()
-
-    def _embed_one(self, text: str) -> Any:
-        return self.embedder.embed([text])[0]
-
-    # --- helpers -------------------------------------------------------------------
-
-    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> tuple[Memory, Memory | None]:
-        """The live head of the memory ``id`` names (any version's id), and the older
-        version ``id`` names when it is not the head (see :func:`live_head`)."""
-        from bli_memory.core.memory.version_ids import live_head
-
-        start = self.store.get(id)
-        head = start if start is None or start.state == "active" else self.store.history(id)[0]
-        memory, named = live_head(id, start, head, live=head is not None and bool(
-            self.store.rows_by_seq_ids([head.id])))
-        if memory.space not in spaces:
-            raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
-        return memory, named
 
     # --- the contract --------------------------------------------------------------
 
@@ -496,145 +350,6 @@ class EmbeddedBackend:
         return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id,
                                       job_id=checked_job_id(job_id))
 
-
-    # --- memory controls (inspection, audit, export) ---------------------------------
-
-    def info(self, *, space: str) -> dict[str, Any]:
-        """The space in use, its aliases, counts by state, the store and the model."""
-        canonical, spaces = self.store.resolve_space(space)
-        info = {
-            "space": canonical,
-            "aliases": [t for t in spaces if t != canonical],
-            "counts": self.store.count_by_state(spaces),
-            "recordings": self.store.recording_count(spaces),
-            "store": {"kind": "embedded", "path": str(self.store_path)},
-            "embeddingModel": self._model_name,
-            "extractJobs": self.store.job_counts(),
-        }
-        recorded = self.store.meta().get("embedding_model")
-        if recorded not in (None, self._model_name):
-            # Searches and saves refuse this store until it is re-embedded.
-            info["storeEmbeddingModel"] = recorded
-            info["reembed"] = "bli-memory-mcp memory reembed"
-        return info
-
-    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
-        """Newest live memories of a space; ``limit`` is clamped to 1..100."""
-        _, spaces = self.store.resolve_space(space)
-        return self.store.list_live(spaces, limit=max(1, min(int(limit), 100)))
-
-    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
-        """One memory and its version history (newest first).
-
-        Args:
-            id: Any version's id: without ``include_inactive`` the memory's live version
-                is answered (its ``id`` differs from the one given when that named an
-                older version, which is then in the history).
-            include_inactive: Answer exactly the version ``id`` names, even superseded or
-                forgotten, and include the superseded versions and the tombstone in the
-                history.
-
-        Raises:
-            NotFoundError: unknown id, or a memory with no live version without
-                ``include_inactive``.
-        """
-        memory = self.store.get(id)
-        if memory is None and include_inactive:
-            raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
-        if memory is not None and memory.state == "superseded" and not include_inactive:
-            head = self.store.history(id)[0]  # an id names the memory: read its live head
-            memory = head if head.state == "active" else memory
-        if memory is None or (memory.state != "active" and not include_inactive):
-            hint = " (include_inactive / --include-inactive reads old versions)"
-            raise NotFoundError(f"no live memory with id {id}{hint}")
-        chain = self.store.history(id)
-        history = [m for m in chain if m.id != memory.id]
-        if not include_inactive:
-            history = [m for m in history if m.state == "superseded"]
-        return memory, history
-
-    def audit(self, *, repair: bool = False) -> dict[str, Any]:
-        """Integrity of the store's derived indexes; with ``repair`` rebuild them from the rows."""
-        report = self.store.audit(repair=repair)
-        if repair and report["needs_embedding"]:
-            for seq in report["needs_embedding"]:
-                self.store.set_vector(seq, self._embed_one(self.store.content_of(seq)))
-            report["repaired"] = True
-        if repair:
-            after = self.store.audit(repair=False)
-            report["after"] = {k: after[k] for k in ("ok", "missing_keyword", "stale_keyword",
-                                                     "missing_vector", "wrong_model")}
-        report.pop("needs_embedding", None)
-        return report
-
-    def export(self, *, space: str | None = None) -> Any:
-        """Iterator of JSON-ready rows (all versions); every space when ``space`` is None."""
-        spaces = self.store.resolve_space(space)[1] if space else None
-        return self.store.export_rows(spaces)
-
-    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
-        """Import exported rows exactly; rows without a usable vector are re-embedded.
-
-        Every record is checked first; one bad record means nothing is imported.
-
-        Raises:
-            InvalidInputError: naming the first bad record (1-based) and what is wrong.
-        """
-        for n, record in enumerate(records, 1):
-            problem = record_problem(record)
-            if problem:
-                raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
-        from bli_memory.core.memory.import_links import supersede_cycle
-
-        found = records_problem(records) or self._store_problem(records) or supersede_cycle(
-            records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
-        if found:
-            raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
-        vectors: dict[str, Any] = {}
-        for r in records:
-            vector = usable_vector(r, model=self._model_name, dimensions=self._dimensions)
-            if vector is None and (r.get("state") or "active") == "active":
-                vector = self._embed_one(r["content"])
-            if vector is not None:
-                vectors[r["id"]] = vector
-        return self.store.import_rows(records, vectors)
-
-    def _store_problem(self, records: list[dict[str, Any]]) -> tuple[int, str] | None:
-        """What makes records clash with this store: a link to a row that is not there,
-        or a customId already live in the space. Records already present are skipped."""
-        in_file = {uuid.UUID(r["id"]) for r in records}
-        for n, rec in enumerate(records, 1):
-            if self.store.get(rec["id"]) is not None:
-                continue  # skipped as already present
-            target = rec.get("supersedes")
-            if target is not None and uuid.UUID(target) not in in_file:
-                prev = self.store.get(target)
-                if prev is None or prev.space != rec["space"]:
-                    return n, f"supersedes {target} is neither a row of space {rec['space']} nor in this file"
-            if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
-                live = self.store.find_live((rec["space"],), custom_id=rec["customId"])
-                if live is not None:
-                    return n, f"customId {rec['customId']!r} is already live in space {rec['space']}"
-        return None
-
-    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
-        """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
-        canonical, _ = self.store.resolve_space(space)
-        return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
-
-    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
-        """Recorded turns of a space and its aliases, newest first (``limit`` 1..100).
-
-        Returns:
-            ``[{"id", "space", "sessionId", "source", "createdAt", "text"}, ...]``.
-        """
-        _, spaces = self.store.resolve_space(space)
-        return self.store.list_recordings(spaces, limit=max(1, min(int(limit), 100)))
-
-    def clear_recordings(self, *, space: str) -> int:
-        """Erase every recorded turn of a space and its aliases; returns how many."""
-        _, spaces = self.store.resolve_space(space)
-        return self.store.delete_recordings(spaces)
 
 
 @hookimpl(trylast=True)
