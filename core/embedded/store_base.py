@@ -80,18 +80,8 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
 
 
 class StoreBase:
-    """One open store file: the connection, its lock, the model check and the write generation.
-
-    Args:
-        path: The SQLite file; its folder is created (mode 0700) if missing.
-        model_name: Name of the embedding model whose vectors this process writes.
-        dimensions: Length of those vectors.
-        busy_timeout_ms: How long a write waits for another process's write lock.
-
-    Raises:
-        StoreError: the file cannot be opened or is not a BLI Memory store.
-        MigrationError: the schema cannot be brought up to date.
-    """
+    """One open store file: the connection, its lock, the model check and the write
+    generation (arguments and errors: :class:`~bli_memory.core.embedded.store.SQLiteStore`)."""
 
     def __init__(
         self,

@@ -17,7 +17,12 @@ from bli_memory.core.embedded.store_base import COLUMNS, NEXT_SEQ, StoreBase, no
 from bli_memory.core.embedded.store_reads import StoreReads
 from bli_memory.core.embedded.vector_codec import encode_vector
 from bli_memory.core.errors import NotFoundError, StoreError
-from bli_memory.core.memory.retrieval_writes import content_hash
+from bli_memory.core.memory.retrieval_writes import (
+    content_hash,
+    first_version,
+    is_same_upsert,
+    upserted_version,
+)
 from bli_memory.core.memory.terms import index_text
 from bli_memory.core.models import Memory
 
@@ -110,17 +115,12 @@ class StoreWrites(StoreReads):
                 ).fetchone()
                 if row is not None:
                     previous = row_to_memory(row)
-                    if content_hash(previous.content) == sha and (
-                        metadata is None or metadata == previous.metadata
-                    ):
+                    if is_same_upsert(previous, sha, metadata):
                         return "duplicate", previous, None
                     self._retire(conn, previous, "superseded", at)
-                    memory = Memory(
-                        id=str(uuid.uuid4()), space=previous.space, content=content,
-                        custom_id=custom_id,
-                        metadata=metadata if metadata is not None else previous.metadata,
-                        source=source, session_id=session_id, created_at=at, updated_at=at,
-                        version=previous.version + 1, supersedes=previous.id, expires_at=expires_at,
+                    memory = upserted_version(
+                        previous, content=content, custom_id=custom_id, metadata=metadata, source=source,
+                        session_id=session_id, at=at, expires_at=expires_at,
                     )
                     self._insert(conn, memory, vector)
                     return "updated", memory, previous
@@ -132,10 +132,9 @@ class StoreWrites(StoreReads):
                 ).fetchone()
                 if row is not None:
                     return "duplicate", row_to_memory(row), None
-            memory = Memory(
-                id=str(uuid.uuid4()), space=space, content=content, custom_id=custom_id,
-                metadata=metadata or {}, source=source, session_id=session_id, created_at=at,
-                updated_at=at, version=1, expires_at=expires_at,
+            memory = first_version(
+                space=space, content=content, custom_id=custom_id, metadata=metadata, source=source,
+                session_id=session_id, at=at, expires_at=expires_at,
             )
             self._insert(conn, memory, vector)
             return "created", memory, None

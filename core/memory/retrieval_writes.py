@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+import uuid
 from typing import Any, Literal
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.models import Memory
 
 __all__ = [
     "FORGET_MIN_SIMILARITY",
@@ -21,12 +23,15 @@ __all__ = [
     "checked_content",
     "checked_save_fields",
     "content_hash",
+    "first_version",
     "forget_selector",
+    "is_same_upsert",
     "is_unchanged",
     "normalise_content",
     "profile_limit",
     "require_forget_similarity",
     "require_one_of_id_or_custom_id",
+    "upserted_version",
 ]
 
 #: Longest memory accepted, in characters. A memory is a fact, not a document; the
@@ -150,3 +155,40 @@ def require_forget_similarity(similarity: float) -> None:
 def profile_limit(limit: int) -> int:
     """Most memories in each list of a profile: ``limit``, at least 1."""
     return max(1, int(limit))
+
+
+def first_version(
+    *, space: str, content: str, custom_id: str | None, metadata: dict[str, Any] | None, source: str,
+    session_id: str | None, at: str, expires_at: str | None,
+) -> Memory:
+    """The new memory a save creates: version 1 with a fresh UUID4, created and updated ``at``.
+
+    Args:
+        at: The store's timestamp (UTC ISO 8601 with ``Z``).
+    """
+    return Memory(
+        id=str(uuid.uuid4()), space=space, content=content, custom_id=custom_id, metadata=metadata or {},
+        source=source, session_id=session_id, created_at=at, updated_at=at, version=1,
+        expires_at=expires_at,
+    )
+
+
+def is_same_upsert(previous: Memory, sha: str, metadata: dict[str, Any] | None) -> bool:
+    """True when a ``customId`` save would change nothing: the live row has the content
+    whose hash is ``sha`` and the save gives no metadata or the same (status ``duplicate``)."""
+    return content_hash(previous.content) == sha and (metadata is None or metadata == previous.metadata)
+
+
+def upserted_version(
+    previous: Memory, *, content: str, custom_id: str, metadata: dict[str, Any] | None, source: str,
+    session_id: str | None, at: str, expires_at: str | None,
+) -> Memory:
+    """The version a ``customId`` save writes over the live row ``previous`` (status
+    ``updated``): same space, next version number, ``supersedes`` the previous id, the
+    previous metadata unless new metadata is given."""
+    return Memory(
+        id=str(uuid.uuid4()), space=previous.space, content=content, custom_id=custom_id,
+        metadata=metadata if metadata is not None else previous.metadata, source=source,
+        session_id=session_id, created_at=at, updated_at=at, version=previous.version + 1,
+        supersedes=previous.id, expires_at=expires_at,
+    )

@@ -22,10 +22,13 @@ from bli_memory.core.memory.retrieval_writes import (
     checked_content,
     checked_save_fields,
     content_hash,
+    first_version,
     forget_selector,
+    is_same_upsert,
     is_unchanged,
     require_forget_similarity,
     require_one_of_id_or_custom_id,
+    upserted_version,
 )
 from bli_memory.core.memory.version_ids import live_head
 from bli_memory.core.models import ForgetResult, Memory, SaveResult, UpdateResult
@@ -144,18 +147,13 @@ class PostgresWrites(ViewedBackend):
                     owner_id = int(row[15])
                     if owner_id != me:
                         self._lock_space(conn, owner_id, previous.space)
-                    if content_hash(previous.content) == sha and (
-                        metadata is None or metadata == previous.metadata
-                    ):
+                    if is_same_upsert(previous, sha, metadata):
                         return SaveResult(memory=previous, space=previous.space, status="duplicate")
                     if not self._retire(conn, previous, owner_id, "superseded", at):
                         raise NotFoundError(f"memory {previous.id} is no longer live")
-                    memory = Memory(
-                        id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=custom_id,
-                        metadata=metadata if metadata is not None else previous.metadata,
-                        source=source, session_id=session_id, created_at=iso(at) or "",
-                        updated_at=iso(at) or "", version=previous.version + 1,
-                        supersedes=previous.id, expires_at=iso(expires),
+                    memory = upserted_version(
+                        previous, content=text, custom_id=custom_id, metadata=metadata, source=source,
+                        session_id=session_id, at=iso(at) or "", expires_at=iso(expires),
                     )
                     self._insert(conn, memory, owner_id, vector, expires)
                     return SaveResult(memory=memory, space=memory.space, status="updated", previous=previous)
@@ -169,10 +167,9 @@ class PostgresWrites(ViewedBackend):
                 if row is not None:
                     found = row_to_memory(row)
                     return SaveResult(memory=found, space=found.space, status="duplicate")
-            memory = Memory(
-                id=str(uuid.uuid4()), space=view.canonical, content=text, custom_id=custom_id,
-                metadata=metadata or {}, source=source, session_id=session_id,
-                created_at=iso(at) or "", updated_at=iso(at) or "", version=1, expires_at=iso(expires),
+            memory = first_version(
+                space=view.canonical, content=text, custom_id=custom_id, metadata=metadata, source=source,
+                session_id=session_id, at=iso(at) or "", expires_at=iso(expires),
             )
             self._insert(conn, memory, me, vector, expires)
         return SaveResult(memory=memory, space=memory.space, status="created")
