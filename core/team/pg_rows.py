@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     import psycopg
 
     from bli_memory.core.memory.ranking import RankingConfig
-    from bli_memory.core.team.pg_store import _Shared
 
 __all__ = [
     "COLUMNS",
@@ -163,11 +162,11 @@ class ViewedBackend:
     :class:`~bli_memory.core.team.pg_store.PostgresBackend`, which defines it all.
 
     Declarations only, for the type checker: connections (``_conn``, ``_tx``), the
-    person's view of a tag (``_view``), the person (``_me``), the device, the model.
+    person's view of a tag (``_view``), the person (``_me``), the device, the model
+    (``embedder``, ``model_name``, ``_embed_one``) and the fusion weights.
     """
 
     if TYPE_CHECKING:
-        _shared: _Shared
         device_id: str | None
 
         @property
@@ -175,6 +174,9 @@ class ViewedBackend:
 
         @property
         def ranking(self) -> RankingConfig: ...
+
+        @property
+        def embedder(self) -> Any: ...
 
         def _conn(self, action: str) -> AbstractContextManager[psycopg.Connection[Any]]: ...
 

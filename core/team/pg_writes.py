@@ -62,8 +62,9 @@ class PostgresWrites(ViewedBackend):
                 expires: datetime | None) -> None:
         from psycopg.types.json import Jsonb
 
-        if len(vector) != self._shared.dimensions:
-            raise StoreError(f"vector has length {len(vector)}, expected {self._shared.dimensions}")
+        dimensions = self.embedder.dimensions
+        if len(vector) != dimensions:
+            raise StoreError(f"vector has length {len(vector)}, expected {dimensions}")
         conn.execute(
             "INSERT INTO memories (id, space, owner_id, author_id, device_id, content, custom_id, metadata, "
             "source, session_id, created_at, updated_at, version, supersedes, state, expires_at, "
