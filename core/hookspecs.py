@@ -55,7 +55,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec
-def host_info() -> dict[str, Any]:  # type: ignore[empty-body]
+def host_info() -> dict[str, Any]:
     """Describe one host plugin.
 
     Called by the installer, ``status`` and the hook dispatcher to list hosts.
@@ -256,7 +256,7 @@ def doctor_checks(home: Path, plugin_manager: pluggy.PluginManager) -> list[tupl
 
 
 @hookspec
-def host_conventions() -> HostConventions:
+def host_conventions() -> HostConventions:  # type: ignore[empty-body]
     """Say how this host names itself and marks the text it adds.
 
     Core names no host: the experience log reads which agent runs a command from

@@ -4,21 +4,13 @@ This module is also the plugin that offers it as the default backend
 (:func:`memory_backend`). Its module-level imports are cheap; numpy, the store and
 the embedding model load only when a backend is built.
 
-Retrieval ("by meaning, by keyword and by recency at once"):
-
-1. ``vector``: exact cosine similarity of the query embedding with every live vector
-   of the space (numpy matrix product over the cached float32 matrix);
-2. ``keyword_all``: FTS5 rows containing every content term of the query (code
-   identifiers, ticket ids, exact words), ordered by bm25;
-3. ``keyword_any``: FTS5 bm25 over any content term;
-4. weighted reciprocal-rank fusion plus a recency prior (:mod:`bli_memory.core.memory.ranking`);
-5. ``context``: the best keyword-anchored hits pass part of their fused score to the
-   rows just before and after them in the same session (in a conversation the answer
-   is often the reply to the turn that matches the question).
-
-In large spaces, long-lived processes (the daemon, the MCP server) answer channels 1-3
-from side indexes with top-k pruning instead of the table scans
-(:mod:`bli_memory.core.embedded.side_indexes`); the table stays the source of truth.
+Retrieval ("by meaning, by keyword and by recency at once"): the store answers the
+``vector``, ``keyword_all`` and ``keyword_any`` channels
+(:mod:`bli_memory.core.embedded.search_source`: exact cosine over the cached vectors,
+FTS5 bm25, or the side indexes of a long-lived process); fusion, the ``context``
+channel, recency, the tail drop and conflict flags are the shared retrieval of every
+store (:mod:`bli_memory.core.memory.retrieval`). The rules of save, update, forget and
+profile are shared likewise (:mod:`bli_memory.core.memory.retrieval_writes`).
 
 Every hit carries its true cosine similarity (every row has a vector); the fused
 score orders results and is never shown as a similarity.
@@ -26,40 +18,44 @@ score orders results and is never shown as a similarity.
 
 from __future__ import annotations
 
-import logging
-import math
-import os
-import threading
-import uuid
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.embedded.engine_controls import EngineControls
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.memory.conflicts import newer_first
-from bli_memory.core.memory.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
-from bli_memory.core.memory.records import (
-    MAX_KEY_CHARS,
-    record_problem,
-    records_problem,
-    usable_vector,
+from bli_memory.core.memory.ranking import RankingConfig
+from bli_memory.core.memory.records import MAX_KEY_CHARS
+from bli_memory.core.memory.retrieval import (
+    CHANNELS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    clamped_limit,
+    query_text,
+    rank,
 )
-from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_forms, query_terms
+from bli_memory.core.memory.retrieval_writes import (
+    FORGET_MIN_SIMILARITY,
+    PROFILE_KINDS,
+    checked_content,
+    checked_save_fields,
+    content_hash,
+    forget_selector,
+    is_unchanged,
+    profile_limit,
+    require_forget_similarity,
+    require_one_of_id_or_custom_id,
+)
+from bli_memory.core.memory.terms import fts_any_query, query_terms
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
     Profile,
     SaveResult,
-    SearchHit,
     SearchResult,
     UpdateResult,
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from bli_memory.core.embedded.side_indexes import SideIndexes
-    from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -75,54 +71,12 @@ __all__ = [
     "register_embedders",
 ]
 
-#: A forget by query only ever removes a memory at least this similar (BLI Memory
-#: spec: "the closest match >= 0.85"); a weaker match is refused, never guessed.
-FORGET_MIN_SIMILARITY = 0.85
-
 #: Longest text one extract job takes, in characters (the stop hook sends at most
 #: 12 KB; a bigger paste is cut into parts by the caller).
 MAX_EXTRACT_CHARS = 100_000
 
-#: Longest query text searched, in characters, and most keyword terms taken from it
-#: (both stores; the rest is ignored, not refused). A query is a question: the model
-#: reads its first 256 tokens anyway, and each distinct term adds a branch to the
-#: keyword query (thousands of them exceed Postgres' stack depth when it plans one).
-MAX_QUERY_CHARS = 8000
-MAX_QUERY_TERMS = 64
 
-#: Retrieval channels in the order a hit lists the ones that found it.
-CHANNELS = ("vector", "keyword_all", "keyword_any", "context")
-
-#: Metadata ``kind`` values that make a memory part of the User Profile.
-PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
-
-
-def checked_content(content: str) -> str:
-    """The normalised form of memory content a caller gave, shared by every store.
-
-    Secrets are masked here (:func:`bli_memory.core.memory.redaction.redact`), so no store
-    keeps one, whoever saves: the tools, the service's doors, the worker, the library.
-
-    Raises:
-        InvalidInputError: empty content, or longer than the store's limit.
-    """
-    from bli_memory.core.embedded.store import MAX_CONTENT_CHARS, normalise_content
-    from bli_memory.core.memory.redaction import redact
-
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInputError("content is empty: there is nothing to remember")
-    text = normalise_content(content)
-    if len(text) <= MAX_CONTENT_CHARS:
-        text = redact(text).text  # a placeholder can be longer than its secret: checked below
-    if len(text) > MAX_CONTENT_CHARS:
-        raise InvalidInputError(
-            f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
-            "Save the durable facts, or use extract: true to distil them"
-        )
-    return text
-
-
-class EmbeddedBackend:
+class EmbeddedBackend(EngineControls):
     """Memory operations over one SQLite file and one embedding model.
 
     Args:
@@ -137,140 +91,6 @@ class EmbeddedBackend:
 
     Thread-safe: the MCP server calls it from worker threads.
     """
-
-    def __init__(
-        self,
-        store_path: Path,
-        *,
-        embedder: Any | None = None,
-        ranking: RankingConfig | None = None,
-        keyword_index_min_rows: int | None = None,
-        vector_index_min_rows: int | None = None,
-    ) -> None:
-        from bli_memory.core.memory import embeddings
-
-        self.store_path = store_path
-        self.ranking = ranking or RankingConfig()
-        self._index_min_rows = (keyword_index_min_rows, vector_index_min_rows)
-        #: The side indexes, once :meth:`enable_side_indexes` ran (long-lived processes).
-        self.side_indexes: SideIndexes | None = None
-        self._embedder = embedder
-        self._embedder_lock = threading.Lock()
-        self._model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
-        self._dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
-        self._store: SQLiteStore | None = None
-        self._store_file_id: tuple[int, int] | None = None
-        self._store_lock = threading.Lock()
-
-    # --- resources -----------------------------------------------------------------
-
-    @property
-    def model_name(self) -> str:
-        """Name of the embedding model recorded next to every vector."""
-        return self._model_name
-
-    def _file_id(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.store_path)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
-
-    @property
-    def store(self) -> SQLiteStore:
-        """The open store (opened and migrated on first use).
-
-        If the file was deleted or replaced since it was opened (a restore, a person
-        removing it), the store is reopened, so writes never go to an unlinked file.
-        """
-        if self._store is not None and self._file_id() != self._store_file_id:
-            with self._store_lock:
-                if self._store is not None and self._file_id() != self._store_file_id:
-                    self._store.close()
-                    self._store = None
-        if self._store is None:
-            with self._store_lock:
-                if self._store is None:
-                    from bli_memory.core.embedded.store import SQLiteStore
-
-                    self._store = SQLiteStore(
-                        self.store_path, model_name=self._model_name, dimensions=self._dimensions
-                    )
-                    self._store_file_id = self._file_id()
-                    if self._store.migrations_applied:
-                        # stdlib logging: silent unless a process configured it (the MCP
-                        # server sends it to stderr); a hook's stdout must stay clean.
-                        logging.getLogger("bli_memory.store").info(
-                            "store migrated: %s", ", ".join(self._store.migrations_applied)
-                        )
-        return self._store
-
-    @property
-    def embedder(self) -> Any:
-        """The embedding model (loaded on first use)."""
-        if self._embedder is None:
-            with self._embedder_lock:
-                if self._embedder is None:
-                    from bli_memory.core.memory.embeddings import get_embedder
-
-                    self._embedder = get_embedder()
-        return self._embedder
-
-    def warm_up(self) -> None:
-        """Open the store, load the model and turn side indexes on (daemon, MCP server)."""
-        _ = self.store
-        self.embedder.embed(["warm up"])
-        self.enable_side_indexes()
-
-    def enable_side_indexes(self, *, background: bool = True, threads: int = 1) -> SideIndexes:
-        """Answer large spaces from side indexes from now on (idempotent).
-
-        A one-shot process (a hook's direct path) never calls this: it would pay for a
-        build it cannot reuse. See :mod:`bli_memory.core.embedded.side_indexes`.
-
-        Args:
-            background: Build in a background thread (default) or in the first search.
-            threads: Threads a build may use.
-
-        Returns:
-            The engine's :class:`~bli_memory.core.embedded.side_indexes.SideIndexes`.
-        """
-        if self.side_indexes is None:
-            from bli_memory.core.embedded.side_indexes import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS, SideIndexes
-
-            keyword_min, vector_min = self._index_min_rows
-            self.side_indexes = SideIndexes(
-                lambda seqs: self.store.keyword_terms(seqs),
-                dimensions=self._dimensions,
-                keyword_min_rows=KEYWORD_MIN_ROWS if keyword_min is None else keyword_min,
-                vector_min_rows=VECTOR_MIN_ROWS if vector_min is None else vector_min,
-                background=background,
-                threads=threads,
-            )
-        return self.side_indexes
-
-    def close(self) -> None:
-        """Close the store."""
-        if self._store is not None:
-            self._store.close()
-
-    def _embed_one(self, text: str) -> Any:
-        return self.embedder.embed([text])[0]
-
-    # --- helpers -------------------------------------------------------------------
-
-    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> tuple[Memory, Memory | None]:
-        """The live head of the memory ``id`` names (any version's id), and the older
-        version ``id`` names when it is not the head (see :func:`live_head`)."""
-        from bli_memory.core.memory.version_ids import live_head
-
-        start = self.store.get(id)
-        head = start if start is None or start.state == "active" else self.store.history(id)[0]
-        memory, named = live_head(id, start, head, live=head is not None and bool(
-            self.store.rows_by_seq_ids([head.id])))
-        if memory.space not in spaces:
-            raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
-        return memory, named
 
     # --- the contract --------------------------------------------------------------
 
@@ -295,85 +115,19 @@ class EmbeddedBackend:
         Returns:
             Hits best first; zero hits is a normal answer.
         """
-        import numpy as np
+        from bli_memory.core.embedded.search_source import EmbeddedChannels
 
         cfg = ranking or self.ranking
-        limit = max(1, min(int(limit), 100))
+        limit = clamped_limit(limit)
         canonical, spaces = self.store.resolve_space(space)
         profile = self.profile(space=canonical) if include_profile else None
-        # A query is a question, not a document: the model reads 256 tokens anyway, and
-        # thousands of distinct keyword terms would only slow the keyword channel down.
-        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        q = query_text(query)
         if not q:
             return SearchResult(query=query or "", space=canonical, spaces=spaces, profile=profile)
-
-        n = max(cfg.candidates, limit * 3)
-        side = self.side_indexes
-        rankings: dict[str, list[int]] = {}
-        vs = self.store.vectors(spaces)
-        qv = None
-        sims = None
-        if len(vs.seqs):  # similarities are reported even when the vector channel is off
-            qv = self._embed_one(q)
-            approx = side.vector_query(spaces, vs, qv, n) if side and cfg.weight("vector") > 0 else None
-            if approx is not None:
-                rankings["vector"] = approx
-            else:
-                sims = vs.matrix @ qv
-                if cfg.weight("vector") > 0:
-                    k = min(n, len(sims))
-                    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-                    top = top[np.argsort(-sims[top], kind="stable")]
-                    rankings["vector"] = [int(vs.seqs[i]) for i in top]
-        terms = query_terms(q)[:MAX_QUERY_TERMS]
-        if cfg.weight("keyword_all") > 0 and terms:
-            rankings["keyword_all"] = self._keyword(spaces, vs, terms, n, every=True)
-        if cfg.weight("keyword_any") > 0 and len(terms) > 1:
-            rankings["keyword_any"] = self._keyword(spaces, vs, terms, n, every=False)
-        elif cfg.weight("keyword_any") > 0 and "keyword_all" in rankings:
-            rankings["keyword_any"] = list(rankings["keyword_all"])
-
-        fused = reciprocal_rank_fusion(rankings, cfg)
-        bonus = context_bonus(fused, rankings, lambda parents: self.store.neighbours(parents, spaces), cfg)
-        for seq, extra in bonus.items():
-            fused[seq] = fused.get(seq, 0.0) + extra
-        if bonus:
-            rankings["context"] = list(bonus)
-        if not fused:
-            return SearchResult(query=query, space=canonical, spaces=spaces, profile=profile)
-        rows = self.store.rows_by_seq(fused)
-        now = datetime.now(UTC)
-        scored: list[tuple[float, int]] = []
-        for seq, score in fused.items():
-            memory = rows.get(seq)
-            if memory is None:  # expired or retired since the vectors were cached
-                continue
-            # Stored times are always ...Z ISO 8601, which fromisoformat reads 10x faster than strptime.
-            age = (now - datetime.fromisoformat(memory.created_at)).total_seconds() / 86400
-            scored.append((score + recency_prior(age, cfg), seq))
-        scored.sort(key=lambda t: (-t[0], -t[1]))
-        channel_sets = {c: set(items) for c, items in rankings.items()}
-        hits = []
-        kept: list[tuple[str, int]] = []
-        for score, seq in scored:
-            if len(hits) == limit:
-                break
-            similarity = None
-            if qv is not None:
-                pos = int(np.searchsorted(vs.seqs, seq))
-                if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
-                    exact = float(sims[pos] if sims is not None else vs.matrix[pos] @ qv)
-                    similarity = round(exact, 4) if math.isfinite(exact) else None
-            channels = tuple(c for c in CHANNELS if seq in channel_sets.get(c, ()))
-            if channels == ("vector",) and (similarity is None or similarity < cfg.min_similarity):
-                continue
-            hits.append(SearchHit(memory=rows[seq], similarity=similarity, score=score, channels=channels))
-            kept.append((rows[seq].id, seq))
-        pairs = _pair_similarity(kept, vs) if cfg.near_duplicate_cosine <= 1 else {}
-        ordered, conflicts = newer_first(hits, pairs, min_cosine=cfg.near_duplicate_cosine,
-                                         reorder=cfg.near_duplicate_newer_first)
-        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ordered, profile=profile,
-                            conflicts=conflicts)
+        ranked = rank(EmbeddedChannels(self.store, spaces, self.side_indexes, self._embed_one), q,
+                      limit=limit, config=cfg)
+        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ranked.hits, profile=profile,
+                            conflicts=ranked.conflicts)
 
     def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
         """Which content terms of ``query`` occur in the space, and its live size.
@@ -384,11 +138,11 @@ class EmbeddedBackend:
             injection gate (:mod:`bli_memory.core.memory.relevance`).
         """
         _, spaces = self.store.resolve_space(space)
-        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        q = query_text(query)
         present = []
         for term in query_terms(q)[:MAX_QUERY_TERMS]:
             expr = fts_any_query([term])
-            present.append(bool(expr) and self.store.has_match(spaces, expr))
+            present.append(expr is not None and bool(expr) and self.store.has_match(spaces, expr))
         return present, len(self.store.vectors(spaces).seqs)
 
     def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
@@ -401,24 +155,12 @@ class EmbeddedBackend:
             (:mod:`bli_memory.core.memory.term_evidence`).
         """
         _, spaces = self.store.resolve_space(space)
-        q = (query or "").strip()[:MAX_QUERY_CHARS]
+        q = query_text(query)
         counts = []
         for term in query_terms(q)[:MAX_QUERY_TERMS]:
             expr = fts_any_query([term])
             counts.append((term, self.store.match_count(spaces, expr) if expr else 0))
         return counts, len(self.store.vectors(spaces).seqs)
-
-    def _keyword(
-        self, spaces: tuple[str, ...], vs: Any, terms: list[str], n: int, *, every: bool
-    ) -> list[int]:
-        """The ``n`` best rows by bm25 for all (``every``) or any of ``terms``: side index or FTS5."""
-        side = self.side_indexes
-        if side is not None:
-            found = side.keyword_query(spaces, vs, query_forms(terms), n, every=every)
-            if found is not None:
-                return found
-        expr = fts_all_query(terms) if every else fts_any_query(terms)
-        return [s for s, _ in self.store.keyword_search(spaces, expr, limit=n)] if expr else []
 
     def save(
         self,
@@ -441,11 +183,7 @@ class EmbeddedBackend:
         Raises:
             InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
         """
-        text = checked_content(content)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidInputError("metadata must be a JSON object")
-        if custom_id is not None and not str(custom_id).strip():
-            custom_id = None
+        text, metadata, custom_id = checked_save_fields(content, metadata, custom_id)
         # What the export format allows, so whatever is saved here can move to the service.
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
@@ -475,8 +213,7 @@ class EmbeddedBackend:
             InvalidInputError: neither or both of id/custom_id, or empty content.
             NotFoundError: no live memory matches in this space.
         """
-        if (id is None) == (custom_id is None):
-            raise InvalidInputError("give exactly one of id or customId")
+        require_one_of_id_or_custom_id(id, custom_id)
         text = checked_content(content)
         _, spaces = self.store.resolve_space(space)
         named = None
@@ -487,9 +224,7 @@ class EmbeddedBackend:
             if found is None:
                 raise NotFoundError(f"no live memory with customId {custom_id!r} in space {spaces[0]}")
             previous = found
-        from bli_memory.core.embedded.store import content_hash
-
-        if content_hash(previous.content) == content_hash(text):
+        if is_unchanged(previous.content, text):
             return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
         memory = self.store.supersede(previous, text, self._embed_one(text))
         return UpdateResult(memory=memory, previous=previous, named=named)
@@ -511,16 +246,12 @@ class EmbeddedBackend:
             InvalidInputError: not exactly one selector.
             NotFoundError: nothing matches (or nothing close enough).
         """
-        given = [x for x in (id, content, query) if x is not None and str(x).strip()]
-        if len(given) != 1:
-            raise InvalidInputError("give exactly one of id, content or query")
+        selector = forget_selector(id, content, query)
         _, spaces = self.store.resolve_space(space)
-        if id is not None and id.strip():
+        if selector == "id" and id is not None:
             memory, named = self._live_in_space(id.strip(), spaces)
             return ForgetResult(memory=self.store.forget(memory), matched_by="id", named=named)
-        if content is not None and content.strip():
-            from bli_memory.core.embedded.store import content_hash
-
+        if selector == "content" and content is not None:
             found = self.store.find_live(spaces, sha256=content_hash(content))
             if found is None:
                 raise NotFoundError(f"no live memory with exactly that text in space {spaces[0]}")
@@ -536,11 +267,8 @@ class EmbeddedBackend:
         rows = self.store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
         best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)
         similarity = float(sims[best]) if best is not None else -1.0
-        if best is None or similarity < FORGET_MIN_SIMILARITY:
-            raise NotFoundError(
-                f"the closest memory has similarity {max(similarity, 0.0):.2f}, below the "
-                f"{FORGET_MIN_SIMILARITY} needed to forget by query; nothing was forgotten"
-            )
+        require_forget_similarity(similarity)
+        assert best is not None
         memory = rows[int(vs.seqs[best])]
         return ForgetResult(
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
@@ -567,6 +295,7 @@ class EmbeddedBackend:
             space: Container tag (an alias resolves to its canonical space).
             limit: Most memories in each of the two lists.
         """
+        limit = profile_limit(limit)
         canonical, spaces = self.store.resolve_space(space)
         facts = self.store.recent_of_kinds(spaces, sorted(PROFILE_KINDS), limit=limit)
         recent = self.store.recent(spaces, limit=limit)
@@ -621,171 +350,8 @@ class EmbeddedBackend:
         return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id,
                                       job_id=checked_job_id(job_id))
 
-
-    # --- memory controls (inspection, audit, export) ---------------------------------
-
-    def info(self, *, space: str) -> dict[str, Any]:
-        """The space in use, its aliases, counts by state, the store and the model."""
-        canonical, spaces = self.store.resolve_space(space)
-        info = {
-            "space": canonical,
-            "aliases": [t for t in spaces if t != canonical],
-            "counts": self.store.count_by_state(spaces),
-            "recordings": self.store.recording_count(spaces),
-            "store": {"kind": "embedded", "path": str(self.store_path)},
-            "embeddingModel": self._model_name,
-            "extractJobs": self.store.job_counts(),
-        }
-        recorded = self.store.meta().get("embedding_model")
-        if recorded not in (None, self._model_name):
-            # Searches and saves refuse this store until it is re-embedded.
-            info["storeEmbeddingModel"] = recorded
-            info["reembed"] = "bli-memory-mcp memory reembed"
-        return info
-
-    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
-        """Newest live memories of a space; ``limit`` is clamped to 1..100."""
-        _, spaces = self.store.resolve_space(space)
-        return self.store.list_live(spaces, limit=max(1, min(int(limit), 100)))
-
-    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
-        """One memory and its version history (newest first).
-
-        Args:
-            id: Any version's id: without ``include_inactive`` the memory's live version
-                is answered (its ``id`` differs from the one given when that named an
-                older version, which is then in the history).
-            include_inactive: Answer exactly the version ``id`` names, even superseded or
-                forgotten, and include the superseded versions and the tombstone in the
-                history.
-
-        Raises:
-            NotFoundError: unknown id, or a memory with no live version without
-                ``include_inactive``.
-        """
-        memory = self.store.get(id)
-        if memory is None and include_inactive:
-            raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
-        if memory is not None and memory.state == "superseded" and not include_inactive:
-            head = self.store.history(id)[0]  # an id names the memory: read its live head
-            memory = head if head.state == "active" else memory
-        if memory is None or (memory.state != "active" and not include_inactive):
-            hint = " (include_inactive / --include-inactive reads old versions)"
-            raise NotFoundError(f"no live memory with id {id}{hint}")
-        chain = self.store.history(id)
-        history = [m for m in chain if m.id != memory.id]
-        if not include_inactive:
-            history = [m for m in history if m.state == "superseded"]
-        return memory, history
-
-    def audit(self, *, repair: bool = False) -> dict[str, Any]:
-        """Integrity of the store's derived indexes; with ``repair`` rebuild them from the rows."""
-        report = self.store.audit(repair=repair)
-        if repair and report["needs_embedding"]:
-            for seq in report["needs_embedding"]:
-                self.store.set_vector(seq, self._embed_one(self.store.content_of(seq)))
-            report["repaired"] = True
-        if repair:
-            after = self.store.audit(repair=False)
-            report["after"] = {k: after[k] for k in ("ok", "missing_keyword", "stale_keyword",
-                                                     "missing_vector", "wrong_model")}
-        report.pop("needs_embedding", None)
-        return report
-
-    def export(self, *, space: str | None = None) -> Any:
-        """Iterator of JSON-ready rows (all versions); every space when ``space`` is None."""
-        spaces = self.store.resolve_space(space)[1] if space else None
-        return self.store.export_rows(spaces)
-
-    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
-        """Import exported rows exactly; rows without a usable vector are re-embedded.
-
-        Every record is checked first; one bad record means nothing is imported.
-
-        Raises:
-            InvalidInputError: naming the first bad record (1-based) and what is wrong.
-        """
-        for n, record in enumerate(records, 1):
-            problem = record_problem(record)
-            if problem:
-                raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
-        from bli_memory.core.memory.import_links import supersede_cycle
-
-        found = records_problem(records) or self._store_problem(records) or supersede_cycle(
-            records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
-        if found:
-            raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
-        vectors: dict[str, Any] = {}
-        for r in records:
-            vector = usable_vector(r, model=self._model_name, dimensions=self._dimensions)
-            if vector is None and (r.get("state") or "active") == "active":
-                vector = self._embed_one(r["content"])
-            if vector is not None:
-                vectors[r["id"]] = vector
-        return self.store.import_rows(records, vectors)
-
-    def _store_problem(self, records: list[dict[str, Any]]) -> tuple[int, str] | None:
-        """What makes records clash with this store: a link to a row that is not there,
-        or a customId already live in the space. Records already present are skipped."""
-        in_file = {uuid.UUID(r["id"]) for r in records}
-        for n, rec in enumerate(records, 1):
-            if self.store.get(rec["id"]) is not None:
-                continue  # skipped as already present
-            target = rec.get("supersedes")
-            if target is not None and uuid.UUID(target) not in in_file:
-                prev = self.store.get(target)
-                if prev is None or prev.space != rec["space"]:
-                    return n, f"supersedes {target} is neither a row of space {rec['space']} nor in this file"
-            if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
-                live = self.store.find_live((rec["space"],), custom_id=rec["customId"])
-                if live is not None:
-                    return n, f"customId {rec['customId']!r} is already live in space {rec['space']}"
-        return None
-
-    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
-        """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
-        canonical, _ = self.store.resolve_space(space)
-        return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
-
-    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
-        """Recorded turns of a space and its aliases, newest first (``limit`` 1..100).
-
-        Returns:
-            ``[{"id", "space", "sessionId", "source", "createdAt", "text"}, ...]``.
-        """
-        _, spaces = self.store.resolve_space(space)
-        return self.store.list_recordings(spaces, limit=max(1, min(int(limit), 100)))
-
-    def clear_recordings(self, *, space: str) -> int:
-        """Erase every recorded turn of a space and its aliases; returns how many."""
-        _, spaces = self.store.resolve_space(space)
-        return self.store.delete_recordings(spaces)
-
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False
-
-
-def _pair_similarity(hits: list[tuple[str, int]], vs: Any) -> dict[tuple[str, str], float]:
-    """Cosine similarity of every pair of hits (``(id, seq)``) with a vector in ``vs``.
-
-    The stored vectors are unit length, so the dot product is the cosine.
-    """
-    import numpy as np
-
-    if len(hits) < 2 or not len(vs.seqs):
-        return {}
-    ids, rows = [], []
-    for memory_id, seq in hits:
-        pos = int(np.searchsorted(vs.seqs, seq))
-        if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
-            ids.append(memory_id)
-            rows.append(pos)
-    if len(rows) < 2:
-        return {}
-    matrix = vs.matrix[rows]
-    gram = matrix @ matrix.T
-    return {(ids[i], ids[j]): float(gram[i, j])
-            for i in range(len(ids)) for j in range(i + 1, len(ids))}
 
 
 @hookimpl(trylast=True)
@@ -797,14 +363,11 @@ def memory_backend(settings: Settings, plugin_manager: Any) -> EmbeddedBackend |
     """
     from bli_memory.core.memory import embeddings
 
-    sizes = {
-        "keyword_index_min_rows": settings.keyword_index_min_rows,
-        "vector_index_min_rows": settings.vector_index_min_rows,
-    }
-    if settings.embedder == embeddings.MODEL_NAME:
-        return EmbeddedBackend(settings.store_path, **sizes)
-    embedder = load_embedder(settings.embedder, plugin_manager)
-    return EmbeddedBackend(settings.store_path, embedder=embedder, **sizes)
+    embedder = (None if settings.embedder == embeddings.MODEL_NAME
+                else load_embedder(settings.embedder, plugin_manager))
+    return EmbeddedBackend(settings.store_path, embedder=embedder,
+                           keyword_index_min_rows=settings.keyword_index_min_rows,
+                           vector_index_min_rows=settings.vector_index_min_rows)
 
 
 @hookimpl

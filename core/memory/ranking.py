@@ -1,8 +1,8 @@
 """Fusion of the retrieval channels into one ranking.
 
-Channels (see :mod:`bli_memory.core.embedded.engine`): ``vector`` (exact cosine k-NN),
-``keyword_all`` (FTS5 match of every query term: identifiers, exact phrases) and
-``keyword_any`` (FTS5 bm25 over any query term). They are fused with weighted
+Channels (answered by each store, ranked by :mod:`bli_memory.core.memory.retrieval`):
+``vector`` (exact cosine k-NN), ``keyword_all`` (match of every query term:
+identifiers, exact phrases) and ``keyword_any`` (bm25 over any query term). They are fused with weighted
 reciprocal-rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009: ``sum w / (k + rank)``)
 plus a recency prior ``recency_weight * 0.5 ** (age_days / half_life_days)``; the
 ``context`` channel (:func:`context_bonus`) then lets the best keyword-anchored hits pass
@@ -101,7 +101,7 @@ def recency_prior(age_days: float, config: RankingConfig) -> float:
     """The recency bonus for a memory ``age_days`` old (never negative ages)."""
     if config.recency_weight == 0:
         return 0.0
-    return config.recency_weight * 0.5 ** (max(age_days, 0.0) / config.recency_half_life_days)
+    return float(config.recency_weight * 0.5 ** (max(age_days, 0.0) / config.recency_half_life_days))
 
 
 def context_bonus(

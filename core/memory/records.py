@@ -87,7 +87,7 @@ def record_problem(rec: Any) -> str | None:
         A short reason naming the field (``"createdAt is missing or not a non-empty
         string"``), or None.
     """
-    from bli_memory.core.embedded.store import MAX_CONTENT_CHARS
+    from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS
     from bli_memory.core.memory.spaces import validate_tag
 
     if not isinstance(rec, dict):

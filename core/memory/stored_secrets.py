@@ -1,6 +1,6 @@
 """Secrets outside a memory's content: metadata values and the ``customId`` upsert key.
 
-:func:`bli_memory.core.embedded.engine.checked_content` masks secrets in a memory's text before
+:func:`bli_memory.core.memory.retrieval_writes.checked_content` masks secrets in a memory's text before
 any store writes it. Metadata and the ``customId`` reach the same row (and, on the team
 service, everyone who can read the space), so the stores run them through the same
 rules (:func:`bli_memory.core.memory.redaction.redact`):

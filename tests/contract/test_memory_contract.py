@@ -211,6 +211,38 @@ def test_profile_has_facts_and_recent_context(backend, space: str) -> None:
     assert res.profile is not None and len(res.profile.recent) == 3
 
 
+def test_a_durable_fact_stays_in_the_profile_however_many_memories_follow(backend, space: str) -> None:
+    # The profile rule (core/memory/retrieval_writes.py PROFILE_KINDS): facts of any age.
+    # A store that looked only at its newest rows (Postgres took max(limit * 5, 50))
+    # would lose this preference once 60 ordinary memories came after it.
+    old = backend.save("Prefers tabs over spaces in every repository.", space=space,
+                       metadata={"kind": "Preference"})
+    for n in range(60):
+        backend.save(f"Worked on ticket OPS-{n} in the afternoon.", space=space)
+    newer = backend.save("Decision: releases are cut on Thursdays.", space=space,
+                         metadata={"kind": "decision"})
+    profile = backend.profile(space=space)
+    assert [m.id for m in profile.facts] == [newer.memory.id, old.memory.id]
+    assert len(profile.recent) == 10 and profile.recent[0].id == newer.memory.id
+    assert [m.id for m in backend.profile(space=space, limit=1).facts] == [newer.memory.id]
+
+    res = backend.search("which indentation", space=space, include_profile=True)
+    assert res.profile is not None
+    assert [m.id for m in res.profile.facts] == [newer.memory.id, old.memory.id]
+
+    backend.forget(space=space, id=old.memory.id)
+    assert [m.id for m in backend.profile(space=space).facts] == [newer.memory.id]
+
+
+def test_profile_facts_follow_updates_and_leave_when_expired(backend, space: str) -> None:
+    first = backend.save("Convention: one commit per change.", space=space, metadata={"kind": "convention"})
+    backend.save("Preference: dark mode.", space=space, metadata={"kind": "preference"},
+                 expires_at="2020-01-01T00:00:00.000000Z")
+    backend.save("Note: the build took four minutes.", space=space, metadata={"kind": "note"})
+    updated = backend.update("Convention: one commit per logical change.", space=space, id=first.memory.id)
+    assert [m.content for m in backend.profile(space=space).facts] == [updated.memory.content]
+
+
 def test_expired_memories_leave_search_and_profile(backend, space: str) -> None:
     backend.save(
         "The conference discount code is valid.", space=space, expires_at="2020-01-01T00:00:00.000000Z"

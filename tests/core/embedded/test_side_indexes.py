@@ -10,6 +10,7 @@ import pytest
 
 from bli_memory.core.embedded import keyword_index
 from bli_memory.core.embedded.engine import EmbeddedBackend
+from bli_memory.core.embedded.search_source import EmbeddedChannels
 from bli_memory.core.memory.ranking import RankingConfig
 from bli_memory.core.memory.terms import index_text, query_forms, query_terms
 
@@ -59,10 +60,11 @@ def test_keyword_index_ranks_like_fts5_over_the_same_terms(store_path: Path) -> 
     indexed = _backend(store_path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
     side = indexed.enable_side_indexes(background=False)
     vs = exact.store.vectors((SPACE,))
+    fts5 = EmbeddedChannels(exact.store, (SPACE,), None, exact._embed_one)
     for q in QUERIES:
         terms = query_terms(q)
         for every in (True, False):
-            want = exact._keyword((SPACE,), vs, terms, 50, every=every)
+            want = fts5._keyword(terms, 50, every=every)
             got = side.keyword_query((SPACE,), vs, query_forms(terms), 50, every=every)
             assert got is not None
             assert set(got) == set(want), (q, every)

@@ -1,0 +1,60 @@
+"""Reads of the memory browser (core/ui): pages of live rows and counts per space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bli_memory.core.embedded.store_base import COLUMNS, StoreBase, now_iso, row_to_memory
+from bli_memory.core.models import Memory
+
+__all__ = [
+    "StoreBrowse",
+]
+
+
+class StoreBrowse(StoreBase):
+    """Browsing reads."""
+
+    def page_live(
+        self, spaces: Sequence[str], *, before_seq: int | None = None, limit: int = 25
+    ) -> list[tuple[int, Memory]]:
+        """One page of live memories of these spaces, newest first (keyset paging on ``seq``).
+
+        Args:
+            spaces: Canonical tag and aliases.
+            before_seq: The last ``seq`` of the previous page; None for the first page.
+            limit: Rows in the page.
+
+        Returns:
+            ``[(seq, memory), ...]``; pass the last seq as ``before_seq`` for the next page.
+            Served by the ``(space, state, seq)`` index: a page costs the same at any size.
+        """
+        marks = ",".join("?" * len(spaces))
+        bound = "" if before_seq is None else "AND seq < ? "
+        args: list[Any] = [*spaces, now_iso(), *([] if before_seq is None else [int(before_seq)])]
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                f"AND (expires_at IS NULL OR expires_at > ?) {bound}ORDER BY seq DESC LIMIT ?",
+                (*args, int(limit)),
+            ).fetchall()
+        return [(int(r[0]), row_to_memory(r)) for r in rows]
+
+    def space_counts(self, *, limit: int = 500) -> list[tuple[str, dict[str, int]]]:
+        """Row counts per state for each space that holds rows, most live rows first.
+
+        Counted from the ``(space, state, seq)`` index without reading any row.
+
+        Returns:
+            ``[(space, {"active": n, "superseded": n, "forgotten": n}), ...]``, at most ``limit``.
+        """
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT space, state, count(*) FROM memories GROUP BY space, state"
+            ).fetchall()
+        out: dict[str, dict[str, int]] = {}
+        for space, state, n in rows:
+            out.setdefault(space, {"active": 0, "superseded": 0, "forgotten": 0})[state] = int(n)
+        return sorted(out.items(), key=lambda kv: (-kv[1]["active"], kv[0]))[: int(limit)]

@@ -1,0 +1,216 @@
+"""Reads of memory rows: by id and seq, live lookups, versions, recent rows, profile
+kinds, tombstones, session neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bli_memory.core.embedded.store_base import COLUMNS, StoreBase, now_iso, row_to_memory
+from bli_memory.core.errors import NotFoundError
+from bli_memory.core.models import Memory
+
+__all__ = [
+    "StoreReads",
+]
+
+
+class StoreReads(StoreBase):
+    """Reads of memory rows."""
+
+    def get(self, id: str) -> Memory | None:
+        """The row with this id, in any state, or None."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (id,)).fetchone()
+        return row_to_memory(row) if row else None
+
+    def find_live(
+        self, spaces: Sequence[str], *, custom_id: str | None = None, sha256: str | None = None
+    ) -> Memory | None:
+        """The live row of these spaces with this customId or content hash, or None."""
+        marks = ",".join("?" * len(spaces))
+        if custom_id is not None:
+            sql, arg = f"custom_id = ? AND space IN ({marks})", custom_id
+        elif sha256 is not None:
+            sql, arg = f"content_sha256 = ? AND space IN ({marks})", sha256
+        else:  # pragma: no cover - programming error
+            raise ValueError("custom_id or sha256 required")
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND {sql} "
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq DESC LIMIT 1",
+                (arg, *spaces, now_iso()),
+            ).fetchone()
+        return row_to_memory(row) if row else None
+
+    def rows_by_seq(self, seqs: Iterable[int], *, live_only: bool = True) -> dict[int, Memory]:
+        """Rows by sequence number; with ``live_only``, active and unexpired only."""
+        seq_list = [int(s) for s in seqs]
+        if not seq_list:
+            return {}
+        out: dict[int, Memory] = {}
+        now = now_iso()
+        with self._read() as conn:
+            for start in range(0, len(seq_list), 500):
+                chunk = seq_list[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                where = f"seq IN ({marks})"
+                args: list[Any] = list(chunk)
+                if live_only:
+                    where += " AND state = 'active' AND (expires_at IS NULL OR expires_at > ?)"
+                    args.append(now)
+                for row in conn.execute(f"SELECT {COLUMNS} FROM memories WHERE {where}", args):
+                    out[row[0]] = row_to_memory(row)
+        return out
+
+    def rows_by_seq_ids(self, ids: Sequence[str]) -> list[Memory]:
+        """The live, unexpired rows among these ids."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks}) AND state = 'active' "
+                "AND (expires_at IS NULL OR expires_at > ?)",
+                (*ids, now_iso()),
+            ).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def history(self, id: str) -> list[Memory]:
+        """Every version in the chain of ``id``, newest first (tombstones included).
+
+        Raises:
+            NotFoundError: no row has this id.
+        """
+        start = self.get(id)
+        if start is None:
+            raise NotFoundError(f"no memory with id {id}")
+        with self._read() as conn:
+            # Walk forward to the newest version, then back along `supersedes`, within the
+            # row's space. Each walk stops at a row it has seen: an imported file could
+            # link rows in a loop, and a loop must not hang history, get or purge.
+            newest, seen = start, {start.id}
+            while True:
+                row = conn.execute(
+                    f"SELECT {COLUMNS} FROM memories WHERE supersedes = ? AND space = ? "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (newest.id, start.space),
+                ).fetchone()
+                if row is None or row[1] in seen:
+                    break
+                newest = row_to_memory(row)
+                seen.add(newest.id)
+            chain, seen = [newest], {newest.id}
+            while chain[-1].supersedes and chain[-1].supersedes not in seen:
+                row = conn.execute(
+                    f"SELECT {COLUMNS} FROM memories WHERE id = ? AND space = ?",
+                    (chain[-1].supersedes, start.space),
+                ).fetchone()
+                if row is None:
+                    break
+                chain.append(row_to_memory(row))
+                seen.add(chain[-1].id)
+        return chain
+
+    def recent(self, spaces: Sequence[str], *, limit: int = 10) -> list[Memory]:
+        """Newest live memories of these spaces."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq DESC LIMIT ?",
+                (*spaces, now_iso(), int(limit)),
+            ).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def forgotten(self, spaces: Sequence[str], *, limit: int = 500) -> list[str]:
+        """Contents of the tombstones of these spaces and of their older versions, newest first.
+
+        A forget tombstones the live version; the versions it replaced (``superseded``,
+        reached through ``supersedes``) said the same thing in other words, so they count
+        as forgotten too. Each distinct text once; at most ``limit`` texts.
+        """
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                "WITH RECURSIVE chain(content, supersedes, at, seq, depth) AS ("
+                " SELECT content, supersedes, forgotten_at, seq, 0 FROM memories"
+                f" WHERE state = 'forgotten' AND space IN ({marks})"
+                " UNION ALL"
+                " SELECT m.content, m.supersedes, chain.at, chain.seq, chain.depth + 1"
+                " FROM memories m JOIN chain ON m.id = chain.supersedes"
+                " WHERE m.state = 'superseded' AND chain.depth < 100)"
+                " SELECT content FROM chain ORDER BY at DESC, seq DESC, depth LIMIT ?",
+                (*spaces, int(limit)),
+            ).fetchall()
+        return list(dict.fromkeys(str(r[0]) for r in rows))
+
+    def recent_of_kinds(
+        self, spaces: Sequence[str], kinds: Sequence[str], *, limit: int = 10
+    ) -> list[Memory]:
+        """Newest live memories of these spaces whose ``metadata.kind`` is one of ``kinds``."""
+        if not kinds:
+            return []
+        marks = ",".join("?" * len(spaces))
+        kind_marks = ",".join("?" * len(kinds))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
+                "AND (expires_at IS NULL OR expires_at > ?) "
+                f"AND lower(json_extract(metadata, '$.kind')) IN ({kind_marks}) "
+                "ORDER BY seq DESC LIMIT ?",
+                (*spaces, now_iso(), *[k.lower() for k in kinds], int(limit)),
+            ).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def count_by_state(self, spaces: Sequence[str] | None = None) -> dict[str, int]:
+        """Row counts per state, for these spaces or the whole store."""
+        with self._read() as conn:
+            if spaces:
+                marks = ",".join("?" * len(spaces))
+                rows = conn.execute(
+                    f"SELECT state, count(*) FROM memories WHERE space IN ({marks}) GROUP BY state",
+                    tuple(spaces),
+                ).fetchall()
+            else:
+                rows = conn.execute("SELECT state, count(*) FROM memories GROUP BY state").fetchall()
+        counts = {"active": 0, "superseded": 0, "forgotten": 0}
+        counts.update(dict(rows))
+        return counts
+
+    def list_live(self, spaces: Sequence[str], *, limit: int) -> list[Memory]:
+        """Newest live memories of these spaces (same as :meth:`recent`)."""
+        return self.recent(spaces, limit=limit)
+
+    def neighbours(self, seqs: Sequence[int], spaces: Sequence[str]) -> dict[int, list[int]]:
+        """The live rows just before and after each row in its session.
+
+        Args:
+            seqs: Rows to look around.
+            spaces: Only rows of these spaces count (a row elsewhere has no neighbours).
+
+        Returns:
+            ``{seq: [previous, next]}`` (either may be missing); rows without a
+            ``session_id`` are left out. Uses the ``memories_session`` index (m006).
+        """
+        out: dict[int, list[int]] = {}
+        allowed = set(spaces)
+        with self._read() as conn:
+            for seq in seqs:
+                row = conn.execute(
+                    "SELECT space, session_id FROM memories WHERE seq = ?", (int(seq),)
+                ).fetchone()
+                if row is None or row[1] is None or row[0] not in allowed:
+                    continue
+                kids = []
+                for op, order in (("<", "DESC"), (">", "ASC")):
+                    found = conn.execute(
+                        "SELECT seq FROM memories WHERE space = ? AND session_id = ? AND state = 'active' "
+                        f"AND seq {op} ? ORDER BY seq {order} LIMIT 1",
+                        (row[0], row[1], int(seq)),
+                    ).fetchone()
+                    if found is not None:
+                        kids.append(int(found[0]))
+                out[int(seq)] = kids
+        return out

@@ -1,0 +1,194 @@
+"""The rules of save, update, forget and profile that every store shares.
+
+The stores keep their SQL; what a caller may give, what counts as the same memory,
+when a forget by query may act and which memories make the User Profile are decided
+here, once (the embedded engine, :mod:`bli_memory.core.embedded.engine`, and the team
+store, :mod:`bli_memory.core.team.pg_writes`, call these).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+import uuid
+from typing import Any, Literal
+
+from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.models import Memory
+
+__all__ = [
+    "FORGET_MIN_SIMILARITY",
+    "MAX_CONTENT_CHARS",
+    "PROFILE_KINDS",
+    "checked_content",
+    "checked_save_fields",
+    "content_hash",
+    "first_version",
+    "forget_selector",
+    "is_same_upsert",
+    "is_unchanged",
+    "normalise_content",
+    "profile_limit",
+    "require_forget_similarity",
+    "require_one_of_id_or_custom_id",
+    "upserted_version",
+]
+
+#: Longest memory accepted, in characters. A memory is a fact, not a document; the
+#: embedding model reads only the first 256 tokens anyway.
+MAX_CONTENT_CHARS = 20_000
+
+#: A forget by query only ever removes a memory at least this similar (BLI Memory
+#: spec: "the closest match >= 0.85"); a weaker match is refused, never guessed.
+FORGET_MIN_SIMILARITY = 0.85
+
+#: Metadata ``kind`` values (any letter case) that make a live memory part of the User
+#: Profile. The profile rule: every live, unexpired memory of one of these kinds,
+#: newest first, however old it is (a preference stated a year ago is still the
+#: person's preference); Recent Context is the newest live memories of any kind.
+PROFILE_KINDS = frozenset({"preference", "convention", "decision", "profile"})
+
+
+def normalise_content(content: str) -> str:
+    """Strip surrounding whitespace and NFC-normalise; the form that is stored and hashed."""
+    return unicodedata.normalize("NFC", content.strip())
+
+
+def content_hash(content: str) -> str:
+    """sha256 hex of the normalised content (identical text in a space is one memory)."""
+    return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def checked_content(content: str) -> str:
+    """The normalised form of memory content a caller gave, shared by every store.
+
+    Secrets are masked here (:func:`bli_memory.core.memory.redaction.redact`), so no store
+    keeps one, whoever saves: the tools, the service's doors, the worker, the library.
+
+    Raises:
+        InvalidInputError: empty content, or longer than :data:`MAX_CONTENT_CHARS`.
+    """
+    from bli_memory.core.memory.redaction import redact
+
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("content is empty: there is nothing to remember")
+    text = normalise_content(content)
+    if len(text) <= MAX_CONTENT_CHARS:
+        text = redact(text).text  # a placeholder can be longer than its secret: checked below
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidInputError(
+            f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
+            "Save the durable facts, or use extract: true to distil them"
+        )
+    return text
+
+
+def checked_save_fields(
+    content: str, metadata: Any, custom_id: str | None
+) -> tuple[str, dict[str, Any] | None, str | None]:
+    """A save's content, metadata and ``customId`` as every store takes them.
+
+    Returns:
+        ``(text, metadata, custom_id)``: :func:`checked_content`, the metadata object
+        (or None) and the ``customId`` (a blank one is None: no upsert).
+
+    Raises:
+        InvalidInputError: empty or oversized content, metadata that is not a JSON object.
+    """
+    text = checked_content(content)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInputError("metadata must be a JSON object")
+    if custom_id is not None and not str(custom_id).strip():
+        custom_id = None
+    return text, metadata, custom_id
+
+
+def require_one_of_id_or_custom_id(id: str | None, custom_id: str | None) -> None:
+    """An update names its memory by exactly one of ``id`` or ``customId``.
+
+    Raises:
+        InvalidInputError: neither or both.
+    """
+    if (id is None) == (custom_id is None):
+        raise InvalidInputError("give exactly one of id or customId")
+
+
+def is_unchanged(previous_content: str, text: str) -> bool:
+    """True when an update's ``text`` is the memory's content already (status ``unchanged``)."""
+    return content_hash(previous_content) == content_hash(text)
+
+
+def forget_selector(
+    id: str | None, content: str | None, query: str | None
+) -> Literal["id", "content", "query"]:
+    """Which one selector a forget was given (blank ones do not count).
+
+    Raises:
+        InvalidInputError: not exactly one of id, content or query.
+    """
+    given = [x for x in (id, content, query) if x is not None and str(x).strip()]
+    if len(given) != 1:
+        raise InvalidInputError("give exactly one of id, content or query")
+    if id is not None and id.strip():
+        return "id"
+    if content is not None and content.strip():
+        return "content"
+    return "query"
+
+
+def require_forget_similarity(similarity: float) -> None:
+    """Refuse a forget by query whose closest match is below :data:`FORGET_MIN_SIMILARITY`.
+
+    Args:
+        similarity: Cosine similarity of the closest live memory (-1 when none has a vector).
+
+    Raises:
+        NotFoundError: below the threshold; nothing is forgotten.
+    """
+    if similarity < FORGET_MIN_SIMILARITY:
+        raise NotFoundError(
+            f"the closest memory has similarity {max(similarity, 0.0):.2f}, below the "
+            f"{FORGET_MIN_SIMILARITY} needed to forget by query; nothing was forgotten"
+        )
+
+
+def profile_limit(limit: int) -> int:
+    """Most memories in each list of a profile: ``limit``, at least 1."""
+    return max(1, int(limit))
+
+
+def first_version(
+    *, space: str, content: str, custom_id: str | None, metadata: dict[str, Any] | None, source: str,
+    session_id: str | None, at: str, expires_at: str | None,
+) -> Memory:
+    """The new memory a save creates: version 1 with a fresh UUID4, created and updated ``at``.
+
+    Args:
+        at: The store's timestamp (UTC ISO 8601 with ``Z``).
+    """
+    return Memory(
+        id=str(uuid.uuid4()), space=space, content=content, custom_id=custom_id, metadata=metadata or {},
+        source=source, session_id=session_id, created_at=at, updated_at=at, version=1,
+        expires_at=expires_at,
+    )
+
+
+def is_same_upsert(previous: Memory, sha: str, metadata: dict[str, Any] | None) -> bool:
+    """True when a ``customId`` save would change nothing: the live row has the content
+    whose hash is ``sha`` and the save gives no metadata or the same (status ``duplicate``)."""
+    return content_hash(previous.content) == sha and (metadata is None or metadata == previous.metadata)
+
+
+def upserted_version(
+    previous: Memory, *, content: str, custom_id: str, metadata: dict[str, Any] | None, source: str,
+    session_id: str | None, at: str, expires_at: str | None,
+) -> Memory:
+    """The version a ``customId`` save writes over the live row ``previous`` (status
+    ``updated``): same space, next version number, ``supersedes`` the previous id, the
+    previous metadata unless new metadata is given."""
+    return Memory(
+        id=str(uuid.uuid4()), space=previous.space, content=content, custom_id=custom_id,
+        metadata=metadata if metadata is not None else previous.metadata, source=source,
+        session_id=session_id, created_at=at, updated_at=at, version=previous.version + 1,
+        supersedes=previous.id, expires_at=expires_at,
+    )
