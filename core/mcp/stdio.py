@@ -128,6 +128,11 @@ class _NotingSender:
         return getattr(self._stream, name)
 
 
+def _valid_id(request_id: Any) -> bool:
+    """A request id the MCP SDK can answer: a string or an integer (a bool is neither)."""
+    return isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+
+
 def _check(line: str) -> tuple[SessionMessage | None, str | None]:
     """Return ``(error to answer, None)`` or ``(None, the line to hand to the SDK)``."""
     try:
@@ -135,6 +140,11 @@ def _check(line: str) -> tuple[SessionMessage | None, str | None]:
     except (ValueError, RecursionError):
         return _error(None, types.PARSE_ERROR, "Parse error"), None
     request_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(message, dict) and "id" in message and not _valid_id(request_id):
+        # JSON-RPC 2.0 section 4: an id is a string, a number or null. Left to the SDK, an
+        # object id validates as a notification (never answered) and then breaks the
+        # bookkeeping of pending requests; a bool would be read as 0 or 1.
+        return _error(None, types.INVALID_REQUEST, "Invalid Request: id must be a string or an integer"), None
     try:
         message = clean_strings(message)
         types.jsonrpc_message_adapter.validate_python(message, by_name=False)

@@ -111,6 +111,15 @@ def test_every_line_gets_an_answer(tmp_path: Path) -> None:
         # Bytes that are not UTF-8 are replaced, and the request answered.
         server.send(b'{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":"\xff\xfe"}}')
         assert server.answer() == {"jsonrpc": "2.0", "id": 8, "result": {}}
+
+        # An id that is neither a string nor an integer is refused, and the server lives on:
+        # an object id used to pass as a notification and then crash the stdin reader.
+        for bad in (b'{"a":1}', b"1.5", b"true", b"null", b"[7]"):
+            server.send(b'{"jsonrpc":"2.0","id":' + bad + b',"method":"ping"}')
+            reply = server.answer()
+            assert reply["id"] is None and reply["error"]["code"] == -32600, bad
+        server.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
+        assert server.answer() == {"jsonrpc": "2.0", "id": 9, "result": {}}
     finally:
         assert server.close() == 0
 
