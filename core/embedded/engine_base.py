@@ -48,7 +48,6 @@ class EngineBase:
         #: The side indexes, once :meth:`enable_side_indexes` ran (long-lived processes).
         self.side_indexes: SideIndexes | None = None
         self._embedder = embedder
-        self._embedder_lock = threading.Lock()
         self._model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
         self._dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
         self._store: SQLiteStore | None = None
@@ -100,13 +99,12 @@ class EngineBase:
 
     @property
     def embedder(self) -> Any:
-        """The embedding model (loaded on first use)."""
+        """The embedding model: the one given, else the shipped one (``get_embedder`` loads
+        it once per process, under its own lock)."""
         if self._embedder is None:
-            with self._embedder_lock:
-                if self._embedder is None:
-                    from bli_memory.core.memory.embeddings import get_embedder
+            from bli_memory.core.memory.embeddings import get_embedder
 
-                    self._embedder = get_embedder()
+            self._embedder = get_embedder()
         return self._embedder
 
     def warm_up(self) -> None:

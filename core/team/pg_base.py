@@ -16,7 +16,6 @@ The row helpers (:data:`MEMORY_COLUMNS`, :func:`row_to_memory`) are the public f
 
 from __future__ import annotations
 
-import threading
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -267,7 +266,6 @@ class SharedResources:
         self.database_url = libpq_url(database_url)
         self.ranking = ranking
         self._embedder = embedder
-        self._embedder_lock = threading.Lock()
         self.model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME
         self.dimensions = embedder.dimensions if embedder is not None else embeddings.DIMENSIONS
         self.pool: ConnectionPool = make_pool(self.database_url, max_size=pool_size, pool_wait=pool_wait,
@@ -275,13 +273,12 @@ class SharedResources:
 
     @property
     def embedder(self) -> Any:
-        """The embedding model, loaded on first use (once, under a lock)."""
+        """The embedding model: the one given, else the shipped one (``get_embedder`` loads
+        it once per process, under its own lock)."""
         if self._embedder is None:
-            with self._embedder_lock:
-                if self._embedder is None:
-                    from bli_memory.core.memory.embeddings import get_embedder
+            from bli_memory.core.memory.embeddings import get_embedder
 
-                    self._embedder = get_embedder()
+            self._embedder = get_embedder()
         return self._embedder
 
 
