@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hook_features
 from common import CACHE_DIR, REPO_ROOT, RESULTS_DIR, log, markdown_table, write_json
 
 __all__ = ["render", "run"]
@@ -54,6 +55,10 @@ OLD_FLOOR = 0.35
 #: 4-6: three conversations are too few for a threshold chosen at the limit to carry over.
 CROSS_TARGET = 0.025
 OLD_LIMIT = 5
+#: Every this-many-th prompt of each condition is also typed through the real hook
+#: process against a running daemon (:mod:`hook_process`): about 570 of the ~5,700
+#: prompts, some 10 minutes on a loaded 2-core machine.
+PROCESS_STEP = 10
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Prompt:
     cover: float = 0.0  # idf-weighted share of the prompt's terms the best hit holds
     gap: float = 0.0  # best cosine minus the mean cosine of the other hits (not shipped)
     agree: float = 0.0  # 1 when the best-cosine hit also matched a keyword channel
+    cands: dict[str, float] = field(default_factory=dict)  # candidate features, measured not shipped
     presence_ms: float = 0.0  # term presence, the first feature set's lexical cost
     weights_ms: float = 0.0  # document frequencies and coverage, the second set's
     exact: bool = False
@@ -130,6 +136,7 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
         p.gap = sims[0][0] - sum(s for s, _ in sims[1:]) / (len(sims) - 1)
     if sims:
         p.agree = 1.0 if set(sims[0][1].channels) - {"vector"} else 0.0
+    p.cands = hook_features.candidates(backend, space, p.text, res.hits, counts, size)
 
     saved = rel.GATE_THRESHOLD
     rel.GATE_THRESHOLD = -math.inf
@@ -263,7 +270,12 @@ CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near")
 
 
 def run(
-    conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = False, reuse: bool = False
+    conversations: Sequence[Any],
+    *,
+    calibrate: bool = False,
+    quick: bool = False,
+    reuse: bool = False,
+    process_step: int = PROCESS_STEP,
 ) -> dict[str, Any]:
     """Build the spaces over MCP, run every prompt, and summarise (see the module doc)."""
     import locomo_mcp
@@ -327,6 +339,12 @@ def run(
         q.evidence_given_earlier = bool(earlier & p.evidence)  # type: ignore[attr-defined]
         earlier.update(q.hook_ids)
         session_runs.append(q)
+    process = None
+    if process_step > 0:
+        import hook_process
+
+        process = hook_process.through_process(home.env, hook_process.sample(all_prompts, process_step), dia)
+        process["step"] = process_step
     cal = [p for p in all_prompts if p.calibration]
     fitted = fit(cal) if calibrate else None
     # Both feature sets fitted on the calibration split in this run, scored on the
@@ -355,6 +373,7 @@ def run(
         "per_prompt_ms": per_prompt_ms,
         "feature_sets": sets,
         "feature_cost": cost,
+        "process": process,
         "splits": {},
     }
     for split, sel in (
@@ -406,6 +425,7 @@ def run(
         [
             {k: getattr(p, k) for k in ("cond", "calibration", "top", "unseen", "cover", "gap")}
             | {"agree": p.agree, "exact": p.exact, "gated": bool(p.gated)}
+            | {"cands": p.cands, "repo": Path(p.repo).name, "text": p.text}
             | {"hit": bool(set(p.gated) & p.evidence)}
             for p in all_prompts
         ],
@@ -458,6 +478,37 @@ def plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _render_process(proc: dict[str, Any] | None) -> list[str]:
+    """The in-process and hook-process runs of the same sampled prompts, side by side."""
+    if not proc:
+        return []
+    names = {"own": "own repository", "cross": "(a) cross", "chat_in_code": "(b) chat in code",
+             "code_in_chat": "(b) code in chat", "code_near": "(c) near miss"}
+    rows = []
+    for cond, r in proc["per_cond"].items():
+        rows.append([
+            names.get(cond, cond), r["n"],
+            r.get("in_process_hook_recall", ""), r.get("process_hook_recall", ""),
+            r["in_process_block_rate"], r["process_block_rate"],
+            r["in_process_chars"], r["process_chars"], r["same_block"],
+        ])
+    return [
+        f"Through the real hook process (every {proc['step']}th prompt of each condition, "
+        f"{proc['n']} prompts: `bli-memory-mcp hook prompt` spawned with the payload on stdin "
+        f"against a running daemon; {proc['daemon']} answered by the daemon, {proc['not_daemon']} "
+        f"not (left out), spawn to exit p50 {proc['ms_p50']:.0f} ms), beside the in-process run of "
+        f"the same prompts; the same memories in the block for {proc['same_block']:.3f} of them:",
+        "",
+        markdown_table(
+            ["prompts", "n", "hook recall (in process)", "hook recall (process)",
+             "block rate (in process)", "block rate (process)", "chars (in process)", "chars (process)",
+             "same block"],
+            rows,
+        ),
+        "",
+    ]
+
+
 def render(result: dict[str, Any]) -> str:
     """The hook section's markdown."""
     names = {
@@ -508,6 +559,7 @@ def render(result: dict[str, Any]) -> str:
         "characters per prompt.",
         "",
     ]
+    out += _render_process(result.get("process"))
     m = result["mcp"]["metrics"]["overall"]
     out += [
         f"LoCoMo through MCP (save_memory, then search_memory): recall_any@5 {m['recall_any@5']:.3f}, "
@@ -599,13 +651,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calibrate", action="store_true", help="fit the gate on the calibration split")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
+        "--process-step",
+        type=int,
+        default=PROCESS_STEP,
+        help="type every Nth prompt of each condition through the real hook process too (0: none)",
+    )
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="keep the store a previous run saved over MCP (only the searches and prompts run)",
     )
     args = parser.parse_args(argv)
     convs = locomo.load(args.locomo, limit=2 if args.quick else None)
-    result = run(convs, calibrate=args.calibrate, quick=args.quick, reuse=args.reuse)
+    result = run(
+        convs, calibrate=args.calibrate, quick=args.quick, reuse=args.reuse, process_step=args.process_step
+    )
     out = CACHE_DIR / "quick" if args.quick else RESULTS_DIR
     if args.locomo.resolve() != DEFAULT_LOCOMO.resolve():  # another file: results apart
         out = CACHE_DIR / f"locomo-{args.locomo.stem}"
