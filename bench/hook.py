@@ -68,6 +68,7 @@ class Prompt:
     repo: str
     calibration: bool
     evidence: frozenset[str] = frozenset()
+    hide: str = ""  # code_own: the docstring whose own memory the search leaves out
     # filled by the run
     top: float | None = None
     unseen: float = 0.0
@@ -106,13 +107,57 @@ def prompts(
             out.append(Prompt("cross", q.text, repos[other], cal))
             out.append(Prompt("chat_in_code", q.text, repos[code], cal))
     a, b = groups
+    modules: dict[str, set[str]] = {}
+    for d in [*a, *b]:
+        modules.setdefault(d.module, set()).add(d.name)
     for j, d in enumerate([*a, *b]):
         mine, theirs = ("stdlib-a", "stdlib-b") if j < len(a) else ("stdlib-b", "stdlib-a")
         cal = _half(d.name)
         out.append(Prompt("code_near", d.first_line, repos[theirs], cal))
         out.append(Prompt("code_in_chat", d.first_line, repos[ids[j % len(ids)]], cal))
-        del mine
+        siblings = modules[d.module] - {d.name}
+        if siblings:
+            out.append(Prompt("code_own", d.first_line, repos[mine], cal, frozenset(siblings), hide=d.name))
     return out
+
+
+class _Hiding:
+    """The backend with one memory left out: of the search hits and of the term counts.
+
+    For the ``code_own`` condition: the space as it would be without that memory, so
+    that neither the hits nor a term's document frequency see the text the prompt came
+    from.
+    """
+
+    def __init__(self, inner: Any, hidden: Any) -> None:
+        from bli_memory.core.memory.terms import index_text
+
+        self.inner, self.hidden, self.store = inner, hidden.id, inner.store
+        self.held = set(index_text(hidden.content).split())
+
+    def search(self, query: str, **kw: Any) -> Any:
+        from dataclasses import replace
+
+        res = self.inner.search(query, **kw)
+        return replace(res, hits=[h for h in res.hits if h.memory.id != self.hidden])
+
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        from bli_memory.core.memory.terms import query_forms
+
+        counts, size = self.inner.term_frequencies(query, space=space)
+        forms = query_forms([t for t, _ in counts])
+        fixed = [
+            (t, max(df - (1 if any(x in self.held for x in f) else 0), 0))
+            for (t, df), f in zip(counts, forms, strict=True)
+        ]
+        return fixed, size - 1
+
+    def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
+        counts, size = self.term_frequencies(query, space=space)
+        return [df > 0 for _, df in counts], size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
@@ -122,6 +167,9 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
     from bli_memory.core.memory.relevance import decide, unseen_share
     from bli_memory.core.memory.term_evidence import hit_coverage
 
+    if p.hide:
+        hidden_id = next(i for i, n in dia.items() if n == p.hide)
+        backend = _Hiding(backend, backend.get_memory(hidden_id)[0])
     res = backend.search(p.text, space=space, limit=OLD_LIMIT * 3)
     t0 = time.perf_counter()
     present, size = backend.term_presence(p.text, space=space)
@@ -183,16 +231,28 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
 
 #: The gate's feature sets, all fitted in every ``--calibrate`` run: ``v1`` the first
 #: release (best cosine, unseen share), ``v2`` this one (best cosine, idf-weighted
-#: coverage of the best hit, ``core/memory/term_evidence.py``), and ``v2+gap`` (also the best
-#: cosine's margin over the mean cosine of the other hits), measured, not shipped: on the
-#: calibration split it takes near misses from 0.40 to 0.26 but hook recall from 0.661
-#: to 0.640, below the 0.65 asked for.
+#: coverage of the best hit, ``core/memory/term_evidence.py``), and three measured, not
+#: shipped, each adding one background feature (:mod:`hook_features`): ``gap`` (the best
+#: cosine's margin over the mean cosine of the other hits), ``q90`` (its margin over the
+#: 90th percentile of the prompt's cosines to every memory of the space) and ``mean``
+#: (the prompt's mean cosine to the space). Each lowers (c) at the chosen threshold and
+#: lowers the code positives (``code_own``) as much or more: on the calibration split,
+#: at equal code-positive recall (0.70) every set leaves (c) at 0.23-0.27, v2 at 0.25
+#: (run of 2026-12-01, ``docs/benchmarks.md``, hook section).
 FEATURES: dict[str, Any] = {
     "v1": lambda p: (p.top, p.unseen),
     "v2": lambda p: (p.top, p.cover),
     "v2+gap": lambda p: (p.top, p.cover, p.gap),
+    "v2+q90": lambda p: (p.top, p.cover, p.cands.get("q90", 0.0)),
+    "v2+mean": lambda p: (p.top, p.cover, p.cands.get("mean_space", 0.0)),
 }
-LABELS = {"v1": "v1: top, unseen", "v2": "v2: top, coverage (shipped)", "v2+gap": "v2 + gap (not shipped)"}
+LABELS = {
+    "v1": "v1: top, unseen",
+    "v2": "v2: top, coverage (shipped)",
+    "v2+gap": "v2 + gap to the other hits (not shipped)",
+    "v2+q90": "v2 + margin over the space's 90th percentile (not shipped)",
+    "v2+mean": "v2 + mean cosine to the space (not shipped)",
+}
 SHIPPED = "v2"  # the set core/memory/relevance.py's GATE_WEIGHTS belong to
 
 
@@ -211,7 +271,7 @@ def fit(cal: Sequence[Prompt], features: str = SHIPPED) -> tuple[tuple[float, ..
     :data:`CROSS_TARGET` on the calibration split."""
     import numpy as np
 
-    rows = [p for p in cal if p.top is not None and not p.exact]
+    rows = [p for p in cal if p.top is not None and not p.exact and p.cond in CONDS]
     conds = sorted({p.cond for p in rows})
     count = {c: sum(1 for p in rows if p.cond == c) for c in conds}
     negs = [c for c in conds if c != "own"]
@@ -261,12 +321,17 @@ def _rates(
         "lines": sum(len(i) for i in inj) / n,
         "chars": sum(chars) / n,
     }
-    if ps[0].cond == "own":
+    if ps[0].cond in POSITIVE:
         out["hook_recall"] = sum(1 for p, i in zip(ps, inj, strict=True) if set(i) & p.evidence) / n
     return out
 
 
 CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near")
+#: Conditions where something bears on the prompt. ``code_own`` (a docstring's first
+#: line in its own group's repository, its own memory left out of the hits, a hit being
+#: another docstring of the same module) has no real-hook run: the hook cannot leave a
+#: memory out, so it is scored on the gate's features only, never in the fit.
+POSITIVE = ("own", "code_own")
 
 
 def run(
@@ -323,7 +388,8 @@ def run(
     t0 = time.perf_counter()
     for n, p in enumerate(all_prompts):
         _features(backend, space_of_repo[p.repo], p, dia)
-        _hook(pm, lambda: ctx, p, f"bench-{uuid.uuid4()}", dia)
+        if not p.hide:
+            _hook(pm, lambda: ctx, p, f"bench-{uuid.uuid4()}", dia)
         if n % 1000 == 999:
             log(f"hook: {n + 1}/{len(all_prompts)} prompts")
     per_prompt_ms = (time.perf_counter() - t0) * 1000 / max(len(all_prompts), 1)
@@ -343,7 +409,8 @@ def run(
     if process_step > 0:
         import hook_process
 
-        process = hook_process.through_process(home.env, hook_process.sample(all_prompts, process_step), dia)
+        typed = hook_process.sample([p for p in all_prompts if not p.hide], process_step)
+        process = hook_process.through_process(home.env, typed, dia)
         process["step"] = process_step
     cal = [p for p in all_prompts if p.calibration]
     fitted = fit(cal) if calibrate else None
@@ -356,7 +423,9 @@ def run(
         sets[name] = {
             "weights": list(fw),
             "threshold": ft,
-            "report": {c: _rates([p for p in rep if p.cond == c], "gate", fw, ft, name) for c in CONDS},
+            "report": {
+                c: _rates([p for p in rep if p.cond == c], "gate", fw, ft, name) for c in (*CONDS, "code_own")
+            },
         }
     n_all = max(len(all_prompts), 1)
     cost = {
@@ -385,6 +454,8 @@ def run(
         for c in CONDS:
             ps = [p for p in all_prompts if p.cond == c and sel(p)]
             rows[c] = {"hook": _rates(ps, "hook"), "previous": _rates(ps, "old")}
+        ps = [p for p in all_prompts if p.cond == "code_own" and sel(p)]
+        rows["code_own"] = {"gate": _rates(ps, "gate", weights, threshold), "previous": _rates(ps, "old")}
         result["splits"][split] = rows
     result["own_top_at_floor"] = sum(1 for p in own if p.top is not None and p.top >= OLD_FLOOR) / max(
         len(own), 1
@@ -401,7 +472,7 @@ def run(
 
     for t in np.arange(-3.0, 4.01, 0.25):
         point = {"threshold": round(float(t), 2)}
-        for c in CONDS:
+        for c in (*CONDS, "code_own"):
             ps = [p for p in all_prompts if p.cond == c and not p.calibration]
             r = _rates(ps, "gate", weights, float(t))
             point[c] = r.get("hook_recall", r["block_rate"])
@@ -463,12 +534,15 @@ def plot(result: dict[str, Any], path: Path) -> None:
             color="black",
             zorder=5,
         )
+    if curve and "code_own" in curve[0]:
+        ax.plot([p["code_near"] for p in curve], [p["code_own"] for p in curve], marker=".", linestyle=":",
+                color="tab:purple", label="code hits (own codebase, itself left out) against (c)")
     if result.get("curve_v1"):
         old = result["curve_v1"]
         ax.plot([p["code_near"] for p in old], [p["own"] for p in old], linestyle="--", color="grey",
                 label="(c) near miss, v1 features (top, unseen)")
     ax.set_xlabel("false injection (share of unrelated prompts given a block)")
-    ax.set_ylabel("hook recall (evidence in the block)")
+    ax.set_ylabel("hook recall (evidence in the block; code: a sibling docstring)")
     ax.set_title("Injection gate over its threshold (report split); * chosen, x previous floor", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -517,6 +591,7 @@ def render(result: dict[str, Any]) -> str:
         "chat_in_code": "(b) chat question in a codebase",
         "code_in_chat": "(b) docstring in a conversation",
         "code_near": "(c) near miss: other codebase",
+        "code_own": "docstring in its own codebase, itself left out (gate features only)",
     }
     out = []
     for split, title in (
@@ -524,9 +599,11 @@ def render(result: dict[str, Any]) -> str:
         ("all", "All of dev (6 conversations, every docstring)"),
     ):
         rows = []
-        for c in CONDS:
-            for rule in ("previous", "hook"):
-                r = result["splits"][split][c][rule]
+        for c in (*CONDS, "code_own"):
+            for rule in ("previous", "hook", "gate"):
+                r = result["splits"][split][c].get(rule)
+                if r is None:
+                    continue
                 label = (
                     "previous: floor 0.35 or exact keyword" if rule == "previous" else "gate (this release)"
                 )
@@ -588,6 +665,7 @@ def render(result: dict[str, Any]) -> str:
                     " ".join(str(v) for v in fs["weights"]),
                     fs["threshold"],
                     r["own"]["hook_recall"],
+                    r["code_own"].get("hook_recall", ""),
                     r["cross"]["block_rate"],
                     r["chat_in_code"]["block_rate"],
                     r["code_in_chat"]["block_rate"],
@@ -600,8 +678,8 @@ def render(result: dict[str, Any]) -> str:
             "scored on the report split:",
             "",
             markdown_table(
-                ["features", "weights", "threshold", "hook recall", "(a) cross", "(b) chat in code",
-                 "(b) code in chat", "(c) near miss"],
+                ["features", "weights", "threshold", "hook recall", "code own", "(a) cross",
+                 "(b) chat in code", "(b) code in chat", "(c) near miss"],
                 rows,
             ),
             "",
@@ -614,7 +692,8 @@ def render(result: dict[str, Any]) -> str:
         fw, ft = result["fitted"]
         out += [f"Fitted on the calibration split in this run: weights {fw}, threshold {ft}.", ""]
     rows = [
-        [p["threshold"], p["own"], p["cross"], p["chat_in_code"], p["code_in_chat"], p["code_near"]]
+        [p["threshold"], p["own"], p.get("code_own", ""), p["cross"], p["chat_in_code"], p["code_in_chat"],
+         p["code_near"]]
         for p in result["curve"]
     ]
     out += [
@@ -624,6 +703,7 @@ def render(result: dict[str, Any]) -> str:
             [
                 "threshold",
                 "hook recall",
+                "code own",
                 "(a) cross",
                 "(b) chat in code",
                 "(b) code in chat",
