@@ -237,8 +237,8 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
 #: 90th percentile of the prompt's cosines to every memory of the space) and ``mean``
 #: (the prompt's mean cosine to the space). Each lowers (c) at the chosen threshold and
 #: lowers the code positives (``code_own``) as much or more: on the calibration split,
-#: at equal code-positive recall (0.70) every set leaves (c) at 0.23-0.27, v2 at 0.25
-#: (run of 2026-12-01, ``docs/benchmarks.md``, hook section).
+#: at equal code-positive recall (0.70) the sets leave (c) at 0.26-0.38, v2 the lowest
+#: at 0.26 (run of 2026-12-01, ``docs/benchmarks.md``, hook section).
 FEATURES: dict[str, Any] = {
     "v1": lambda p: (p.top, p.unseen),
     "v2": lambda p: (p.top, p.cover),
