@@ -10,13 +10,15 @@ Protocol (issue "Automatic recall the agent can trust"):
   function the resident daemon runs for each hook request (and the hook process on its
   direct path), with the real Claude Code adapter, a payload whose ``cwd`` is the
   repository and a fresh session id per prompt (so per-session dedup does not help).
-  The daemon's socket and process start are left out: they change latency, not the block.
+  Every :data:`PROCESS_STEP`-th prompt of each condition is also typed through the real
+  hook process against a running daemon (:mod:`hook_process`) and its block compared.
 - Conditions: ``own`` (each question in its own conversation's repository: hook recall
   is "an evidence turn is in the injected block"), and the false-injection conditions
   (a) ``cross``: the same question in the next conversation's repository; (b)
   ``chat_in_code`` / ``code_in_chat``: questions in a codebase repository, docstring
   first lines in a conversation repository; (c) ``code_near``: first lines of one
-  group's docstrings in the other group's repository.
+  group's docstrings in the other group's repository; and the code positives beside
+  (c), ``code_own`` (:data:`POSITIVE`).
 - Reported per condition: block rate, mean injected lines and characters per prompt,
   and for ``own`` the hook recall; for the gate (``core/memory/relevance.py``) and for the
   previous rule (cosine floor 0.35 or an exact keyword hit, top 5) side by side.
@@ -56,9 +58,9 @@ OLD_FLOOR = 0.35
 CROSS_TARGET = 0.025
 OLD_LIMIT = 5
 #: Every this-many-th prompt of each condition is also typed through the real hook
-#: process against a running daemon (:mod:`hook_process`): about 570 of the ~5,700
-#: prompts, some 10 minutes on a loaded 2-core machine.
-PROCESS_STEP = 10
+#: process against a running daemon (:mod:`hook_process`): 291 of the 5,731 prompts,
+#: 0.1 s to over 1 s each on a shared 2-core machine (run of 2026-12-01).
+PROCESS_STEP = 20
 
 
 @dataclass
