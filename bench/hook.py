@@ -10,13 +10,15 @@ Protocol (issue "Automatic recall the agent can trust"):
   function the resident daemon runs for each hook request (and the hook process on its
   direct path), with the real Claude Code adapter, a payload whose ``cwd`` is the
   repository and a fresh session id per prompt (so per-session dedup does not help).
-  The daemon's socket and process start are left out: they change latency, not the block.
+  Every :data:`PROCESS_STEP`-th prompt of each condition is also typed through the real
+  hook process against a running daemon (:mod:`hook_process`) and its block compared.
 - Conditions: ``own`` (each question in its own conversation's repository: hook recall
   is "an evidence turn is in the injected block"), and the false-injection conditions
   (a) ``cross``: the same question in the next conversation's repository; (b)
   ``chat_in_code`` / ``code_in_chat``: questions in a codebase repository, docstring
   first lines in a conversation repository; (c) ``code_near``: first lines of one
-  group's docstrings in the other group's repository.
+  group's docstrings in the other group's repository; and the code positives beside
+  (c), ``code_own`` (:data:`POSITIVE`).
 - Reported per condition: block rate, mean injected lines and characters per prompt,
   and for ``own`` the hook recall; for the gate (``core/memory/relevance.py``) and for the
   previous rule (cosine floor 0.35 or an exact keyword hit, top 5) side by side.
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hook_features
 from common import CACHE_DIR, REPO_ROOT, RESULTS_DIR, log, markdown_table, write_json
 
 __all__ = ["render", "run"]
@@ -54,6 +57,10 @@ OLD_FLOOR = 0.35
 #: 4-6: three conversations are too few for a threshold chosen at the limit to carry over.
 CROSS_TARGET = 0.025
 OLD_LIMIT = 5
+#: Every this-many-th prompt of each condition is also typed through the real hook
+#: process against a running daemon (:mod:`hook_process`): 291 of the 5,731 prompts,
+#: 0.1 s to over 1 s each on a shared 2-core machine (run of 2026-12-01).
+PROCESS_STEP = 20
 
 
 @dataclass
@@ -63,12 +70,14 @@ class Prompt:
     repo: str
     calibration: bool
     evidence: frozenset[str] = frozenset()
+    hide: str = ""  # code_own: the docstring whose own memory the search leaves out
     # filled by the run
     top: float | None = None
     unseen: float = 0.0
     cover: float = 0.0  # idf-weighted share of the prompt's terms the best hit holds
     gap: float = 0.0  # best cosine minus the mean cosine of the other hits (not shipped)
     agree: float = 0.0  # 1 when the best-cosine hit also matched a keyword channel
+    cands: dict[str, float] = field(default_factory=dict)  # candidate features, measured not shipped
     presence_ms: float = 0.0  # term presence, the first feature set's lexical cost
     weights_ms: float = 0.0  # document frequencies and coverage, the second set's
     exact: bool = False
@@ -100,13 +109,57 @@ def prompts(
             out.append(Prompt("cross", q.text, repos[other], cal))
             out.append(Prompt("chat_in_code", q.text, repos[code], cal))
     a, b = groups
+    modules: dict[str, set[str]] = {}
+    for d in [*a, *b]:
+        modules.setdefault(d.module, set()).add(d.name)
     for j, d in enumerate([*a, *b]):
         mine, theirs = ("stdlib-a", "stdlib-b") if j < len(a) else ("stdlib-b", "stdlib-a")
         cal = _half(d.name)
         out.append(Prompt("code_near", d.first_line, repos[theirs], cal))
         out.append(Prompt("code_in_chat", d.first_line, repos[ids[j % len(ids)]], cal))
-        del mine
+        siblings = modules[d.module] - {d.name}
+        if siblings:
+            out.append(Prompt("code_own", d.first_line, repos[mine], cal, frozenset(siblings), hide=d.name))
     return out
+
+
+class _Hiding:
+    """The backend with one memory left out: of the search hits and of the term counts.
+
+    For the ``code_own`` condition: the space as it would be without that memory, so
+    that neither the hits nor a term's document frequency see the text the prompt came
+    from.
+    """
+
+    def __init__(self, inner: Any, hidden: Any) -> None:
+        from bli_memory.core.memory.terms import index_text
+
+        self.inner, self.hidden, self.store = inner, hidden.id, inner.store
+        self.held = set(index_text(hidden.content).split())
+
+    def search(self, query: str, **kw: Any) -> Any:
+        from dataclasses import replace
+
+        res = self.inner.search(query, **kw)
+        return replace(res, hits=[h for h in res.hits if h.memory.id != self.hidden])
+
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        from bli_memory.core.memory.terms import query_forms
+
+        counts, size = self.inner.term_frequencies(query, space=space)
+        forms = query_forms([t for t, _ in counts])
+        fixed = [
+            (t, max(df - (1 if any(x in self.held for x in f) else 0), 0))
+            for (t, df), f in zip(counts, forms, strict=True)
+        ]
+        return fixed, size - 1
+
+    def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
+        counts, size = self.term_frequencies(query, space=space)
+        return [df > 0 for _, df in counts], size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
@@ -116,6 +169,9 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
     from bli_memory.core.memory.relevance import decide, unseen_share
     from bli_memory.core.memory.term_evidence import hit_coverage
 
+    if p.hide:
+        hidden_id = next(i for i, n in dia.items() if n == p.hide)
+        backend = _Hiding(backend, backend.get_memory(hidden_id)[0])
     res = backend.search(p.text, space=space, limit=OLD_LIMIT * 3)
     t0 = time.perf_counter()
     present, size = backend.term_presence(p.text, space=space)
@@ -130,6 +186,7 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
         p.gap = sims[0][0] - sum(s for s, _ in sims[1:]) / (len(sims) - 1)
     if sims:
         p.agree = 1.0 if set(sims[0][1].channels) - {"vector"} else 0.0
+    p.cands = hook_features.candidates(backend, space, p.text, res.hits, counts, size)
 
     saved = rel.GATE_THRESHOLD
     rel.GATE_THRESHOLD = -math.inf
@@ -176,16 +233,28 @@ def _hook(pm: Any, context: Any, p: Prompt, session: str, dia: dict[str, str]) -
 
 #: The gate's feature sets, all fitted in every ``--calibrate`` run: ``v1`` the first
 #: release (best cosine, unseen share), ``v2`` this one (best cosine, idf-weighted
-#: coverage of the best hit, ``core/memory/term_evidence.py``), and ``v2+gap`` (also the best
-#: cosine's margin over the mean cosine of the other hits), measured, not shipped: on the
-#: calibration split it takes near misses from 0.40 to 0.26 but hook recall from 0.661
-#: to 0.640, below the 0.65 asked for.
+#: coverage of the best hit, ``core/memory/term_evidence.py``), and three measured, not
+#: shipped, each adding one background feature (:mod:`hook_features`): ``gap`` (the best
+#: cosine's margin over the mean cosine of the other hits), ``q90`` (its margin over the
+#: 90th percentile of the prompt's cosines to every memory of the space) and ``mean``
+#: (the prompt's mean cosine to the space). Each lowers (c) at the chosen threshold and
+#: lowers the code positives (``code_own``) as much or more: on the calibration split,
+#: at equal code-positive recall (0.70) the sets leave (c) at 0.26-0.38, v2 the lowest
+#: at 0.26 (run of 2026-12-01, ``docs/benchmarks.md``, hook section).
 FEATURES: dict[str, Any] = {
     "v1": lambda p: (p.top, p.unseen),
     "v2": lambda p: (p.top, p.cover),
     "v2+gap": lambda p: (p.top, p.cover, p.gap),
+    "v2+q90": lambda p: (p.top, p.cover, p.cands.get("q90", 0.0)),
+    "v2+mean": lambda p: (p.top, p.cover, p.cands.get("mean_space", 0.0)),
 }
-LABELS = {"v1": "v1: top, unseen", "v2": "v2: top, coverage (shipped)", "v2+gap": "v2 + gap (not shipped)"}
+LABELS = {
+    "v1": "v1: top, unseen",
+    "v2": "v2: top, coverage (shipped)",
+    "v2+gap": "v2 + gap to the other hits (not shipped)",
+    "v2+q90": "v2 + margin over the space's 90th percentile (not shipped)",
+    "v2+mean": "v2 + mean cosine to the space (not shipped)",
+}
 SHIPPED = "v2"  # the set core/memory/relevance.py's GATE_WEIGHTS belong to
 
 
@@ -204,7 +273,7 @@ def fit(cal: Sequence[Prompt], features: str = SHIPPED) -> tuple[tuple[float, ..
     :data:`CROSS_TARGET` on the calibration split."""
     import numpy as np
 
-    rows = [p for p in cal if p.top is not None and not p.exact]
+    rows = [p for p in cal if p.top is not None and not p.exact and p.cond in CONDS]
     conds = sorted({p.cond for p in rows})
     count = {c: sum(1 for p in rows if p.cond == c) for c in conds}
     negs = [c for c in conds if c != "own"]
@@ -254,16 +323,26 @@ def _rates(
         "lines": sum(len(i) for i in inj) / n,
         "chars": sum(chars) / n,
     }
-    if ps[0].cond == "own":
+    if ps[0].cond in POSITIVE:
         out["hook_recall"] = sum(1 for p, i in zip(ps, inj, strict=True) if set(i) & p.evidence) / n
     return out
 
 
 CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near")
+#: Conditions where something bears on the prompt. ``code_own`` (a docstring's first
+#: line in its own group's repository, its own memory left out of the hits, a hit being
+#: another docstring of the same module) has no real-hook run: the hook cannot leave a
+#: memory out, so it is scored on the gate's features only, never in the fit.
+POSITIVE = ("own", "code_own")
 
 
 def run(
-    conversations: Sequence[Any], *, calibrate: bool = False, quick: bool = False, reuse: bool = False
+    conversations: Sequence[Any],
+    *,
+    calibrate: bool = False,
+    quick: bool = False,
+    reuse: bool = False,
+    process_step: int = PROCESS_STEP,
 ) -> dict[str, Any]:
     """Build the spaces over MCP, run every prompt, and summarise (see the module doc)."""
     import locomo_mcp
@@ -311,7 +390,8 @@ def run(
     t0 = time.perf_counter()
     for n, p in enumerate(all_prompts):
         _features(backend, space_of_repo[p.repo], p, dia)
-        _hook(pm, lambda: ctx, p, f"bench-{uuid.uuid4()}", dia)
+        if not p.hide:
+            _hook(pm, lambda: ctx, p, f"bench-{uuid.uuid4()}", dia)
         if n % 1000 == 999:
             log(f"hook: {n + 1}/{len(all_prompts)} prompts")
     per_prompt_ms = (time.perf_counter() - t0) * 1000 / max(len(all_prompts), 1)
@@ -327,6 +407,13 @@ def run(
         q.evidence_given_earlier = bool(earlier & p.evidence)  # type: ignore[attr-defined]
         earlier.update(q.hook_ids)
         session_runs.append(q)
+    process = None
+    if process_step > 0:
+        import hook_process
+
+        typed = hook_process.sample([p for p in all_prompts if not p.hide], process_step)
+        process = hook_process.through_process(home.env, typed, dia)
+        process["step"] = process_step
     cal = [p for p in all_prompts if p.calibration]
     fitted = fit(cal) if calibrate else None
     # Both feature sets fitted on the calibration split in this run, scored on the
@@ -338,7 +425,9 @@ def run(
         sets[name] = {
             "weights": list(fw),
             "threshold": ft,
-            "report": {c: _rates([p for p in rep if p.cond == c], "gate", fw, ft, name) for c in CONDS},
+            "report": {
+                c: _rates([p for p in rep if p.cond == c], "gate", fw, ft, name) for c in (*CONDS, "code_own")
+            },
         }
     n_all = max(len(all_prompts), 1)
     cost = {
@@ -355,6 +444,7 @@ def run(
         "per_prompt_ms": per_prompt_ms,
         "feature_sets": sets,
         "feature_cost": cost,
+        "process": process,
         "splits": {},
     }
     for split, sel in (
@@ -366,6 +456,8 @@ def run(
         for c in CONDS:
             ps = [p for p in all_prompts if p.cond == c and sel(p)]
             rows[c] = {"hook": _rates(ps, "hook"), "previous": _rates(ps, "old")}
+        ps = [p for p in all_prompts if p.cond == "code_own" and sel(p)]
+        rows["code_own"] = {"gate": _rates(ps, "gate", weights, threshold), "previous": _rates(ps, "old")}
         result["splits"][split] = rows
     result["own_top_at_floor"] = sum(1 for p in own if p.top is not None and p.top >= OLD_FLOOR) / max(
         len(own), 1
@@ -382,7 +474,7 @@ def run(
 
     for t in np.arange(-3.0, 4.01, 0.25):
         point = {"threshold": round(float(t), 2)}
-        for c in CONDS:
+        for c in (*CONDS, "code_own"):
             ps = [p for p in all_prompts if p.cond == c and not p.calibration]
             r = _rates(ps, "gate", weights, float(t))
             point[c] = r.get("hook_recall", r["block_rate"])
@@ -406,6 +498,7 @@ def run(
         [
             {k: getattr(p, k) for k in ("cond", "calibration", "top", "unseen", "cover", "gap")}
             | {"agree": p.agree, "exact": p.exact, "gated": bool(p.gated)}
+            | {"cands": p.cands, "repo": Path(p.repo).name, "text": p.text}
             | {"hit": bool(set(p.gated) & p.evidence)}
             for p in all_prompts
         ],
@@ -443,12 +536,15 @@ def plot(result: dict[str, Any], path: Path) -> None:
             color="black",
             zorder=5,
         )
+    if curve and "code_own" in curve[0]:
+        ax.plot([p["code_near"] for p in curve], [p["code_own"] for p in curve], marker=".", linestyle=":",
+                color="tab:purple", label="code hits (own codebase, itself left out) against (c)")
     if result.get("curve_v1"):
         old = result["curve_v1"]
         ax.plot([p["code_near"] for p in old], [p["own"] for p in old], linestyle="--", color="grey",
                 label="(c) near miss, v1 features (top, unseen)")
     ax.set_xlabel("false injection (share of unrelated prompts given a block)")
-    ax.set_ylabel("hook recall (evidence in the block)")
+    ax.set_ylabel("hook recall (evidence in the block; code: a sibling docstring)")
     ax.set_title("Injection gate over its threshold (report split); * chosen, x previous floor", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -456,6 +552,37 @@ def plot(result: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _render_process(proc: dict[str, Any] | None) -> list[str]:
+    """The in-process and hook-process runs of the same sampled prompts, side by side."""
+    if not proc:
+        return []
+    names = {"own": "own repository", "cross": "(a) cross", "chat_in_code": "(b) chat in code",
+             "code_in_chat": "(b) code in chat", "code_near": "(c) near miss"}
+    rows = []
+    for cond, r in proc["per_cond"].items():
+        rows.append([
+            names.get(cond, cond), r["n"],
+            r.get("in_process_hook_recall", ""), r.get("process_hook_recall", ""),
+            r["in_process_block_rate"], r["process_block_rate"],
+            r["in_process_chars"], r["process_chars"], r["same_block"],
+        ])
+    return [
+        f"Through the real hook process (every {proc['step']}th prompt of each condition, "
+        f"{proc['n']} prompts: `bli-memory-mcp hook prompt` spawned with the payload on stdin "
+        f"against a running daemon; {proc['daemon']} answered by the daemon, {proc['not_daemon']} "
+        f"not (left out), spawn to exit p50 {proc['ms_p50']:.0f} ms), beside the in-process run of "
+        f"the same prompts; the same memories in the block for {proc['same_block']:.3f} of them:",
+        "",
+        markdown_table(
+            ["prompts", "n", "hook recall (in process)", "hook recall (process)",
+             "block rate (in process)", "block rate (process)", "chars (in process)", "chars (process)",
+             "same block"],
+            rows,
+        ),
+        "",
+    ]
 
 
 def render(result: dict[str, Any]) -> str:
@@ -466,6 +593,7 @@ def render(result: dict[str, Any]) -> str:
         "chat_in_code": "(b) chat question in a codebase",
         "code_in_chat": "(b) docstring in a conversation",
         "code_near": "(c) near miss: other codebase",
+        "code_own": "docstring in its own codebase, itself left out (gate features only)",
     }
     out = []
     for split, title in (
@@ -473,9 +601,11 @@ def render(result: dict[str, Any]) -> str:
         ("all", "All of dev (6 conversations, every docstring)"),
     ):
         rows = []
-        for c in CONDS:
-            for rule in ("previous", "hook"):
-                r = result["splits"][split][c][rule]
+        for c in (*CONDS, "code_own"):
+            for rule in ("previous", "hook", "gate"):
+                r = result["splits"][split][c].get(rule)
+                if r is None:
+                    continue
                 label = (
                     "previous: floor 0.35 or exact keyword" if rule == "previous" else "gate (this release)"
                 )
@@ -508,6 +638,7 @@ def render(result: dict[str, Any]) -> str:
         "characters per prompt.",
         "",
     ]
+    out += _render_process(result.get("process"))
     m = result["mcp"]["metrics"]["overall"]
     out += [
         f"LoCoMo through MCP (save_memory, then search_memory): recall_any@5 {m['recall_any@5']:.3f}, "
@@ -536,6 +667,7 @@ def render(result: dict[str, Any]) -> str:
                     " ".join(str(v) for v in fs["weights"]),
                     fs["threshold"],
                     r["own"]["hook_recall"],
+                    r["code_own"].get("hook_recall", ""),
                     r["cross"]["block_rate"],
                     r["chat_in_code"]["block_rate"],
                     r["code_in_chat"]["block_rate"],
@@ -548,8 +680,8 @@ def render(result: dict[str, Any]) -> str:
             "scored on the report split:",
             "",
             markdown_table(
-                ["features", "weights", "threshold", "hook recall", "(a) cross", "(b) chat in code",
-                 "(b) code in chat", "(c) near miss"],
+                ["features", "weights", "threshold", "hook recall", "code own", "(a) cross",
+                 "(b) chat in code", "(b) code in chat", "(c) near miss"],
                 rows,
             ),
             "",
@@ -562,7 +694,8 @@ def render(result: dict[str, Any]) -> str:
         fw, ft = result["fitted"]
         out += [f"Fitted on the calibration split in this run: weights {fw}, threshold {ft}.", ""]
     rows = [
-        [p["threshold"], p["own"], p["cross"], p["chat_in_code"], p["code_in_chat"], p["code_near"]]
+        [p["threshold"], p["own"], p.get("code_own", ""), p["cross"], p["chat_in_code"], p["code_in_chat"],
+         p["code_near"]]
         for p in result["curve"]
     ]
     out += [
@@ -572,6 +705,7 @@ def render(result: dict[str, Any]) -> str:
             [
                 "threshold",
                 "hook recall",
+                "code own",
                 "(a) cross",
                 "(b) chat in code",
                 "(b) code in chat",
@@ -599,13 +733,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calibrate", action="store_true", help="fit the gate on the calibration split")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
+        "--process-step",
+        type=int,
+        default=PROCESS_STEP,
+        help="type every Nth prompt of each condition through the real hook process too (0: none)",
+    )
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="keep the store a previous run saved over MCP (only the searches and prompts run)",
     )
     args = parser.parse_args(argv)
     convs = locomo.load(args.locomo, limit=2 if args.quick else None)
-    result = run(convs, calibrate=args.calibrate, quick=args.quick, reuse=args.reuse)
+    result = run(
+        convs, calibrate=args.calibrate, quick=args.quick, reuse=args.reuse, process_step=args.process_step
+    )
     out = CACHE_DIR / "quick" if args.quick else RESULTS_DIR
     if args.locomo.resolve() != DEFAULT_LOCOMO.resolve():  # another file: results apart
         out = CACHE_DIR / f"locomo-{args.locomo.stem}"
