@@ -270,7 +270,14 @@ def _parse_args(argv: list[str]) -> tuple[str | None, str, bool]:
 
 
 def main(argv: list[str]) -> int:
-    """Run one hook; always returns 0 (hooks fail open)."""
+    """Run one hook; always returns 0 (hooks fail open). ``-h``/``--help`` prints the usage."""
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(
+            f"usage: bli-memory-mcp hook {{{'|'.join(_EVENTS)}}} [--host H] [--probe]\n\n"
+            "One lifecycle hook run, as a host starts it: the host's JSON payload on stdin,\n"
+            "the host's answer on stdout, one receipt on stderr (docs/hooks.md).\n"
+        )
+        return 0
     event, host, probe = _parse_args(argv)
     if event not in _EVENTS:
         sys.stderr.write(
