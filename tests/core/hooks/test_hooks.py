@@ -374,7 +374,8 @@ def test_a_blank_data_dir_never_puts_a_store_in_the_project(project: Path, tmp_p
 
 def test_hook_help_prints_the_usage_and_a_missing_event_still_fails_open(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path)}
-    shown = subprocess.run([bin_path(), "hook", "--help"], capture_output=True, text=True, env=env, timeout=60)
+    shown = subprocess.run([bin_path(), "hook", "--help"], capture_output=True, text=True, env=env,
+                           timeout=60)
     assert shown.returncode == 0 and shown.stderr == ""
     assert shown.stdout.startswith("usage: bli-memory-mcp hook {session-start|prompt|stop}")
     missing = subprocess.run([bin_path(), "hook"], capture_output=True, text=True, env=env, timeout=60)
