@@ -37,6 +37,7 @@ __all__ = [
     "build_backend",
     "get_plugin_manager",
     "host_names",
+    "load_entry_points",
     "own_entry_points",
     "register_core_plugins",
 ]
@@ -114,7 +115,10 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "bli_memory.core.extraction.extractors",
 )
 
-_ACTIVE: weakref.ref[pluggy.PluginManager] | None = None
+_ACTIVE: pluggy.PluginManager | None = None
+#: Managers built on the hook's fast path, whose ``bli_memory.plugins`` are loaded only
+#: when the run reaches the backend (:func:`register_core_plugins`).
+_DEFERRED: weakref.WeakSet[pluggy.PluginManager] = weakref.WeakSet()
 
 
 def register_core_plugins(pm: pluggy.PluginManager) -> pluggy.PluginManager:
@@ -129,7 +133,43 @@ def register_core_plugins(pm: pluggy.PluginManager) -> pluggy.PluginManager:
     for name in DEFAULT_PLUGINS:
         if pm.get_plugin(name) is None:
             pm.register(importlib.import_module(name), name=name)
+    if pm in _DEFERRED:
+        # The hook's fast path skipped the other plugins; a run that reaches the backend
+        # needs them (a redaction rule plugin must mask what the stop hook queues).
+        _DEFERRED.discard(pm)
+        load_entry_points(pm, PLUGIN_ENTRY_POINT_GROUP)
     return pm
+
+
+def load_entry_points(pm: pluggy.PluginManager, group: str) -> list[str]:
+    """Register every plugin of the entry-point ``group``; returns the names of those skipped.
+
+    A plugin that fails to import (or whose name is taken) is skipped with one line on
+    stderr, rather than taking every other plugin down with it, as
+    :meth:`pluggy.PluginManager.load_setuptools_entrypoints` would: one broken
+    third-party package must not stop the MCP server, the installer or a hook.
+    """
+    from importlib import metadata
+
+    skipped: list[str] = []
+    for dist in list(metadata.distributions()):
+        for ep in dist.entry_points:
+            if ep.group != group or pm.is_blocked(ep.name):
+                continue
+            if pm.get_plugin(ep.name) is not None:
+                if pm.get_plugin(ep.name) is not sys.modules.get(ep.value.partition(":")[0]):
+                    sys.stderr.write(f"[bli-memory] plugin {ep.name!r} ({ep.value}) not loaded: "
+                                     "another plugin has that name\n")
+                    skipped.append(ep.name)
+                continue
+            try:
+                plugin = ep.load()
+                pm.register(plugin, name=ep.name)
+            except Exception as exc:  # a broken plugin is skipped, never fatal
+                sys.stderr.write(f"[bli-memory] plugin {ep.name!r} ({ep.value}) not loaded: "
+                                 f"{type(exc).__name__}: {exc}\n")
+                skipped.append(ep.name)
+    return skipped
 
 
 def get_plugin_manager(
@@ -146,8 +186,10 @@ def get_plugin_manager(
             and register throwaway plugins.
         host: When only this host's adapter is needed (the hook entry point), the
             adapter our distribution declares for it is imported directly, with no
-            scan of the installed distributions and no ``bli_memory.plugins``; a host
-            our distribution does not declare falls back to the full scan.
+            scan of the installed distributions for hosts; the ``bli_memory.plugins``
+            are loaded with the core plugins (at once, or when the hook's run reaches
+            the backend). A host our distribution does not declare falls back to the
+            full scan.
         core_plugins: Register :data:`DEFAULT_PLUGINS` now. The hook entry passes
             ``False`` and calls :func:`register_core_plugins` when the run reaches
             the backend.
@@ -167,20 +209,25 @@ def get_plugin_manager(
         module = own_entry_points(ENTRY_POINT_GROUP).get(host or "")
         if host is not None and module is not None:
             pm.register(importlib.import_module(module.partition(":")[0]), name=host)
+            if core_plugins:
+                load_entry_points(pm, PLUGIN_ENTRY_POINT_GROUP)
+            else:
+                _DEFERRED.add(pm)
         else:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-            pm.load_setuptools_entrypoints(PLUGIN_ENTRY_POINT_GROUP)
+            load_entry_points(pm, ENTRY_POINT_GROUP)
+            load_entry_points(pm, PLUGIN_ENTRY_POINT_GROUP)
     pm.check_pending()
     if os.environ.get("BLI_MEMORY_TRACE_PLUGINS", "") not in ("", "0"):
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
-    _ACTIVE = weakref.ref(pm)
+    _ACTIVE = pm
     return pm
 
 
 def active_plugin_manager() -> pluggy.PluginManager | None:
-    """The manager :func:`get_plugin_manager` built last in this process, while it lives."""
-    return _ACTIVE() if _ACTIVE is not None else None
+    """The manager :func:`get_plugin_manager` built last in this process (kept alive here:
+    the MCP server builds one at start and redacts with its rule plugins for its lifetime)."""
+    return _ACTIVE
 
 
 def build_backend(pm: pluggy.PluginManager, settings: Settings) -> MemoryBackend:

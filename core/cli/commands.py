@@ -19,9 +19,20 @@ __all__ = ["plugin_commands", "run_plugin_command"]
 
 
 def plugin_commands(pm: pluggy.PluginManager) -> dict[str, Callable[..., int]]:
-    """``{name: run}`` of every command ``pm``'s plugins register (the first name wins)."""
+    """``{name: run}`` of every command ``pm``'s plugins register (the first name wins).
+
+    A plugin whose ``register_commands`` raises is skipped with one line on stderr, so
+    one broken plugin cannot take the installer's commands down with it.
+    """
+    import sys
+
     found: dict[str, Callable[..., int]] = {}
-    pm.hook.register_commands(register=lambda name, run: found.setdefault(name, run))
+    for impl in reversed(pm.hook.register_commands.get_hookimpls()):  # pluggy's call order
+        try:
+            impl.function(register=lambda name, run: found.setdefault(name, run))
+        except Exception as exc:
+            sys.stderr.write(f"[bli-memory] plugin {impl.plugin_name!r} could not register its "
+                             f"commands: {type(exc).__name__}: {exc}\n")
     return found
 
 

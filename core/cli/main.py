@@ -104,8 +104,11 @@ def _dispatch(args: list[str]) -> int:
             _leave(code)  # it may still be building a side index (see _leave)
         return code
     if args and args[0] not in ("serve",):
-        sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{_usage()}")
-        return 2
+        if args[0].startswith("-"):
+            sys.stderr.write(f"bli-memory-mcp: unknown command {args[0]!r}\n\n{_usage()}")
+            return 2
+        # Any other word may be a command a plugin registers (``register_commands``).
+        return _plugin_command(args[0], args[1:], args)
     return _serve()
 
 

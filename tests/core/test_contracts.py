@@ -18,6 +18,7 @@ from bli_memory.core.plugins import (
     get_plugin_manager,
     host_names,
     own_entry_points,
+    register_core_plugins,
 )
 
 CORE = Path(__file__).resolve().parents[2] / "core"
@@ -34,9 +35,11 @@ def test_the_fast_path_reads_the_same_entry_points_as_importlib_metadata() -> No
 def test_manager_loads_every_host_and_the_fast_path_loads_one() -> None:
     pm = get_plugin_manager()
     assert set(own_entry_points(ENTRY_POINT_GROUP)) <= set(host_names(pm))
-    one = get_plugin_manager(host="claude")
+    one = get_plugin_manager(host="claude", core_plugins=False)  # the hook's skip path
     assert host_names(one) == ["claude"]
-    assert plugin_commands(one) == {}  # the fast path loads no bli_memory.plugins
+    assert plugin_commands(one) == {}  # no bli_memory.plugins before the run needs the backend
+    register_core_plugins(one)  # ... and with it, since a rule plugin must mask what it stores
+    assert "install" in plugin_commands(one) and host_names(one) == ["claude"]
 
 
 def test_the_installer_registers_its_commands_as_a_plugin() -> None:
