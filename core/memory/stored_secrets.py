@@ -21,7 +21,7 @@ __all__ = ["check_custom_id", "checked_extras", "masked_metadata"]
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
-    """``(metadata with every string value redacted, secrets masked)``; None stays None."""
+    """``(metadata with every string key and value redacted, secrets masked)``; None stays None."""
     from bli_memory.core.memory.redaction import redact
 
     count = 0
@@ -32,8 +32,8 @@ def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | N
             clean = redact(value)
             count += clean.masked
             return clean.text
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, dict):  # keys too: a secret pasted as a key is still a secret
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
         if isinstance(value, list):
             return [walk(v) for v in value]
         return value

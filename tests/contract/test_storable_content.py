@@ -63,3 +63,7 @@ def test_secrets_in_metadata_are_masked_and_a_secret_custom_id_is_refused(backen
         backend.save("The deploy key is rotated monthly.", space=space, custom_id=GITHUB_TOKEN)
     assert "customId" in str(err.value)
     assert [m.content for m in backend.profile(space=space).recent] == ["CI pushes with a deploy token."]
+    # A secret pasted as a key is still a secret.
+    keyed = backend.save("A token was pasted as a metadata key.", space=space,
+                         metadata={GITHUB_TOKEN: "seen", "nested": {f"x {GITHUB_TOKEN}": 1}})
+    assert GITHUB_TOKEN not in json.dumps(keyed.memory.metadata)
