@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
-    "DEFAULT_HOST",
     "Conflict",
     "Exchange",
     "ForgetResult",
@@ -34,11 +33,6 @@ __all__ = [
 
 MemoryState = Literal["active", "superseded", "forgotten"]
 HookEvent = Literal["session-start", "prompt", "stop"]
-
-#: The host a hook run or MCP session assumes when nothing names one (``hook prompt``
-#: without ``--host``): the first host served, whose installed hook commands carry no
-#: ``--host``. The one place core names a host; every other host name comes from its plugin.
-DEFAULT_HOST = "claude"
 
 
 @dataclass(frozen=True)

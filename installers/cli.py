@@ -64,7 +64,7 @@ def _home() -> Path:
 
 def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None) -> int:
     """Run ``install``, ``uninstall`` or ``status``; returns the exit code."""
-    from bli_memory.core.models import DEFAULT_HOST
+    from bli_memory.core.defaults import DEFAULT_HOST
 
     pm = _pm(pm)
     hosts_help = f"{_host_list(pm)}, or all"

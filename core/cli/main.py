@@ -22,7 +22,7 @@ from typing import NoReturn
 
 __all__ = ["main"]
 
-#: The help text; ``{default_host}`` is :data:`bli_memory.core.models.DEFAULT_HOST` (see :func:`_usage`).
+#: The help text; ``{default_host}`` is :data:`bli_memory.core.defaults.DEFAULT_HOST` (see :func:`_usage`).
 USAGE = """\
 usage: bli-memory-mcp [--print-config[=HOST]] [COMMAND] ...
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _usage() -> str:
-    from bli_memory.core.models import DEFAULT_HOST
+    from bli_memory.core.defaults import DEFAULT_HOST
 
     return USAGE.format(default_host=DEFAULT_HOST)
 

@@ -58,7 +58,7 @@ from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import read_request, reply_line
 from bli_memory.core.daemon.warm import WarmContext
-from bli_memory.core.models import DEFAULT_HOST
+from bli_memory.core.defaults import DEFAULT_HOST
 
 __all__ = [
     "DRAIN_AFTER_STOP_S",

@@ -47,11 +47,11 @@ import time
 from typing import Any
 
 from bli_memory.core import paths
+from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import receipt_log
 from bli_memory.core.hooks import stats as hook_stats
 from bli_memory.core.hooks.receipts import format_receipt, to_log_reason
 from bli_memory.core.hooks.stdin import StdinFailure, read_payload
-from bli_memory.core.models import DEFAULT_HOST
 
 __all__ = ["DAEMON_ANSWER_MS", "DEADLINES_MS", "STDIN_BUDGET_MS", "main"]
 

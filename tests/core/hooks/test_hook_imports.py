@@ -21,7 +21,7 @@ SKIP_PATH_MODULES = {
     "bli_memory", "bli_memory.adapters", "bli_memory.adapters.claude_code", "bli_memory.core",
     "bli_memory.core._version", "bli_memory.core.hooks.blocks", "bli_memory.core.cli.main",
     "bli_memory.core.plugins", "bli_memory.core.hookspecs", "bli_memory.core.daemon.client",
-    "bli_memory.core.errors",
+    "bli_memory.core.errors", "bli_memory.core.defaults",
     "bli_memory.core.hooks.events", "bli_memory.core.hooks.stats", "bli_memory.core.hooks.stdin",
     "bli_memory.core.hooks.main", "bli_memory.core.models", "bli_memory.core.paths",
     "bli_memory.core.hooks.payloads", "bli_memory.core.hooks.receipts", "bli_memory.core.hooks.transcripts",
