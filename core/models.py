@@ -3,11 +3,14 @@
 Frozen dataclasses, standard library only, so host adapters and the hook entry
 point can import them for free. Times are ISO 8601 strings in UTC
 (``2026-11-30T04:57:01.123456Z``); similarities are cosine similarities in
-[-1, 1] between L2-normalised embeddings.
+[-1, 1] between L2-normalised embeddings. The container tag rule
+(:func:`validate_tag`, docs/spaces.md) lives here too: settings, the stores and the
+MCP tools all check tags, and it is a fact about the data, below every wing.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +33,7 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "UpdateResult",
+    "validate_tag",
 ]
 
 MemoryState = Literal["active", "superseded", "forgotten"]
@@ -369,3 +373,30 @@ class HostConventions:
     client_names: tuple[str, ...] = ()
     context_wrappers: tuple[str, ...] = ()
     experience_dir: str | None = None
+
+
+_TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def validate_tag(tag: str) -> str:
+    """Validate a container tag and return it stripped.
+
+    A valid tag is 1 to 128 characters from ``[A-Za-z0-9_.:-]`` after
+    stripping surrounding whitespace. Used for ``BLI_MEMORY_CONTAINER_TAG`` and
+    for the ``containerTag`` argument of the MCP tools.
+
+    Args:
+        tag: The candidate tag.
+
+    Returns:
+        The stripped tag.
+
+    Raises:
+        ValueError: If ``tag`` is not a string or is not a valid tag.
+    """
+    if not isinstance(tag, str):
+        raise ValueError(f"container tag must be a string, got {type(tag).__name__}")
+    stripped = tag.strip()
+    if not _TAG_RE.fullmatch(stripped):
+        raise ValueError(f"invalid container tag {tag!r}: must be 1-128 characters from [A-Za-z0-9_.:-]")
+    return stripped
