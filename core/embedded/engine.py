@@ -277,7 +277,7 @@ class EmbeddedBackend(EngineControls):
     def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
         """Forgotten contents of ``space`` and its aliases, newest first.
 
-        Automatic capture does not write them again (:mod:`bli_memory.core.memory.tombstones`).
+        Automatic capture does not write them again (:mod:`bli_memory.core.extraction.tombstones`).
         """
         _, spaces = self.store.resolve_space(space)
         return self.store.forgotten(spaces, limit=limit)
