@@ -235,7 +235,7 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
     if any(state in ("installed", "outdated") for state in states):
         return
     try:
-        from bli_memory.core.daemon.client import stop
+        from bli_memory.core.hooks.daemon_client import stop
     except ImportError:
         return
     pid = stop()
@@ -245,7 +245,7 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
 
 def _daemon_line(out) -> None:
     try:
-        from bli_memory.core.daemon.client import status as daemon_status
+        from bli_memory.core.hooks.daemon_client import status as daemon_status
     except ImportError:
         return
     try:

@@ -354,8 +354,8 @@ def distil(
     statements: list[Statement] = list(extractor.extract(clean)) if clean.strip() else []
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
-    from bli_memory.core.extraction.rephrase import home_to_tilde
     from bli_memory.core.extraction import tombstones
+    from bli_memory.core.extraction.rephrase import home_to_tilde
 
     forgotten = tombstones.fetch(backend, space) if statements else []
     for st in statements:
