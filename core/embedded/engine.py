@@ -334,7 +334,7 @@ class EmbeddedBackend(EngineControls):
             InvalidInputError: nothing left to extract, or more than
                 :data:`MAX_EXTRACT_CHARS` characters.
         """
-        from bli_memory.core.hooks.blocks import strip_injected
+        from bli_memory.core.memory.injected_tags import strip_injected
 
         body = strip_injected(text or "").strip()
         if not body:

@@ -28,7 +28,7 @@ SKIP_PATH_MODULES = {
     "bli_memory.core.hooks.trivial", "bli_memory.installers", "bli_memory.installers.files",
     "bli_memory.core.hooks.daemon_start", "bli_memory.core.private_files",
     "bli_memory.core.hooks.receipt_log",
-    "bli_memory.core.memory.unicode_text",
+    "bli_memory.core.memory.unicode_text", "bli_memory.core.memory.injected_tags",
     # the wings' packages themselves: import-free ``__init__`` modules
     "bli_memory.core.cli", "bli_memory.core.hooks", "bli_memory.core.memory",
 }
