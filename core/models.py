@@ -11,11 +11,13 @@ MCP tools all check tags, and it is a fact about the data, below every wing.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_HOST",
+    "AdjustedPlan",
     "Conflict",
     "Exchange",
     "ForgetResult",
@@ -25,6 +27,7 @@ __all__ = [
     "HostConfigPlan",
     "HostConventions",
     "HostStatus",
+    "InstallOption",
     "Memory",
     "MemoryState",
     "Profile",
@@ -328,6 +331,46 @@ class HostConfigPlan:
     files: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     owned: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InstallOption:
+    """An extra ``install`` flag a host plugin offers (hook spec ``host_install_options``).
+
+    The installer adds the flag to ``install``'s parser and hands its value to the plugin's
+    ``host_adjust_plan``; it never names a host itself (docs/plugin-hooks.md).
+
+    Attributes:
+        host: The adapter name the flag is for (``gemini``).
+        flag: The option, e.g. ``--trust-folder``; also its key in ``host_adjust_plan``'s
+            ``options``.
+        help: The text ``install --help`` shows for it.
+        misuse: The error (a ``ConfigError``) when the flag is given but ``host`` is not
+            among the hosts being installed.
+        metavar: The value's name in the help (``PATH``); None makes the flag a switch,
+            ``True`` when given.
+    """
+
+    host: str
+    flag: str
+    help: str
+    misuse: str
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
+class AdjustedPlan:
+    """A host's plan with its optional edits (hook spec ``host_adjust_plan``).
+
+    Attributes:
+        plan: The plan to apply instead of the one given.
+        after_apply: Called once after the plans were written (never on a dry run or
+            when writing failed), e.g. to record what the edits added so uninstall can
+            remove exactly that.
+    """
+
+    plan: HostConfigPlan
+    after_apply: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
