@@ -46,18 +46,21 @@ from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hooks.transcripts import tail_json_lines
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import (
+    AdjustedPlan,
     Exchange,
     HookInput,
     HookResult,
     HostConfigPlan,
     HostConventions,
     HostStatus,
+    InstallOption,
     RenderedOutput,
 )
 
 __all__ = [
     "HOOKS_FILE",
     "INSTRUCTIONS_FILE",
+    "INSTRUCTIONS_OPTION",
     "copilot_dir",
     "hook_file",
     "instructions_text",
@@ -350,3 +353,26 @@ def host_print_config(host: str, contract: dict[str, Any]) -> str | None:
     servers = {"mcpServers": {contract["server_id"]: _server_entry(contract)}}
     return (f"// {base}/mcp-config.json\n{json.dumps(servers, indent=2)}\n"
             f"// {base}/hooks/{HOOKS_FILE}\n{json.dumps(hook_file(contract), indent=2)}\n")
+
+
+#: ``install --copilot-instructions`` (docs/hosts.md, GitHub Copilot CLI).
+INSTRUCTIONS_OPTION = InstallOption(
+    host=HOST, flag="--copilot-instructions",
+    help="GitHub Copilot CLI only: also write a custom-instructions entry asking the "
+         "agent to search memory before work; uninstall removes it",
+    misuse="--copilot-instructions is for GitHub Copilot CLI: use it with --host copilot "
+           "(or --host all with copilot on PATH)",
+)
+
+
+@hookimpl
+def host_install_options() -> list[InstallOption]:
+    return [INSTRUCTIONS_OPTION]
+
+
+@hookimpl
+def host_adjust_plan(host: str, plan: HostConfigPlan, options: dict[str, Any], home: Path,
+                     uninstall: bool) -> AdjustedPlan | None:
+    if host != HOST or uninstall or not options.get(INSTRUCTIONS_OPTION.flag):
+        return None  # uninstall's own plan already removes the instructions file
+    return AdjustedPlan(with_instructions(plan, home))

@@ -39,13 +39,24 @@ import os
 import shutil
 from typing import Any
 
+from bli_memory.adapters.gemini_trust import TRUST_NOTE_PREFIX, adjust_plan
+from bli_memory.adapters.gemini_trust import gemini_dir as _gemini_dir
+from bli_memory.adapters.gemini_trust import is_subpath as _is_subpath
 from bli_memory.core.errors import HostError
 from bli_memory.core.hooks.blocks import strip_injected
 from bli_memory.core.hooks.payloads import additional_context, failed_stop_message
 from bli_memory.core.hooks.payloads import payload_str as _str
 from bli_memory.core.hooks.transcripts import tail_json_lines
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.models import Exchange, HookInput, HookResult, HostConventions, RenderedOutput
+from bli_memory.core.models import (
+    AdjustedPlan,
+    Exchange,
+    HookInput,
+    HookResult,
+    HostConventions,
+    InstallOption,
+    RenderedOutput,
+)
 from bli_memory.installers.files import dict_at as _dict_at
 from bli_memory.installers.files import put_or_drop as _put
 
@@ -151,18 +162,6 @@ def host_read_exchange(host: str, hook_input: HookInput, max_bytes: int) -> Exch
 # --- folder trust ----------------------------------------------------------------------
 
 
-def _gemini_dir(home: Any) -> Any:
-    from pathlib import Path
-
-    override = os.environ.get("GEMINI_CLI_HOME")
-    return Path(override or home) / ".gemini"
-
-
-def _is_subpath(parent: str, child: str) -> bool:
-    rel = os.path.relpath(child, parent)
-    return rel == "." or not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel))
-
-
 def folder_trusted(folder: str, home: Any, settings: dict[str, Any] | None = None,
                    environ: dict[str, str] | None = None) -> bool | None:
     """Whether Gemini CLI 0.61 trusts ``folder``, as its ``checkPathTrust`` decides.
@@ -212,7 +211,6 @@ def folder_trusted(folder: str, home: Any, settings: dict[str, Any] | None = Non
 
 
 #: How :func:`folder_trust_note` starts (the installer drops it once it trusts the folder).
-TRUST_NOTE_PREFIX = "Gemini CLI disables bli-memory in "
 
 
 def folder_trust_note(folder: str, home: Any, settings: dict[str, Any] | None = None) -> str | None:
@@ -284,6 +282,30 @@ def host_plan_config(host: str, contract: dict[str, Any], home: Any, uninstall: 
         note = folder_trust_note(os.getcwd(), home, settings)
         notes = (note,) if note else ()
     return HostConfigPlan(host=HOST, files=files, notes=notes)
+
+
+#: ``install --trust-folder PATH`` (docs/hosts.md, Gemini).
+TRUST_FOLDER = InstallOption(
+    host=HOST, flag="--trust-folder", metavar="PATH",
+    help="Gemini only: also trust PATH in ~/.gemini/trustedFolders.json "
+         "(Gemini disables MCP servers in untrusted folders); uninstall removes it",
+    misuse="--trust-folder is for Gemini CLI: use it with --host gemini (or --host all "
+           "with Gemini CLI on PATH)",
+)
+
+
+@hookimpl
+def host_install_options() -> list[InstallOption]:
+    return [TRUST_FOLDER]
+
+
+@hookimpl
+def host_adjust_plan(host: str, plan: Any, options: dict[str, Any], home: Any,
+                     uninstall: bool) -> AdjustedPlan | None:
+    if host != HOST:
+        return None
+    result: AdjustedPlan | None = adjust_plan(plan, options.get(TRUST_FOLDER.flag), home, uninstall)
+    return result
 
 
 @hookimpl

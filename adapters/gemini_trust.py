@@ -24,17 +24,43 @@ from typing import Any
 
 from bli_memory.core.errors import InstallConflict
 
-__all__ = ["TRUST_LEVEL", "rules_path", "trust_changes", "untrust_changes", "with_trust", "with_untrust"]
+__all__ = [
+    "TRUST_LEVEL",
+    "TRUST_NOTE_PREFIX",
+    "adjust_plan",
+    "gemini_dir",
+    "is_subpath",
+    "record_trust",
+    "rules_path",
+    "trust_changes",
+    "untrust_changes",
+    "with_trust",
+    "with_untrust",
+]
 
 TRUST_LEVEL = "TRUST_FOLDER"
 
 
+#: How the "untrusted folder" note of Gemini's plan and status begins.
+TRUST_NOTE_PREFIX = "Gemini CLI disables bli-memory in "
+
+
+def gemini_dir(home: Any) -> Path:
+    """Gemini CLI's folder: ``$GEMINI_CLI_HOME/.gemini``, else ``<home>/.gemini``."""
+    override = os.environ.get("GEMINI_CLI_HOME")
+    return Path(override or home) / ".gemini"
+
+
+def is_subpath(parent: str, child: str) -> bool:
+    """Whether ``child`` is ``parent`` or lies inside it (both absolute, no symlinks resolved)."""
+    rel = os.path.relpath(child, parent)
+    return rel == "." or not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel))
+
+
 def rules_path(home: Any) -> Path:
     """The ``trustedFolders.json`` Gemini CLI reads."""
-    from bli_memory.adapters.gemini import _gemini_dir
-
     override = os.environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
-    return Path(override) if override else Path(_gemini_dir(home)) / "trustedFolders.json"
+    return Path(override) if override else Path(gemini_dir(home)) / "trustedFolders.json"
 
 
 def _load(path: Path) -> tuple[str | None, dict[str, Any]]:
@@ -92,11 +118,9 @@ def with_trust(plan: Any, folder: str, home: Any, cwd: str) -> tuple[Any, str | 
     """
     from dataclasses import replace
 
-    from bli_memory.adapters.gemini import TRUST_NOTE_PREFIX, _is_subpath
-
     resolved, changes = trust_changes(folder, home)
     notes = list(plan.notes)
-    if _is_subpath(resolved, os.path.realpath(cwd)):
+    if is_subpath(resolved, os.path.realpath(cwd)):
         notes = [n for n in notes if not n.startswith(TRUST_NOTE_PREFIX)]
     where = next(iter(changes), str(rules_path(home)))
     notes.append(f"trusts {resolved} for Gemini CLI ({where}); uninstall removes that entry"
@@ -110,3 +134,50 @@ def with_untrust(plan: Any, folders: set[str], home: Any) -> Any:
 
     changes = untrust_changes(folders, home)
     return replace(plan, files={**plan.files, **changes}) if changes else plan
+
+
+def record_trust(trusted: str | None, forget: bool) -> None:
+    """Keep the folders install trusted in the installer's record, for uninstall to remove.
+
+    Args:
+        trusted: A folder install added an entry for (None: none added).
+        forget: Drop every recorded folder first (uninstall removed their entries).
+
+    A record that cannot be written is left as it was (never raises ``OSError``).
+    """
+    if trusted is None and not forget:
+        return
+    from bli_memory.installers.created import Record
+
+    record = Record()
+    if forget:
+        record.trusted.clear()
+    if trusted is not None:
+        record.trusted.add(trusted)
+    try:
+        record.save()
+    except OSError:
+        pass
+
+
+def adjust_plan(plan: Any, folder: str | None, home: Any, uninstall: bool) -> Any:
+    """Gemini's ``host_adjust_plan``: trust ``--trust-folder``'s folder, or untrust the recorded ones.
+
+    Returns an :class:`~bli_memory.core.models.AdjustedPlan`, or None when there is
+    nothing to add (install without ``--trust-folder``).
+
+    Raises:
+        InstallConflict: as :func:`trust_changes`.
+    """
+    from functools import partial
+
+    from bli_memory.core.models import AdjustedPlan
+
+    if uninstall:
+        from bli_memory.installers.created import Record
+
+        return AdjustedPlan(with_untrust(plan, Record().trusted, home), partial(record_trust, None, True))
+    if not folder:
+        return None
+    adjusted, resolved = with_trust(plan, folder, home, os.getcwd())
+    return AdjustedPlan(adjusted, partial(record_trust, resolved, False))

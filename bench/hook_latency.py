@@ -154,7 +154,7 @@ def start_daemon(env: dict[str, str], cwd: Path) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    from bli_memory.core.daemon import client as daemon_client
+    from bli_memory.core.hooks import daemon_client
 
     sock = Path(env["HOME"]) / ".local/state/bli-cockpit/memory-daemon.sock"
     give_up = time.monotonic() + 120
@@ -178,7 +178,7 @@ def daemon_rss_mb(pid: int) -> float:
 
 def in_process_answers(env: dict[str, str], project: Path, queries: list[str], n: int = 50) -> dict[str, Any]:
     """The daemon's answer time seen by a client in this process (no process start)."""
-    from bli_memory.core.daemon import client as daemon_client
+    from bli_memory.core.hooks import daemon_client
 
     sock = Path(env["HOME"]) / ".local/state/bli-cockpit/memory-daemon.sock"
     req, pings = [], []

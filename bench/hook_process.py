@@ -58,7 +58,7 @@ def _env(home_env: dict[str, str]) -> dict[str, str]:
 
 
 def _start_daemon(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    from bli_memory.core.daemon import client as daemon_client
+    from bli_memory.core.hooks import daemon_client
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "bli_memory.core.cli.main", "daemon"],

@@ -32,8 +32,8 @@ FLAT_NAMES: dict[str, str] = {
     "cockpit": "cli.cockpit",
     "conflicts": "memory.conflicts",
     "daemon": "daemon.server",
-    "daemon_client": "daemon.client",
-    "daemon_start": "daemon.start",
+    "daemon_client": "hooks.daemon_client",
+    "daemon_start": "hooks.daemon_start",
     "demo": "cli.demo",
     "durability": "extraction.durability",
     "embeddings": "memory.embeddings",
@@ -81,7 +81,7 @@ FLAT_NAMES: dict[str, str] = {
     "switches": "memory.switches",
     "term_evidence": "memory.term_evidence",
     "terms": "memory.terms",
-    "tombstones": "memory.tombstones",
+    "tombstones": "extraction.tombstones",
     "tool_text": "mcp.tool_text",
     "transcripts": "hooks.transcripts",
     "trivial": "hooks.trivial",
@@ -104,6 +104,7 @@ def capture_modules(rev: str, repo: Path) -> list[tuple[str, str]]:
                             capture_output=True, text=True, check=True).stdout.split()
     if "core/extraction.py" in listed:  # the flat layout
         return [(f"bli_memory.core.{n}", f"core/{n}.py") for n in _FLAT_CAPTURE if f"core/{n}.py" in listed]
+    # early wing revisions kept the tombstones in core/memory/
     wanted = [p for p in listed if p.startswith("core/extraction/") and p.endswith(".py")
               and not p.endswith("__init__.py") and p.count("/") == 2] + ["core/memory/tombstones.py"]
     return [("bli_memory.core." + p[len("core/"):-3].replace("/", "."), p) for p in wanted if p in listed]

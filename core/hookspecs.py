@@ -31,12 +31,14 @@ import pluggy
 if TYPE_CHECKING:
     from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.models import (
+        AdjustedPlan,
         Exchange,
         HookInput,
         HookResult,
         HostConfigPlan,
         HostConventions,
         HostStatus,
+        InstallOption,
         RenderedOutput,
     )
     from bli_memory.core.settings import Settings
@@ -138,6 +140,46 @@ def host_plan_config(
 
     Raises:
         InstallConflict: an existing config file is malformed; nothing may be written.
+    """
+
+
+@hookspec
+def host_install_options() -> list[InstallOption]:
+    """Declare the extra flags ``install`` offers for this plugin's host.
+
+    Called by the installer when it builds ``install``'s parser; results are collected
+    in plugin order, which is the order of the flags in ``install --help``. A value given
+    reaches :func:`host_adjust_plan` under the option's ``flag``.
+
+    Returns:
+        The options (often ``[]``).
+    """
+    raise NotImplementedError  # a spec: pluggy calls the implementations, never this body
+
+
+@hookspec(firstresult=True)
+def host_adjust_plan(
+    host: str, plan: HostConfigPlan, options: dict[str, Any], home: Path, uninstall: bool
+) -> AdjustedPlan | None:
+    """Add a host's optional edits to its install or uninstall plan.
+
+    Called by the installer for every host it plans, after :func:`host_plan_config`.
+
+    Args:
+        host: Adapter name.
+        plan: The host's plan from :func:`host_plan_config`.
+        options: ``{flag: value}`` of every option from :func:`host_install_options`
+            (``None`` when not given); ``{}`` for uninstall.
+        home: The home folder whose config files are edited.
+        uninstall: The plan removes; take away what the options once added.
+
+    Returns:
+        The adjusted plan (and what to run once it is written), or ``None`` when ``host``
+        is not this plugin's or there is nothing to add. Stops at first non-None result.
+
+    Raises:
+        ConfigError: an option's value is unusable.
+        InstallConflict: a file the edits touch is malformed; nothing may be written.
     """
 
 

@@ -3,15 +3,20 @@
 Frozen dataclasses, standard library only, so host adapters and the hook entry
 point can import them for free. Times are ISO 8601 strings in UTC
 (``2026-11-30T04:57:01.123456Z``); similarities are cosine similarities in
-[-1, 1] between L2-normalised embeddings.
+[-1, 1] between L2-normalised embeddings. The container tag rule
+(:func:`validate_tag`, docs/spaces.md) lives here too: settings, the stores and the
+MCP tools all check tags, and it is a fact about the data, below every wing.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "AdjustedPlan",
     "Conflict",
     "Exchange",
     "ForgetResult",
@@ -21,6 +26,7 @@ __all__ = [
     "HostConfigPlan",
     "HostConventions",
     "HostStatus",
+    "InstallOption",
     "Memory",
     "MemoryState",
     "Profile",
@@ -29,6 +35,7 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "UpdateResult",
+    "validate_tag",
 ]
 
 MemoryState = Literal["active", "superseded", "forgotten"]
@@ -321,6 +328,46 @@ class HostConfigPlan:
 
 
 @dataclass(frozen=True)
+class InstallOption:
+    """An extra ``install`` flag a host plugin offers (hook spec ``host_install_options``).
+
+    The installer adds the flag to ``install``'s parser and hands its value to the plugin's
+    ``host_adjust_plan``; it never names a host itself (docs/plugin-hooks.md).
+
+    Attributes:
+        host: The adapter name the flag is for (``gemini``).
+        flag: The option, e.g. ``--trust-folder``; also its key in ``host_adjust_plan``'s
+            ``options``.
+        help: The text ``install --help`` shows for it.
+        misuse: The error (a ``ConfigError``) when the flag is given but ``host`` is not
+            among the hosts being installed.
+        metavar: The value's name in the help (``PATH``); None makes the flag a switch,
+            ``True`` when given.
+    """
+
+    host: str
+    flag: str
+    help: str
+    misuse: str
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
+class AdjustedPlan:
+    """A host's plan with its optional edits (hook spec ``host_adjust_plan``).
+
+    Attributes:
+        plan: The plan to apply instead of the one given.
+        after_apply: Called once after the plans were written (never on a dry run or
+            when writing failed), e.g. to record what the edits added so uninstall can
+            remove exactly that.
+    """
+
+    plan: HostConfigPlan
+    after_apply: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
 class HostStatus:
     """What is installed for one host.
 
@@ -363,3 +410,30 @@ class HostConventions:
     client_names: tuple[str, ...] = ()
     context_wrappers: tuple[str, ...] = ()
     experience_dir: str | None = None
+
+
+_TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def validate_tag(tag: str) -> str:
+    """Validate a container tag and return it stripped.
+
+    A valid tag is 1 to 128 characters from ``[A-Za-z0-9_.:-]`` after
+    stripping surrounding whitespace. Used for ``BLI_MEMORY_CONTAINER_TAG`` and
+    for the ``containerTag`` argument of the MCP tools.
+
+    Args:
+        tag: The candidate tag.
+
+    Returns:
+        The stripped tag.
+
+    Raises:
+        ValueError: If ``tag`` is not a string or is not a valid tag.
+    """
+    if not isinstance(tag, str):
+        raise ValueError(f"container tag must be a string, got {type(tag).__name__}")
+    stripped = tag.strip()
+    if not _TAG_RE.fullmatch(stripped):
+        raise ValueError(f"invalid container tag {tag!r}: must be 1-128 characters from [A-Za-z0-9_.:-]")
+    return stripped

@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     def _valid_tag(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from bli_memory.core.memory.spaces import validate_tag
+        from bli_memory.core.models import validate_tag
 
         return validate_tag(value)  # ValueError names the rule (docs/spaces.md)
 

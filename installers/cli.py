@@ -80,13 +80,13 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
                             help="print what would change, per host and file, and write nothing")
         parser.add_argument("--verbose", action="store_true",
                             help="with --dry-run, show the full diff of plugin files too")
-    if command == "install":
-        parser.add_argument("--trust-folder", metavar="PATH",
-                            help="Gemini only: also trust PATH in ~/.gemini/trustedFolders.json "
-                                 "(Gemini disables MCP servers in untrusted folders); uninstall removes it")
-        parser.add_argument("--copilot-instructions", action="store_true",
-                            help="GitHub Copilot CLI only: also write a custom-instructions entry asking the "
-                                 "agent to search memory before work; uninstall removes it")
+    # Host-specific flags come from the host plugins (hook spec host_install_options).
+    options = [o for batch in pm.hook.host_install_options() for o in batch] if command == "install" else []
+    for option in options:
+        if option.metavar is None:
+            parser.add_argument(option.flag, action="store_true", help=option.help)
+        else:
+            parser.add_argument(option.flag, metavar=option.metavar, help=option.help)
     args = parser.parse_args(argv)
     from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
 
@@ -110,8 +110,7 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         ours = [h for h in skipped if skipped_status[h].state in ("installed", "outdated")]
         hosts, skipped = hosts + ours, [h for h in skipped if h not in ours]
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
-    plans, trusted, untrusted = _gemini_trust(plans, args, command, home)
-    plans = _copilot_instructions(plans, args, home)
+    plans, after_apply = _adjust_plans(pm, plans, options, args, home, uninstall=command == "uninstall")
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
     if args.dry_run:
         from bli_memory.installers.apply import known_hosts
@@ -120,7 +119,8 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         names = {h: info.get("display_name", h) for h, info in known_hosts(pm).items()}
         out(render(reports, names, verbose=args.verbose, skipped=tuple(skipped)))
         return 0
-    _record_trust(trusted, untrusted)
+    for done in after_apply:
+        done()
     for r in reports:
         if r.outcome == "unchanged":
             verb = "already installed" if command == "install" else "nothing of ours to remove"
@@ -141,66 +141,30 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
     return 0
 
 
-def _gemini_trust(plans: list, args, command: str, home: Path) -> tuple[list, str | None, bool]:
-    """Add ``--trust-folder``'s entry to Gemini's install plan, or the recorded ones' removal
-    to its uninstall plan; returns the plans, the folder to record, and whether to forget them."""
-    folder = getattr(args, "trust_folder", None)
-    gemini = [i for i, p in enumerate(plans) if p.host == "gemini"]
-    if folder and not gemini:
-        from bli_memory.core.errors import ConfigError
+def _adjust_plans(pm, plans: list, options: list, args, home: Path, *, uninstall: bool) -> tuple[list, list]:
+    """Each host's plan with the edits its own install flags ask for (hook spec ``host_adjust_plan``).
 
-        raise ConfigError("--trust-folder is for Gemini CLI: use it with --host gemini (or --host all "
-                          "with Gemini CLI on PATH)")
-    if not gemini:
-        return plans, None, False
-    from bli_memory.adapters.gemini_trust import with_trust, with_untrust
+    Returns the plans and what to run once they are written.
 
-    i = gemini[0]
-    plans = list(plans)
-    if command == "uninstall":
-        from bli_memory.installers.created import Record
+    Raises:
+        ConfigError: a flag was given for a host that is not being installed (the
+            option's ``misuse`` message), or a host refused its value.
+    """
+    values = {o.flag: getattr(args, o.flag.lstrip("-").replace("-", "_"), None) for o in options}
+    planned = {p.host for p in plans}
+    for option in options:
+        if values[option.flag] and option.host not in planned:
+            from bli_memory.core.errors import ConfigError
 
-        plans[i] = with_untrust(plans[i], Record().trusted, home)
-        return plans, None, True
-    if not folder:
-        return plans, None, False
-    import os
-
-    plans[i], resolved = with_trust(plans[i], folder, home, os.getcwd())
-    return plans, resolved, False
-
-
-def _copilot_instructions(plans: list, args, home: Path) -> list:
-    """Add the custom-instructions file to Copilot's install plan when ``--copilot-instructions`` asks."""
-    if not getattr(args, "copilot_instructions", False):
-        return plans
-    copilot = [i for i, p in enumerate(plans) if p.host == "copilot"]
-    if not copilot:
-        from bli_memory.core.errors import ConfigError
-
-        raise ConfigError("--copilot-instructions is for GitHub Copilot CLI: use it with --host copilot "
-                          "(or --host all with copilot on PATH)")
-    from bli_memory.adapters.copilot import with_instructions
-
-    plans = list(plans)
-    plans[copilot[0]] = with_instructions(plans[copilot[0]], home)
-    return plans
-
-
-def _record_trust(trusted: str | None, forget: bool) -> None:
-    if trusted is None and not forget:
-        return
-    from bli_memory.installers.created import Record
-
-    record = Record()
-    if forget:
-        record.trusted.clear()
-    if trusted is not None:
-        record.trusted.add(trusted)
-    try:
-        record.save()
-    except OSError:
-        pass
+            raise ConfigError(option.misuse)
+    adjusted, after_apply = [], []
+    for plan in plans:
+        result = pm.hook.host_adjust_plan(host=plan.host, plan=plan, options={} if uninstall else values,
+                                          home=home, uninstall=uninstall)
+        adjusted.append(plan if result is None else result.plan)
+        if result is not None and result.after_apply is not None:
+            after_apply.append(result.after_apply)
+    return adjusted, after_apply
 
 
 def _status_lines(st, out) -> None:
@@ -235,7 +199,7 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
     if any(state in ("installed", "outdated") for state in states):
         return
     try:
-        from bli_memory.core.daemon.client import stop
+        from bli_memory.core.hooks.daemon_client import stop
     except ImportError:
         return
     pid = stop()
@@ -245,7 +209,7 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
 
 def _daemon_line(out) -> None:
     try:
-        from bli_memory.core.daemon.client import status as daemon_status
+        from bli_memory.core.hooks.daemon_client import status as daemon_status
     except ImportError:
         return
     try:

@@ -226,7 +226,7 @@ def _check_model(rows: list[tuple[str, str, str]]) -> None:
 
 def _daemon_state() -> str:
     try:
-        from bli_memory.core.daemon.client import status as daemon_status
+        from bli_memory.core.hooks.daemon_client import status as daemon_status
 
         d = daemon_status()
     except Exception:

@@ -127,7 +127,7 @@ def _plugin_command(name: str, argv: list[str], args: list[str]) -> int:
 _SUBCOMMANDS = {
     "demo": "bli_memory.core.cli.demo",
     "daemon": "bli_memory.core.daemon.server",
-    "worker": "bli_memory.core.extraction.worker",
+    "worker": "bli_memory.core.cli.worker",
     "service": "bli_memory.core.cli.service",
     "memory": "bli_memory.core.cli.memory",
     "ui": "bli_memory.core.ui.cli",

@@ -137,9 +137,15 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.write
     if args.cmd == "reembed":
         from bli_memory.core.embedded import reembed
+        from bli_memory.core.errors import ConfigError
         from bli_memory.core.settings import load_settings
+        from bli_memory.core.team.remote import remote_target
 
-        return reembed.main(load_settings(), batch_rows=args.batch, as_json=args.json)
+        settings = load_settings()
+        if remote_target(settings) is not None:  # the embedded wing never looks at the team's
+            raise ConfigError("memory reembed works on the embedded store; this machine uses a memory "
+                              "service, whose vectors the service keeps")
+        return reembed.main(settings, batch_rows=args.batch, as_json=args.json)
     from bli_memory.core.memory.version_ids import version_note
 
     backend = _backend()

@@ -23,7 +23,9 @@ Three sections, each over rolling 7- and 30-day windows ending now:
 - OUTBOX: entries queued, shipped, in conflict, rejected, and unreadable sidecars.
 
 Every read that was missing, capped or failed is named in the output; the command
-exits 0 whenever it could print the view.
+exits 0 whenever it could print the view. The numbers come from
+:func:`bli_memory.core.experience.ops_view.build_view` (the memory browser's ops page
+shows the same); this module only formats them.
 """
 
 from __future__ import annotations
@@ -31,310 +33,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = [
-    "DEFAULT_MAX_ROWS",
-    "LAST_REASONS",
-    "PAGE_SIZE",
-    "WINDOWS",
-    "build_view",
-    "main",
-    "read_hooks",
-    "render_text",
-]
+from bli_memory.core.experience.ops_view import DEFAULT_MAX_ROWS, STORES, build_view, empty_verdict_counts
+from bli_memory.core.hooks.stats_windows import WINDOWS, empty_hook_counts
 
-#: Rolling windows, in days, of every total (BLI Memory spec: 7/30-day totals).
-WINDOWS = {"7d": 7, "30d": 30}
-#: Rows per page when reading the experience table.
-PAGE_SIZE = 500
-#: Most experience rows one view reads before it says the read was capped.
-DEFAULT_MAX_ROWS = 50_000
-#: Reasons shown per store (BLI Memory spec: the last five, verbatim).
-LAST_REASONS = 5
-
-_VERDICTS = ("win", "loss", "noise")
-_STORES = ("bli", "supermemory", "both")
-
-
-# --- hooks -----------------------------------------------------------------------
-
-
-def _empty_event() -> dict[str, Any]:
-    return {"runs": 0, "ok": 0, "skipped_trivial": 0, "skipped": {}, "failed": {},
-            "via": {"daemon": 0, "direct": 0}, "daemon_fallback": {}, "other": {}}
-
-
-def _add(event: dict[str, Any], key: str, count: int) -> None:
-    if key == "ok":
-        event["ok"] += count
-        event["runs"] += count
-    elif key == "skipped_trivial":
-        event["skipped_trivial"] += count
-        event["runs"] += count
-    elif key.startswith(("skipped:", "failed:")):
-        kind, _, reason = key.partition(":")
-        event[kind][reason] = event[kind].get(reason, 0) + count
-        event["runs"] += count
-    elif key.startswith("via:"):
-        route = key[4:]
-        event["via"][route] = event["via"].get(route, 0) + count
-    elif key.startswith("daemon:"):
-        note = key[7:]
-        event["daemon_fallback"][note] = event["daemon_fallback"].get(note, 0) + count
-    else:
-        event["other"][key] = event["other"].get(key, 0) + count
-
-
-def read_hooks(path: Path, now: datetime) -> dict[str, Any]:
-    """Hook counts per window from the stats file.
-
-    Returns:
-        ``{"source", "read": "ok"|"missing"|"failed", "error", "ignored",
-        "windows": {"7d": {event: counts}, "30d": {...}}}`` where counts are
-        ``{"runs", "ok", "skipped_trivial", "skipped": {reason: n}, "failed": {reason: n},
-        "via": {"daemon": n, "direct": n}, "daemon_fallback": {reason: n}, "other": {key: n}}``:
-        ``runs`` is ok + skipped_trivial + every skipped and failed; ``via`` counts the
-        route that answered; ``daemon_fallback`` why the daemon route was not taken
-        (``daemon:<reason>`` in the file). ``ignored`` counts buckets or counters that
-        were not in the documented shape.
-    """
-    out: dict[str, Any] = {"source": str(path), "read": "ok", "error": None, "ignored": 0,
-                           "probe_runs_counted": False, "windows": {w: {} for w in WINDOWS}}
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        out["read"] = "missing"
-        return out
-    except OSError as exc:
-        out.update(read="failed", error=f"cannot read the stats file: {exc.strerror or exc}")
-        return out
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        out.update(read="failed", error="the stats file is not valid JSON")
-        return out
-    hours = data.get("hours") if isinstance(data, dict) else None
-    if not isinstance(hours, dict):
-        out.update(read="failed", error="the stats file has no 'hours' object")
-        return out
-    cutoffs = {w: (now - timedelta(days=d)).replace(minute=0, second=0, microsecond=0)
-               for w, d in WINDOWS.items()}
-    for hour_key, events in sorted(hours.items()):
-        try:
-            hour = datetime.strptime(hour_key, "%Y-%m-%dT%H").replace(tzinfo=UTC)
-        except (TypeError, ValueError):
-            out["ignored"] += 1
-            continue
-        if not isinstance(events, dict):
-            out["ignored"] += 1
-            continue
-        for event_name, counters in events.items():
-            if not isinstance(counters, dict):
-                out["ignored"] += 1
-                continue
-            for key, count in counters.items():
-                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                    out["ignored"] += 1
-                    continue
-                for w, cutoff in cutoffs.items():
-                    if hour >= cutoff:
-                        bucket = out["windows"][w].setdefault(event_name, _empty_event())
-                        _add(bucket, str(key), count)
-    return out
-
-
-# --- experience ------------------------------------------------------------------
-
-
-@dataclass
-class _ReadStats:
-    requested: int = 0
-    returned: int = 0
-    unique: int = 0
-    capped: bool = False
-    failed: str | None = None
-    ids: set[str] = field(default_factory=set)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"requested": self.requested, "returned": self.returned, "unique": self.unique,
-                "capped": self.capped, "failed": self.failed}
-
-
-def _read_store(
-    store_path: Path, since: str, max_rows: int, page_size: int
-) -> tuple[list[dict[str, Any]], _ReadStats]:
-    from bli_memory.core.embedded.store import SQLiteStore
-    from bli_memory.core.errors import BliMemoryError
-    from bli_memory.core.memory import embeddings
-
-    stats = _ReadStats()
-    rows: list[dict[str, Any]] = []
-    if not store_path.exists():
-        return rows, stats
-    try:
-        store = SQLiteStore(store_path, model_name=embeddings.MODEL_NAME, dimensions=embeddings.DIMENSIONS)
-    except BliMemoryError as exc:
-        stats.failed = f"{exc.reason}: {exc.message}"
-        return rows, stats
-    try:
-        before: tuple[str, str] | None = None
-        while True:
-            want = min(page_size, max_rows + 1 - len(rows))
-            stats.requested += want
-            try:
-                page = store.experience_page(since=since, before=before, limit=want)
-            except BliMemoryError as exc:
-                stats.failed = f"{exc.reason}: {exc.message}"
-                break
-            stats.returned += len(page)
-            rows.extend(page)
-            if len(rows) > max_rows:
-                del rows[max_rows:]
-                stats.capped = True
-                break
-            if len(page) < want:
-                break
-            before = (page[-1]["created_at"], page[-1]["id"])
-    finally:
-        store.close()
-    return rows, stats
-
-
-def _read_outbox(since: str, max_rows: int) -> tuple[list[dict[str, Any]], _ReadStats, dict[str, Any]]:
-    from bli_memory.core.experience.log import outbox_dir, read_outbox
-
-    scan = read_outbox()
-    stats = _ReadStats(requested=len(scan.items) + len(scan.unreadable))
-    counts = {"queued": 0, "shipped": 0, "conflict": 0, "rejected": 0}
-    rows: list[dict[str, Any]] = []
-    for item in scan.items:
-        d = item.data
-        if d.get("shipped"):
-            counts["shipped"] += 1
-        elif d.get("conflict"):
-            counts["conflict"] += 1
-        elif d.get("rejected"):
-            counts["rejected"] += 1
-        else:
-            counts["queued"] += 1
-        if item.created_at >= since:
-            rows.append({k: d.get(k) for k in ("id", "store", "verdict", "reason", "created_at",
-                                                "person", "device", "agent", "project")})
-    stats.returned = len(rows)
-    if len(rows) > max_rows:
-        rows = rows[-max_rows:]  # the newest, as the store reader keeps
-        stats.capped = True
-    if scan.unreadable:
-        stats.failed = f"{len(scan.unreadable)} sidecar(s) unreadable"
-    outbox: dict[str, Any] = {"path": str(outbox_dir()), **counts, "unreadable": len(scan.unreadable)}
-    return rows, stats, outbox
-
-
-def _utc_when(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _counts() -> dict[str, int]:
-    return {"win": 0, "loss": 0, "noise": 0, "total": 0}
-
-
-def _aggregate(
-    rows: Iterable[Mapping[str, Any]], now: datetime, when: Callable[[datetime], str]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    cut = {w: now - timedelta(days=d) for w, d in WINDOWS.items()}
-    windows: dict[str, Any] = {
-        w: {"by_store": {s: _counts() for s in _STORES}, "by_person": {}} for w in WINDOWS
-    }
-    last: dict[str, list[dict[str, Any]]] = {s: [] for s in _STORES}
-    for row in rows:
-        try:
-            created = datetime.fromisoformat(str(row["created_at"]))
-        except (KeyError, ValueError):
-            continue
-        created = created if created.tzinfo else created.replace(tzinfo=UTC)
-        store, verdict = row.get("store"), row.get("verdict")
-        if store not in _STORES or verdict not in _VERDICTS:
-            continue
-        person = str(row.get("person") or "unknown")
-        for w, cutoff in cut.items():
-            if created < cutoff:
-                continue
-            for counts in (windows[w]["by_store"][store],
-                           windows[w]["by_person"].setdefault(person, {}).setdefault(store, _counts())):
-                counts[verdict] += 1
-                counts["total"] += 1
-        if created >= cut["30d"]:
-            last[store].append({"id": row.get("id"), "created_at": row.get("created_at"),
-                                "when": when(created),
-                                "person": person, "agent": row.get("agent") or "",
-                                "project": row.get("project") or "", "verdict": verdict,
-                                "reason": row.get("reason")})
-    for store in _STORES:
-        last[store] = sorted(last[store], key=lambda r: (r["created_at"], r["id"]), reverse=True)[
-            :LAST_REASONS
-        ]
-    return windows, last
-
-
-def build_view(*, now: datetime | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-               page_size: int = PAGE_SIZE) -> dict[str, Any]:
-    """The whole operations view as a JSON-ready dict (what ``--json`` prints).
-
-    Args:
-        now: End of every window (default now, UTC).
-        max_rows: Most experience rows read before the read is reported capped.
-        page_size: Rows per page of the experience table.
-
-    Returns:
-        ``{"generated_at", "hooks": ..., "experience": ..., "outbox": ...}``; see
-        :func:`read_hooks` for the hooks part. ``experience`` has ``source`` (``kind``
-        ``local_store`` or ``outbox``, ``path``), ``read`` (requested, returned, unique,
-        capped, failed), ``windows`` (``by_store``: store -> win/loss/noise/total;
-        ``by_person``: person -> store -> counts) and ``last_reasons`` (store -> up to
-        five entries, newest first).
-    """
-    from bli_memory.core import paths
-    from bli_memory.core.errors import BliMemoryError
-    from bli_memory.core.experience.log import format_time, resolve_timezone
-    from bli_memory.core.settings import load_settings
-
-    moment = (now or datetime.now(UTC)).astimezone(UTC)
-    since = (moment - timedelta(days=max(WINDOWS.values()))).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    view: dict[str, Any] = {"generated_at": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                            "hooks": read_hooks(paths.hook_stats_path(), moment)}
-    outbox_rows, outbox_stats, outbox = _read_outbox(since, max_rows)
-    view["outbox"] = outbox
-    try:
-        settings = load_settings()
-        remote = settings.remote
-        store_path = settings.store_path
-        zone, label = resolve_timezone(settings.experience_tz)
-    except BliMemoryError as exc:
-        windows, last = _aggregate([], moment, _utc_when)
-        view["experience"] = {"source": {"kind": None, "path": None},
-                              "read": _ReadStats(failed=exc.message).as_dict(),
-                              "windows": windows, "last_reasons": last}
-        return view
-
-    def when(moment: datetime) -> str:
-        return format_time(moment, zone, label)
-
-    if remote:
-        rows, stats = outbox_rows, outbox_stats
-        source = {"kind": "outbox", "path": outbox["path"]}
-    else:
-        rows, stats = _read_store(store_path, since, max_rows, page_size)
-        source = {"kind": "local_store", "path": str(store_path), "exists": store_path.exists()}
-    stats.unique = len({r.get("id") for r in rows})
-    windows, last = _aggregate(rows, moment, when)
-    view["experience"] = {"source": source, "read": stats.as_dict(), "windows": windows,
-                          "last_reasons": last}
-    return view
+__all__ = ["main", "render_text"]
 
 
 # --- text ------------------------------------------------------------------------
@@ -371,7 +76,7 @@ def render_text(view: Mapping[str, Any]) -> str:
     if events:
         lines.append(f"  {'':<{_LABEL}}" + "".join(f"{w:>{_COL}}" for w in WINDOWS))
     for name in events:
-        per = [hooks["windows"][w].get(name, _empty_event()) for w in WINDOWS]
+        per = [hooks["windows"][w].get(name, empty_hook_counts()) for w in WINDOWS]
         lines.append(f"  {name}")
         lines.append(_row("  runs", (p["runs"] for p in per)))
         lines.append(_row("  ok", (p["ok"] for p in per)))
@@ -403,7 +108,7 @@ def render_text(view: Mapping[str, Any]) -> str:
     keys = ("win", "loss", "noise", "total")
     lines.append(_group_head((f"{d} days" for d in WINDOWS.values()), len(keys)))
     lines.append(f"  {'by store':<{_LABEL}}" + "".join(f"{k:>{_COL}}" for _ in WINDOWS for k in keys))
-    for store in _STORES:
+    for store in STORES:
         vals = [exp["windows"][w]["by_store"][store][k] for w in WINDOWS for k in keys]
         lines.append(_row(f"  {store} {_MARK[store]}", vals))
     people = sorted(set().union(*(exp["windows"][w]["by_person"].keys() for w in WINDOWS)))
@@ -411,14 +116,14 @@ def render_text(view: Mapping[str, Any]) -> str:
     if not people:
         lines.append("    (no entries in the last 30 days)")
     for person in people:
-        for store in _STORES:
+        for store in STORES:
             per = [exp["windows"][w]["by_person"].get(person, {}).get(store) for w in WINDOWS]
             if not any(per):
                 continue
-            vals = [(p or _counts())[k] for p in per for k in keys]
+            vals = [(p or empty_verdict_counts())[k] for p in per for k in keys]
             lines.append(_row(f"  {person} \u00b7 {store} {_MARK[store]}", vals))
     lines.append("  last reasons (30 days, newest first, verbatim)")
-    for store in _STORES:
+    for store in STORES:
         lines.append(f"    {store} {_MARK[store]}")
         entries = exp["last_reasons"][store]
         if not entries:

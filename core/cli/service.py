@@ -145,7 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from bli_memory.core.logs import configure_logging
     from bli_memory.core.team.pg_store import migrate
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.ui.service_app import create_service_app
 
     configure_logging(args.log_level, os.environ.get("BLI_MEMORY_LOG_FORMAT", "console"))
     _quiet_alembic()
@@ -155,7 +155,7 @@ def _serve(args: argparse.Namespace) -> int:
     if applied:
         sys.stderr.write(f"[bli-memory] database schema migrated: {', '.join(applied)}\n")
     _check_port_free(args.host, args.port)
-    app = create_app(database_url=args.database_url, run_jobs=not args.no_jobs)
+    app = create_service_app(database_url=args.database_url, run_jobs=not args.no_jobs)
     sys.stderr.write(f"[bli-memory] service listening on http://{args.host}:{args.port}\n")
     sys.stderr.flush()
     # access_log off: the service writes its own line per request (door, status, time,

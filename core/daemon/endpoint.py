@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core._version import VERSION
-from bli_memory.core.daemon import client as daemon_client
 from bli_memory.core.daemon.oplog import log
+from bli_memory.core.hooks import daemon_client
 from bli_memory.core.private_files import make_private_dir
 
 __all__ = ["LOCK_WAIT_S", "Endpoint", "Refused"]

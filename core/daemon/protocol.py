@@ -1,4 +1,4 @@
-"""The daemon's wire: one JSON line in, one out (:mod:`bli_memory.core.daemon.client`).
+"""The daemon's wire: one JSON line in, one out (:mod:`bli_memory.core.hooks.daemon_client`).
 
 :func:`read_request` reads one request line within the limits the client keeps
 (``MAX_LINE_BYTES``); :func:`reply_line` encodes one answer with the daemon's version
@@ -12,7 +12,7 @@ import socket
 from typing import Any
 
 from bli_memory.core._version import VERSION
-from bli_memory.core.daemon import client as daemon_client
+from bli_memory.core.hooks import daemon_client
 
 __all__ = ["read_request", "reply_line"]
 

@@ -10,7 +10,7 @@ function the hook's direct path runs; there is no second implementation of recal
   0700 folder. The daemon refuses to start when the folder or the socket path belongs
   to another user (exit 1, ``socket_not_owned``).
 - **Protocol**: one JSON line in, one out, then the connection closes (see
-  :mod:`bli_memory.core.daemon.client`). Malformed, oversized or slow requests get an
+  :mod:`bli_memory.core.hooks.daemon_client`). Malformed, oversized or slow requests get an
   error line; no request can crash the daemon. One thread per connection, at most
   :data:`MAX_CONNECTIONS` at once (more are answered ``busy``).
 - **One per user**: an exclusive ``flock`` on ``memory-daemon.lock`` for its whole
@@ -51,14 +51,13 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
-from bli_memory.core.daemon import client as daemon_client
-from bli_memory.core.daemon import start as daemon_start
 from bli_memory.core.daemon.drain import DRAIN_AFTER_STOP_S, DRAIN_INTERVAL_S, DRAIN_MAX_JOBS, drain_loop
 from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import read_request, reply_line
 from bli_memory.core.daemon.warm import WarmContext
 from bli_memory.core.defaults import DEFAULT_HOST
+from bli_memory.core.hooks import daemon_client, daemon_start
 
 __all__ = [
     "DRAIN_AFTER_STOP_S",

@@ -277,7 +277,7 @@ class EmbeddedBackend(EngineControls):
     def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
         """Forgotten contents of ``space`` and its aliases, newest first.
 
-        Automatic capture does not write them again (:mod:`bli_memory.core.memory.tombstones`).
+        Automatic capture does not write them again (:mod:`bli_memory.core.extraction.tombstones`).
         """
         _, spaces = self.store.resolve_space(space)
         return self.store.forgotten(spaces, limit=limit)
@@ -334,7 +334,7 @@ class EmbeddedBackend(EngineControls):
             InvalidInputError: nothing left to extract, or more than
                 :data:`MAX_EXTRACT_CHARS` characters.
         """
-        from bli_memory.core.hooks.blocks import strip_injected
+        from bli_memory.core.memory.injected_tags import strip_injected
 
         body = strip_injected(text or "").strip()
         if not body:

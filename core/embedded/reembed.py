@@ -172,9 +172,11 @@ def main(settings: Settings, *, batch_rows: int = DEFAULT_BATCH_ROWS, as_json: b
     A progress bar (tqdm) goes to stderr when it is a terminal; the result is one line
     (or ``--json``) on stdout. Returns the exit code: 0 finished, 1 rows remain.
 
+    The command (``core/cli/memory.py``) refuses first when a team memory service is
+    configured: the service keeps and re-embeds its own vectors.
+
     Raises:
-        ConfigError: a team memory service is configured (it re-embeds on its side),
-            or ``BLI_MEMORY_EMBEDDER`` names no registered embedder.
+        ConfigError: ``BLI_MEMORY_EMBEDDER`` names no registered embedder.
     """
     import json
 
@@ -182,13 +184,7 @@ def main(settings: Settings, *, batch_rows: int = DEFAULT_BATCH_ROWS, as_json: b
 
     from bli_memory.core.embedded.engine import load_embedder
     from bli_memory.core.embedded.store import SQLiteStore
-    from bli_memory.core.errors import ConfigError
     from bli_memory.core.plugins import get_plugin_manager
-    from bli_memory.core.team.remote import remote_target
-
-    if remote_target(settings) is not None:
-        raise ConfigError("memory reembed works on the embedded store; this machine uses a memory "
-                          "service, whose vectors the service keeps")
     embedder = load_embedder(settings.embedder, get_plugin_manager())
     store = SQLiteStore(settings.store_path, model_name=embedder.name, dimensions=embedder.dimensions)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from bli_memory.core.hooks.blocks import host_wrappers, strip_injected
+from bli_memory.core.memory.injected_tags import host_wrappers, strip_injected
 
 __all__ = ["installed_wrappers", "strip_captured"]
 
@@ -26,6 +26,6 @@ def installed_wrappers() -> tuple[str, ...]:
 def strip_captured(text: str) -> str:
     """``text`` without our blocks and any installed host's context wrappers.
 
-    See :func:`~bli_memory.core.hooks.blocks.strip_injected`; linear in ``len(text)``.
+    See :func:`~bli_memory.core.memory.injected_tags.strip_injected`; linear in ``len(text)``.
     """
     return strip_injected(text, wrappers=installed_wrappers())

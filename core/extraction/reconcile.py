@@ -40,7 +40,7 @@ preference (``X over Y``). Outcomes:
 - ``added``: everything else.
 
 A statement that restates a forgotten memory (a tombstone) is reported ``unchanged`` and
-nothing is written (:mod:`bli_memory.core.memory.tombstones`).
+nothing is written (:mod:`bli_memory.core.extraction.tombstones`).
 
 Thresholds are calibrated on the real model by ``bench/extraction.py`` (numbers in
 ``docs/benchmarks.md``): paraphrases of one fact score 0.6-0.95, facts sharing
@@ -354,8 +354,8 @@ def distil(
     statements: list[Statement] = list(extractor.extract(clean)) if clean.strip() else []
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
+    from bli_memory.core.extraction import tombstones
     from bli_memory.core.extraction.rephrase import home_to_tilde
-    from bli_memory.core.memory import tombstones
 
     forgotten = tombstones.fetch(backend, space) if statements else []
     for st in statements:

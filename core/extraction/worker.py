@@ -1,10 +1,8 @@
 """The extract worker: claims queued extract jobs and runs extract + reconcile on them.
 
 This module owns :func:`drain`, which every process that works the queue calls (the
-``bli-memory-mcp worker`` command, the MCP server's background thread and the
-resident daemon), and :func:`main`, the command itself::
-
-    bli-memory-mcp worker [--once] [--max-jobs N] [--lease-seconds S] [--poll-seconds S]
+``bli-memory-mcp worker`` command, :mod:`bli_memory.core.cli.worker`, the MCP server's
+background thread, the resident daemon and the team service).
 
 Guarantees, on the embedded store (:class:`~bli_memory.core.embedded.store.SQLiteStore`):
 
@@ -42,7 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -52,7 +49,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.errors import BliMemoryError, InvalidInputError, ServiceError, StoreError
+from bli_memory.core.errors import BliMemoryError, InvalidInputError, ServiceError
 from bli_memory.core.memory.job_queue import ExtractJob, JobQueue
 
 if TYPE_CHECKING:
@@ -65,7 +62,6 @@ __all__ = [
     "default_worker_id",
     "drain",
     "job_queue",
-    "main",
     "retry_delay",
 ]
 
@@ -79,8 +75,6 @@ BACKOFF_BASE_SECONDS = 15.0
 BACKOFF_CAP_SECONDS = 900.0
 #: ``done`` jobs (and their redacted text) are deleted this long after finishing.
 KEEP_DONE_DAYS = 14
-#: Seconds between queue polls of the long-running command.
-DEFAULT_POLL_SECONDS = 5.0
 
 _last_prune = 0.0
 _prune_lock = threading.Lock()
@@ -285,108 +279,3 @@ def drain(
         if on_result is not None:
             on_result(result)
     return ran
-
-
-# --- the command -----------------------------------------------------------------
-
-USAGE = """\
-usage: bli-memory-mcp worker [--once] [--max-jobs N] [--lease-seconds S] [--poll-seconds S]
-
-Run queued extract jobs (stop hook, save_memory with extract: true): distil durable
-facts and reconcile them with the space. Several workers may run at once.
-
-  --once             run the jobs that are ready now, then exit
-  --max-jobs N       with --once: run at most N jobs (default: all ready)
-  --lease-seconds S  lease of each claim (default 120); a worker that dies loses its
-                     jobs to the next worker after this long
-  --poll-seconds S   without --once: seconds between polls of an empty queue (default 5)
-"""
-
-
-def _parse(argv: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {"once": False, "max_jobs": None, "lease": DEFAULT_LEASE_SECONDS,
-                            "poll": DEFAULT_POLL_SECONDS}
-    it = iter(argv)
-    for arg in it:
-        name, _, inline = arg.partition("=")
-        if arg in ("-h", "--help"):
-            opts["help"] = True
-        elif arg == "--once":
-            opts["once"] = True
-        elif name in ("--max-jobs", "--lease-seconds", "--poll-seconds"):
-            raw = inline or next(it, "")
-            try:
-                value = float(raw)
-            except ValueError:
-                raise InvalidInputError(f"{name} needs a number, not {raw!r}") from None
-            if value <= 0:
-                raise InvalidInputError(f"{name} must be positive")
-            key = {"--max-jobs": "max_jobs", "--lease-seconds": "lease", "--poll-seconds": "poll"}[name]
-            opts[key] = int(value) if key == "max_jobs" else value
-        else:
-            raise InvalidInputError(f"unknown worker option {arg!r}\n\n{USAGE}")
-    return opts
-
-
-def _ship_spool(backend: Any) -> int:
-    """With a memory service: send what the stop hook spooled while it was away.
-
-    Returns 0 when nothing is left for the service, 1 when it did not take everything.
-    """
-    from bli_memory.core.team.spool import ship_backlog
-
-    sent = ship_backlog(backend)
-    if sent is None:
-        sys.stderr.write("bli-memory-mcp worker: this machine uses the memory service, which runs "
-                         "extraction itself; nothing spooled to send\n")
-        return 0
-    note = f"; the service is away ({sent.error})" if sent.error else ""
-    sys.stderr.write(f"bli-memory-mcp worker: sent {len(sent.shipped)} spooled exchange(s) to the "
-                     f"memory service, {sent.rejected} refused, {sent.left} left{note}\n")
-    return 0 if sent.left == 0 else 1
-
-
-def main(argv: list[str]) -> int:
-    """``bli-memory-mcp worker``: run extract jobs; returns the exit code.
-
-    Raises:
-        BliMemoryError: bad options or an unusable store (the CLI prints one line).
-    """
-    opts = _parse(argv)
-    if opts.get("help"):
-        sys.stdout.write(USAGE)
-        return 0
-    from bli_memory.core.logs import configure_logging
-    from bli_memory.core.plugins import build_backend, get_plugin_manager
-    from bli_memory.core.settings import load_settings
-
-    settings = load_settings()
-    configure_logging(settings.log_level, settings.log_format)
-    backend = build_backend(get_plugin_manager(), settings)
-    try:
-        if job_queue(backend) is None:
-            return _ship_spool(backend)
-        worker_id = default_worker_id()
-        if opts["once"]:
-            drain(backend, max_jobs=opts["max_jobs"] or 1_000_000, worker_id=worker_id,
-                  lease_seconds=opts["lease"])
-            return 0
-        stop = threading.Event()
-
-        def on_signal(signum: int, frame: Any) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        while not stop.is_set():
-            try:
-                ran = drain(backend, max_jobs=50, worker_id=worker_id, lease_seconds=opts["lease"],
-                            stop=stop)
-            except StoreError as exc:  # a busy or briefly unavailable store: poll again
-                sys.stderr.write(f"[bli-memory] extract worker waits: {exc.reason}\n")
-                ran = 0
-            if ran == 0:
-                stop.wait(opts["poll"])
-        return 0
-    finally:
-        backend.close()

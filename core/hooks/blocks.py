@@ -10,20 +10,23 @@ UTF-8 (lone surrogates become U+FFFD), and the block is bounded by a character
 budget, cut on code-point boundaries. :func:`strip_injected` removes these blocks
 (and the wrapper a host puts around injected context, named by its plugin's
 ``host_conventions``: :func:`host_wrappers`) from captured text so recalled memories are
-never saved back. Standard library only.
+never saved back; it and the tag names live in :mod:`bli_memory.core.memory.injected_tags`,
+below the wings that capture text, and are re-exported here. Standard library only.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import cache
-from typing import TYPE_CHECKING
 
+from bli_memory.core.memory.injected_tags import (
+    CONTEXT_TAG,
+    RECALL_TAG,
+    host_wrappers,
+    neutralise_tags,
+    strip_injected,
+)
 from bli_memory.core.models import Memory, SearchHit
-
-if TYPE_CHECKING:
-    import pluggy
 
 __all__ = [
     "CONTEXT_TAG",
@@ -40,34 +43,9 @@ __all__ = [
 ]
 
 MARKER = "[bli]"
-RECALL_TAG = "bli-memory-recall"
-CONTEXT_TAG = "bli-memory-context"
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def host_wrappers(pm: pluggy.PluginManager) -> tuple[str, ...]:
-    """The tag names the hosts known to ``pm`` wrap around injected context, sorted.
-
-    From each host plugin's ``host_conventions`` (``context_wrappers``); a plugin
-    manager without host plugins gives ``()``.
-    """
-    tags = {tag for conv in pm.hook.host_conventions() for tag in conv.context_wrappers}
-    return tuple(sorted(tags))
-
-
-@cache
-def _patterns(wrappers: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """``(opening tag, tag name)`` patterns for our blocks and the hosts' ``wrappers``.
-
-    The opening tag's ``[^>]`` is bounded so a text full of unclosed
-    ``<bli-memory-recall`` fragments costs linear time, not quadratic. The tag names
-    inside memory text are neutralised when injected, so a memory can never close a
-    block early or pass for one.
-    """
-    names = "|".join(re.escape(t) for t in (RECALL_TAG, CONTEXT_TAG, *wrappers))
-    return re.compile(rf"<({names})\b[^>]{{0,200}}>"), re.compile(rf"<(/?)({names})", re.IGNORECASE)
 
 
 def clean_text(text: str) -> str:
@@ -82,41 +60,6 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + "…"
-
-
-def strip_injected(text: str, *, wrappers: Iterable[str] = ()) -> str:
-    """Remove every block we (or a host on our behalf) injected earlier.
-
-    A block runs from its opening tag to the matching closing tag; an unclosed block
-    runs to the end of the text. One left-to-right pass: linear in ``len(text)``.
-
-    Args:
-        text: Captured text (a prompt, a reply, an exchange).
-        wrappers: Tag names hosts wrap injected context in (:func:`host_wrappers`),
-            removed as our own ``<bli-memory-recall>`` and ``<bli-memory-context>`` are.
-    """
-    opening = _patterns(tuple(sorted(set(wrappers))))[0]
-    out: list[str] = []
-    pos = 0
-    while True:
-        m = opening.search(text, pos)
-        if m is None:
-            out.append(text[pos:])
-            break
-        out.append(text[pos : m.start()])
-        close = text.find(f"</{m.group(1)}>", m.end())
-        if close < 0:
-            break
-        pos = close + len(m.group(1)) + 3
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return "".join(out)
-
-
-def neutralise_tags(text: str, *, wrappers: Iterable[str] = ()) -> str:
-    """Make our block tag names, and the hosts' ``wrappers``, inert in memory text (``<`` -> ``‹``)."""
-    names = _patterns(tuple(sorted(set(wrappers))))[1]
-    return names.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
 
 
 def _one_line(text: str, limit: int, wrappers: tuple[str, ...] = ()) -> str:

@@ -25,13 +25,13 @@ Two routes answer a run, and both run the same function,
   budget and :data:`DAEMON_ANSWER_MS` for the answer (half the deadline: 1 s for a prompt);
 - **direct**: on any daemon failure the hook answers itself, in a worker thread the
   deadline can abandon; the receipt then names why in its ``daemon`` field
-  (``"daemon":"no_socket"``, see :data:`bli_memory.core.daemon.client.REASONS`), and
+  (``"daemon":"no_socket"``, see :data:`bli_memory.core.hooks.daemon_client.REASONS`), and
   the stats count it as ``daemon:<reason>``.
 
 Runs that reached the memory backend record the route that answered, ``via`` on the
 receipt and ``via:daemon`` / ``via:direct`` in the stats. The prompt hook starts the
 daemon, detached, when it found none or a stale socket (at once after a daemon that
-ran, with backoff after failed starts: :mod:`bli_memory.core.daemon.start`), and any
+ran, with backoff after failed starts: :mod:`bli_memory.core.hooks.daemon_start`), and any
 hook does when the daemon stood down for another version.
 
 The entry path imports the standard library and pluggy only; the daemon route needs
@@ -145,7 +145,7 @@ class _Run:
             self.fail(exc.reason)
             return False
 
-        from bli_memory.core.daemon import client as daemon_client
+        from bli_memory.core.hooks import daemon_client
 
         if daemon_client.enabled() and self._via_daemon(payload):
             return False
@@ -153,7 +153,7 @@ class _Run:
 
     def _via_daemon(self, payload: dict[str, Any]) -> bool:
         """Ask the daemon; True when it answered (output written), False to go direct."""
-        from bli_memory.core.daemon import client as daemon_client
+        from bli_memory.core.hooks import daemon_client
 
         answer_by = self.started + DAEMON_ANSWER_MS[self.event] / 1000
         try:
@@ -179,7 +179,7 @@ class _Run:
         if self.spawn is None:
             return
         try:
-            from bli_memory.core.daemon import client as daemon_client
+            from bli_memory.core.hooks import daemon_client
 
             daemon_client.spawn(force=self.spawn == "forced")
         except Exception:

@@ -34,6 +34,7 @@ from bli_memory.core.memory.git_remotes import (
     resolve_path,
     strip_dot_git,
 )
+from bli_memory.core.models import validate_tag
 
 __all__ = [
     "ENV_CONTAINER_TAG",
@@ -51,7 +52,6 @@ ENV_CONTAINER_TAG = "BLI_MEMORY_CONTAINER_TAG"
 ENV_ISOLATE_WORKTREES = "BLI_MEMORY_ISOLATE_WORKTREES"
 """Environment variable that gives each linked worktree its own tag."""
 
-_TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _NAME_BAD_RE = re.compile(r"[^a-z0-9._-]+")
 _DASHES_RE = re.compile(r"-{2,}")
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
@@ -86,30 +86,6 @@ class Space:
 # --------------------------------------------------------------------------
 # Tags and names
 # --------------------------------------------------------------------------
-
-
-def validate_tag(tag: str) -> str:
-    """Validate a container tag and return it stripped.
-
-    A valid tag is 1 to 128 characters from ``[A-Za-z0-9_.:-]`` after
-    stripping surrounding whitespace. Used for ``BLI_MEMORY_CONTAINER_TAG`` and
-    for the ``containerTag`` argument of the MCP tools.
-
-    Args:
-        tag: The candidate tag.
-
-    Returns:
-        The stripped tag.
-
-    Raises:
-        ValueError: If ``tag`` is not a string or is not a valid tag.
-    """
-    if not isinstance(tag, str):
-        raise ValueError(f"container tag must be a string, got {type(tag).__name__}")
-    stripped = tag.strip()
-    if not _TAG_RE.fullmatch(stripped):
-        raise ValueError(f"invalid container tag {tag!r}: must be 1-128 characters from [A-Za-z0-9_.:-]")
-    return stripped
 
 
 def sanitise_name(raw: str) -> str:

@@ -180,7 +180,7 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
     def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
         """Forgotten contents this person can read in ``space``, newest first.
 
-        Automatic capture does not write them again (:mod:`bli_memory.core.memory.tombstones`).
+        Automatic capture does not write them again (:mod:`bli_memory.core.extraction.tombstones`).
         """
         with self._conn("tombstones") as conn:
             view = self._view(conn, space)

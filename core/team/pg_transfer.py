@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.embedded.store import content_hash
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.import_links import supersede_cycle
 from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
+from bli_memory.core.memory.retrieval_writes import content_hash
 from bli_memory.core.team.pg_base import MEMORY_COLUMNS, PgCore, row_to_memory, tsvector_text, vector_literal
 
 if TYPE_CHECKING:

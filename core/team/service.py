@@ -38,7 +38,8 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``GET /metrics``               Prometheus text format
 ``GET /openapi.json``          OpenAPI 3.1 description of the doors
 ``/ui/``                       the memory browser's pages, behind a device-token
-                               sign-in (:mod:`bli_memory.core.ui.service_app`)
+                               sign-in (:mod:`bli_memory.core.ui.service_app`
+                               mounts them: ``create_service_app``)
 =============================  =====================================================
 
 Every ``/api`` door needs ``Authorization: Bearer <device token>``; the person and
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +176,7 @@ def create_app(
     run_jobs: bool = True,
     warm_model: bool = True,
     body_timeout: float | None = None,
+    extra_routes: Sequence[Any] = (),
 ) -> Starlette:
     """Build the ASGI app.
 
@@ -185,6 +188,10 @@ def create_app(
         body_timeout: Seconds a request body may take to arrive, for every door
             (default :data:`~bli_memory.core.team.http.BODY_TIMEOUT_SECONDS`, and
             :data:`~bli_memory.core.team.http.BULK_BODY_TIMEOUT_SECONDS` for import).
+        extra_routes: Starlette routes served after the doors and health routes. The
+            wing above composes the deployed service with it: the memory browser's
+            ``/ui`` mount (:func:`bli_memory.core.ui.service_app.create_service_app`,
+            which ``bli-memory-mcp service`` runs), so this wing never imports the UI.
 
     Returns:
         A Starlette app; its ``state.service`` is the :class:`ServiceState` once started.
@@ -196,13 +203,11 @@ def create_app(
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse
-    from starlette.routing import Mount, Route
+    from starlette.routing import Route
 
     from bli_memory.core.team import service_health as health
     from bli_memory.core.team.http import error_payload
     from bli_memory.core.team.service_door import door
-    from bli_memory.core.ui.service_app import MOUNT as UI_MOUNT
-    from bli_memory.core.ui.service_app import build_service_app
 
     if database_url is None and backend is None:
         raise ConfigError("the service needs --database-url", reason="config_invalid")
@@ -272,8 +277,7 @@ def create_app(
         Route("/readyz", health.readyz, methods=["GET"]),
         Route("/metrics", health.metrics, methods=["GET"]),
         Route("/openapi.json", health.openapi, methods=["GET"]),
-        # The memory browser's pages, behind their own sign-in (docs/ui.md, core/ui/service_app.py).
-        Mount(UI_MOUNT, app=build_service_app(lambda: app.state.service.backend)),
+        *extra_routes,
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: no_door})
     app.state.body_timeout = body_timeout

@@ -4,10 +4,10 @@
   once done, how many memories they added, updated, left unchanged or found in conflict.
   The job's text is never shown (a queued job holds a raw exchange).
 - Hook health: per event, runs, ok / skipped / failed by reason and the route that
-  answered (the counts of ``cockpit ops --memory``, :func:`bli_memory.core.cli.ops.read_hooks`),
+  answered (the counts of ``cockpit ops --memory``, :func:`bli_memory.core.hooks.stats_windows.read_hooks`),
   with latency p50/p95 per route and a chart of p95 per hour (:mod:`~bli_memory.core.ui.health`).
 - Experience and ops: the ``cockpit ops --memory`` view
-  (:func:`bli_memory.core.cli.ops.build_view`) and the experience log, newest first, one page at
+  (:func:`bli_memory.core.experience.ops_view.build_view`) and the experience log, newest first, one page at
   a time.
 """
 
@@ -48,7 +48,7 @@ async def captures(request: Request) -> Response:
 
 def _health() -> dict[str, Any]:
     from bli_memory.core import paths
-    from bli_memory.core.cli.ops import read_hooks
+    from bli_memory.core.hooks.stats_windows import read_hooks
     from bli_memory.core.ui.health import ROUTES, hourly_percentiles, latency_summary, read_latency
 
     now = datetime.now(UTC)
@@ -74,7 +74,7 @@ async def health(request: Request) -> Response:
 async def ops(request: Request) -> Response:
     """``GET /ops``: the ops view's experience totals and outbox, and the experience log
     (``?before=CREATED_AT|ID`` pages back)."""
-    from bli_memory.core.cli.ops import build_view
+    from bli_memory.core.experience.ops_view import build_view
 
     store = request.app.state.browser.backend.store
     before_raw = request.query_params.get("before")

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
 
-__all__ = ["MOUNT", "build_service_app", "login", "logout"]
+__all__ = ["MOUNT", "build_service_app", "create_service_app", "login", "logout"]
 
 #: Where the service serves the pages.
 MOUNT = "/ui"
@@ -100,3 +101,34 @@ def build_service_app(backend: Callable[[], Any]) -> Any:
     app.state.service_ui = True
     app.state.admin = lambda token: backend().authenticate(token)
     return ServiceGuard(app, backend=backend)
+
+
+def create_service_app(**options: Any) -> Starlette:
+    """The team service as deployed: its doors with the memory browser mounted at :data:`MOUNT`.
+
+    ``bli-memory-mcp service`` runs this. The UI wing composes the two, since it sits above
+    the team wing (pyproject.toml, the layer contract): the service app itself
+    (:func:`bli_memory.core.team.service.create_app`) never imports the UI.
+
+    Args:
+        options: Keyword arguments of :func:`~bli_memory.core.team.service.create_app`
+            (``database_url``, ``backend``, ``run_jobs``, ``warm_model``, ``body_timeout``).
+
+    Returns:
+        The Starlette app, ``/ui`` served after the doors and health routes.
+
+    Raises:
+        ConfigError: neither ``database_url`` nor ``backend`` was given.
+    """
+    from starlette.routing import Mount
+
+    from bli_memory.core.team.service import create_app
+
+    app: Starlette
+
+    def backend() -> Any:  # read per request: the lifespan opens the database later
+        return app.state.service.backend
+
+    # The memory browser's pages, behind their own sign-in (docs/ui.md).
+    app = create_app(**options, extra_routes=[Mount(MOUNT, app=build_service_app(backend))])
+    return app

@@ -51,6 +51,36 @@ def test_hook_host_plan_config(temp_home: Path) -> None:
     assert set(plan.files) == {str(temp_home / ".claude.json"), str(temp_home / ".claude" / "settings.json")}
 
 
+def test_hook_host_install_options() -> None:
+    options = [o for batch in get_plugin_manager().hook.host_install_options() for o in batch]
+    # plugin order is the help's order: Gemini's flag, then Copilot's (as install --help always listed)
+    assert [(o.host, o.flag, o.metavar) for o in options] == [
+        ("gemini", "--trust-folder", "PATH"), ("copilot", "--copilot-instructions", None)]
+    assert all(o.help and o.flag in o.misuse for o in options)
+
+
+def test_hook_host_adjust_plan(temp_home: Path) -> None:
+    pm = get_plugin_manager()
+    contract = build_contract()
+    options = {"--trust-folder": None, "--copilot-instructions": True}
+    plan = pm.hook.host_plan_config(host="copilot", contract=contract, home=temp_home, uninstall=False)
+    adjusted = pm.hook.host_adjust_plan(host="copilot", plan=plan, options=options, home=temp_home,
+                                        uninstall=False)
+    added = set(adjusted.plan.files) - set(plan.files)
+    assert [Path(p).name for p in added] == ["bli-memory.instructions.md"] and adjusted.after_apply is None
+    # a flag not given, or a host without options, leaves the plan as it is
+    unasked = {**options, "--copilot-instructions": False}
+    assert pm.hook.host_adjust_plan(host="copilot", plan=plan, options=unasked, home=temp_home,
+                                    uninstall=False) is None
+    claude = pm.hook.host_plan_config(host="claude", contract=contract, home=temp_home, uninstall=False)
+    assert pm.hook.host_adjust_plan(host="claude", plan=claude, options=options, home=temp_home,
+                                    uninstall=False) is None
+    # Gemini's uninstall forgets the folders install trusted, once the plans are written
+    gemini = pm.hook.host_plan_config(host="gemini", contract=contract, home=temp_home, uninstall=True)
+    undone = pm.hook.host_adjust_plan(host="gemini", plan=gemini, options={}, home=temp_home, uninstall=True)
+    assert undone.plan == gemini and callable(undone.after_apply)
+
+
 def test_hook_host_status(temp_home: Path) -> None:
     status = get_plugin_manager().hook.host_status(host="claude", contract=build_contract(), home=temp_home)
     assert status.state in ("absent", "not_found")

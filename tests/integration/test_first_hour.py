@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.core.daemon import client as daemon_client
+from bli_memory.core.hooks import daemon_client
 from tests.conftest import REPO_ROOT, bin_path
 from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from bli_memory.core._version import VERSION
-from bli_memory.core.daemon import client as daemon_client
+from bli_memory.core.hooks import daemon_client
 from bli_memory.core.paths import daemon_socket_path, hook_stats_path, state_dir, store_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import HookRun, run_hook

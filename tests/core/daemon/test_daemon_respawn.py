@@ -10,8 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from bli_memory.core.daemon import client as daemon_client
-from bli_memory.core.daemon import start as daemon_start
+from bli_memory.core.hooks import daemon_client, daemon_start
 from bli_memory.core.paths import daemon_socket_path
 from tests.core.daemon.test_daemon import (
     Daemons,

@@ -87,7 +87,7 @@ def test_a_statement_about_another_value_is_not_suppressed(project: Path, tmp_pa
 
 
 def test_restates_covers_lead_ins_and_shorter_restatements_only() -> None:
-    from bli_memory.core.memory.tombstones import restates
+    from bli_memory.core.extraction.tombstones import restates
 
     gone = [DECISION]
     assert restates(DECISION, gone) == DECISION

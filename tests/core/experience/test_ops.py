@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from bli_memory.core.cli.ops import build_view, render_text
+from bli_memory.core.cli.ops import render_text
 from bli_memory.core.experience import log as xp
+from bli_memory.core.experience.ops_view import build_view
 from bli_memory.core.experience.origin import host_conventions
 from bli_memory.core.paths import hook_stats_path
 from tests.conftest import FIXTURES, bin_path

@@ -20,16 +20,17 @@ from pathlib import Path
 SKIP_PATH_MODULES = {
     "bli_memory", "bli_memory.adapters", "bli_memory.adapters.claude_code", "bli_memory.core",
     "bli_memory.core._version", "bli_memory.core.hooks.blocks", "bli_memory.core.cli.main",
-    "bli_memory.core.plugins", "bli_memory.core.hookspecs", "bli_memory.core.daemon.client",
+    "bli_memory.core.plugins", "bli_memory.core.hookspecs", "bli_memory.core.hooks.daemon_client",
     "bli_memory.core.errors", "bli_memory.core.defaults",
     "bli_memory.core.hooks.events", "bli_memory.core.hooks.stats", "bli_memory.core.hooks.stdin",
     "bli_memory.core.hooks.main", "bli_memory.core.models", "bli_memory.core.paths",
     "bli_memory.core.hooks.payloads", "bli_memory.core.hooks.receipts", "bli_memory.core.hooks.transcripts",
     "bli_memory.core.hooks.trivial", "bli_memory.installers", "bli_memory.installers.files",
-    "bli_memory.core.daemon.start", "bli_memory.core.private_files", "bli_memory.core.hooks.receipt_log",
-    "bli_memory.core.memory.unicode_text",
+    "bli_memory.core.hooks.daemon_start", "bli_memory.core.private_files",
+    "bli_memory.core.hooks.receipt_log",
+    "bli_memory.core.memory.unicode_text", "bli_memory.core.memory.injected_tags",
     # the wings' packages themselves: import-free ``__init__`` modules
-    "bli_memory.core.cli", "bli_memory.core.daemon", "bli_memory.core.hooks", "bli_memory.core.memory",
+    "bli_memory.core.cli", "bli_memory.core.hooks", "bli_memory.core.memory",
 }
 #: Standard-library and third-party modules only the backend needs.
 BACKEND_ONLY = {"sqlite3", "logging", "uuid", "datetime", "numpy", "httpx", "onnxruntime",

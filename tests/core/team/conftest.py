@@ -63,9 +63,9 @@ def client(admin: Any) -> Iterator[Any]:
     """The app in-process over the service database (no job worker: tests drive jobs)."""
     from starlette.testclient import TestClient
 
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.ui.service_app import create_service_app
 
-    with TestClient(create_app(backend=admin, run_jobs=False)) as tc:
+    with TestClient(create_service_app(backend=admin, run_jobs=False)) as tc:
         deadline = time.monotonic() + 60
         while tc.get("/readyz").status_code != 200:
             if time.monotonic() > deadline:

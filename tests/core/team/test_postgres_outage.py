@@ -41,14 +41,14 @@ def served(dedicated: pgserver.PgInstance) -> Iterator[tuple[str, str]]:
     import uvicorn
 
     from bli_memory.core.team.pg_store import PostgresBackend
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.ui.service_app import create_service_app
 
     url = pgserver.create_database(dedicated, "bli_outage")
     admin = PostgresBackend(url, pool_size=2)
     _, token = admin.create_token(f"person-{uuid.uuid4().hex[:8]}", "laptop")
     admin.close()
     port = free_port()
-    app = create_app(database_url=url, run_jobs=False)
+    app = create_service_app(database_url=url, run_jobs=False)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical",
                                            lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)

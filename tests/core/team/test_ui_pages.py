@@ -177,14 +177,14 @@ def test_a_session_is_signed_works_on_another_instance_and_ends_with_its_token(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.ui.service_app import create_service_app
 
     bob = team["bob"]
     value = _sign_in(client, bob)
     version, token_id, expires, mac = value.split(".")
     assert version == "v1" and token_id == bob.token_id and int(expires) > time.time()
     # A second instance over the same database (no shared memory) accepts the session.
-    with TestClient(create_app(backend=admin, run_jobs=False, warm_model=False)) as other:
+    with TestClient(create_service_app(backend=admin, run_jobs=False, warm_model=False)) as other:
         other.cookies.set("bli_memory_service_ui", value, path="/ui")
         page = other.get("/ui/", follow_redirects=False)
         assert page.status_code == 200 and team["spaces"]["bob"] in page.text

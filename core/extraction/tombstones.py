@@ -33,6 +33,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
+
 __all__ = ["CONTAINED_SHARE", "SHORTER_SHARE", "TOMBSTONE_LIMIT", "fetch", "restates"]
 
 #: Share of the tombstone's subject words that must appear in the statement. "Reminder:
@@ -76,8 +78,6 @@ def restates(statement: str, tombstones: list[str]) -> str | None:
     """
     if not tombstones:
         return None
-    from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
-
     norm = _norm(statement)
     terms = content_terms(statement)
     specifics = specific_terms(statement)

@@ -54,7 +54,12 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
-from bli_memory.core.daemon.start import RECOVERY_SPAWN_INTERVAL_S, SPAWN_INTERVAL_S, spawn, spawn_stamp_path
+from bli_memory.core.hooks.daemon_start import (
+    RECOVERY_SPAWN_INTERVAL_S,
+    SPAWN_INTERVAL_S,
+    spawn,
+    spawn_stamp_path,
+)
 
 __all__ = [
     "CONNECT_BUDGET_S",
