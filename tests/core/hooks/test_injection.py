@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.hooks.blocks import recall_block
 from bli_memory.core.hooks.injection_log import MAX_IDS, already_injected, log_dir, record_injected
 from bli_memory.core.models import Memory, SearchHit
@@ -41,6 +43,19 @@ class Run:
 _CTX: dict[str, object] = {}
 
 
+def _close_contexts() -> None:
+    """Close the cached backends' stores (an unclosed sqlite3 connection warns on 3.13)."""
+    for ctx in _CTX.values():
+        ctx.backend.close()
+    _CTX.clear()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _closed_contexts_after_the_module():
+    yield
+    _close_contexts()
+
+
 def hook(event: str, payload: dict, project: Path) -> Run:
     from bli_memory.core.hooks.events import HookContext, answer_hook
     from bli_memory.core.plugins import get_plugin_manager
@@ -48,7 +63,7 @@ def hook(event: str, payload: dict, project: Path) -> Run:
     pm = get_plugin_manager(host="claude")
     key = str(store_path())
     if key not in _CTX:
-        _CTX.clear()
+        _close_contexts()
         _CTX[key] = HookContext.build(pm)
     ans = answer_hook(pm, host="claude", event=event, payload=payload, context=lambda: _CTX[key],
                       cwd=str(project))
