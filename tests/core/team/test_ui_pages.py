@@ -162,6 +162,8 @@ def test_forget_needs_this_pages_origin_and_the_sessions_csrf_token(
     _sign_in(client, team["alice"])
     other = _csrf(client.get("/ui/").text)
     _sign_in(client, bob)
+    # A new sign-in is a new session (its expiry is part of it), so its token is read afresh.
+    csrf = _csrf(client.get(f"/ui/memory/{memory}/forget").text)
     assert other != csrf
     assert client.post(url, data={"csrf": other}, headers={"Origin": ORIGIN}).status_code == 403
     assert _door_get(client, bob, memory)["state"] == "active"
