@@ -207,7 +207,9 @@ def main(argv: list[str]) -> int:
                         message = f"line {n} is not JSON ({exc}); nothing was imported"
                         raise InvalidInputError(message) from exc
             res = backend.import_records(records)
-            out(f"imported {res['imported']}, skipped {res['skipped']} (already present)\n")
+            masked = int(res.get("masked") or 0)
+            note = f"; {masked} secret{'s' if masked != 1 else ''} masked" if masked else ""
+            out(f"imported {res['imported']}, skipped {res['skipped']} (already present){note}\n")
         elif args.cmd == "recordings":
             space = _space(args.space)
             recs = backend.recordings(space=space, limit=args.limit)

@@ -95,15 +95,24 @@ class EngineControls(EngineBase):
     def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
         """Import exported rows exactly; rows without a usable vector are re-embedded.
 
-        Every record is checked first; one bad record means nothing is imported.
+        Every record is checked first; one bad record means nothing is imported. Secrets
+        in every version's content and metadata are masked as a save masks them
+        (:func:`~bli_memory.core.memory.stored_secrets.masked_records`).
+
+        Returns:
+            ``{"imported": n, "skipped": n, "masked": n}``: ``masked`` counts the
+            secrets masked in the records imported (not in those skipped).
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
         """
+        from bli_memory.core.memory.stored_secrets import masked_records
+
         for n, record in enumerate(records, 1):
             problem = record_problem(record)
             if problem:
                 raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
+        records, masked = masked_records(records)
         from bli_memory.core.memory.import_links import supersede_cycle
 
         found = records_problem(records) or self._store_problem(records) or supersede_cycle(
@@ -117,7 +126,10 @@ class EngineControls(EngineBase):
                 vector = self._embed_one(r["content"])
             if vector is not None:
                 vectors[r["id"]] = vector
-        return self.store.import_rows(records, vectors)
+        present = {r["id"] for r in records if self.store.get(r["id"]) is not None}
+        res = self.store.import_rows(records, vectors)
+        kept = sum(m for r, m in zip(records, masked, strict=True) if r["id"] not in present)
+        return {**res, "masked": kept}
 
     def _store_problem(self, records: list[dict[str, Any]]) -> tuple[int, str] | None:
         """What makes records clash with this store: a link to a row that is not there,

@@ -164,6 +164,9 @@ class MemoryBackend(Protocol):
     def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
         """Import exported rows exactly; one bad record means nothing is imported.
 
+        Secrets in content and metadata are masked as a save masks them; the answer is
+        ``{"imported": n, "skipped": n, "masked": n}``.
+
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
         """

@@ -9,6 +9,10 @@ rules (:func:`bli_memory.core.memory.redaction.redact`):
   values, and stay as given) is masked like content;
 - a ``customId`` that holds a secret is refused: it is the key a later save upserts on,
   so a masked copy would silently name another memory.
+
+``memory import`` reads records that may come from anywhere (an older version, another
+tool, a hand edit), so :func:`masked_records` puts every version's content and metadata
+through the same rules before either store writes a row.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from bli_memory.core.errors import InvalidInputError
 
-__all__ = ["check_custom_id", "checked_extras", "masked_metadata"]
+__all__ = ["check_custom_id", "checked_extras", "masked_metadata", "masked_records"]
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
@@ -75,3 +79,51 @@ def checked_extras(metadata: Any, custom_id: str | None) -> dict[str, Any] | Non
         raise InvalidInputError(problem)
     check_custom_id(custom_id)
     return masked_metadata(metadata)[0]
+
+
+def masked_records(
+    records: list[dict[str, Any]], *, offset: int = 0
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Export records (already valid: :func:`~bli_memory.core.memory.records.record_problem`)
+    with secrets masked in every version's content and metadata, as a save masks them.
+
+    A record with nothing to mask is returned as the same object, so clean data imports
+    byte-identical. A record whose content changed loses its ``embedding``: the vector of
+    the secret text is not kept, and a live row is embedded again from the masked text.
+
+    Args:
+        records: Decoded export records.
+        offset: Added to record numbers in error messages (a part of a larger file).
+
+    Returns:
+        ``(records, masked)``: the records in order, and the secrets masked in each.
+
+    Raises:
+        InvalidInputError: ``record N: ...; nothing was imported`` for a ``customId``
+            holding a secret (refused as :func:`check_custom_id` refuses it on a save),
+            or content whose placeholders make it longer than the content limit.
+    """
+    from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS
+
+    out: list[dict[str, Any]] = []
+    counts: list[int] = []
+    for n, rec in enumerate(records, offset + 1):
+        if rec.get("customId") and redact(rec["customId"]).masked:
+            raise InvalidInputError(f"record {n}: customId holds what looks like a secret; use a name "
+                                    "for the key, not a credential; nothing was imported")
+        content = redact(rec["content"])
+        if len(content.text) > MAX_CONTENT_CHARS:
+            raise InvalidInputError(f"record {n}: content is {len(content.text)} characters once its "
+                                    f"secrets are masked; the limit is {MAX_CONTENT_CHARS}; "
+                                    "nothing was imported")
+        metadata, in_metadata = masked_metadata(rec.get("metadata"))
+        counts.append(content.masked + in_metadata)
+        if not counts[-1]:
+            out.append(rec)
+            continue
+        fixed = {**rec, "content": content.text, "metadata": metadata}
+        if content.masked:
+            fixed["embedding"] = fixed["embeddingModel"] = None
+        out.append(fixed)
+    return out, counts

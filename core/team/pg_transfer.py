@@ -121,7 +121,9 @@ class TransferMixin(PgCore):
             chain_ids: Ids of records of the same import in other parts.
 
         Returns:
-            ``{"imported": n, "skipped": n}`` (with ``dry_run``: what would happen).
+            ``{"imported": n, "skipped": n, "masked": n}`` (with ``dry_run``: what would
+            happen); ``masked`` counts the secrets masked in the records imported, as a
+            save masks them (:func:`~bli_memory.core.memory.stored_secrets.masked_records`).
 
         Raises:
             InvalidInputError: naming the first bad record (1-based): a record the
@@ -153,6 +155,9 @@ class TransferMixin(PgCore):
                     links[n - 1] = str(uuid.UUID(record["supersedes"]))
             except ValueError:
                 raise refuse(n, "id and supersedes must be UUIDs") from None
+        from bli_memory.core.memory.stored_secrets import masked_records
+
+        records, masked = masked_records(records, offset=offset)
         found = records_problem(records)
         if found:
             raise refuse(*found)
@@ -218,7 +223,7 @@ class TransferMixin(PgCore):
             with self._tx("check an import") as conn:
                 self._insert_records(conn, records, keys, todo, vectors)
                 raise psycopg.Rollback()
-            return {"imported": len(todo), "skipped": skipped}
+            return {"imported": len(todo), "skipped": skipped, "masked": sum(masked[i] for i in todo)}
         # Vectors are computed before the write transaction, which then holds the space
         # locks only for the inserts.
         vectors = {}
@@ -253,7 +258,7 @@ class TransferMixin(PgCore):
                 if (rec.get("state") or "active") == "active" and i not in vectors:  # appeared since the plan
                     vectors[i] = self._embed_one(rec["content"])
             self._insert_records(conn, records, keys, todo, vectors)
-        return {"imported": len(todo), "skipped": skipped}
+        return {"imported": len(todo), "skipped": skipped, "masked": sum(masked[i] for i in todo)}
 
     def _insert_records(self, conn: psycopg.Connection[Any], records: list[dict[str, Any]], keys: list[str],
                         todo: list[int], vectors: dict[int, Any]) -> None:

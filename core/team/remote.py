@@ -313,7 +313,8 @@ class RemoteBackend:
         (records already present are skipped).
 
         Returns:
-            ``{"imported": n, "skipped": n}``.
+            ``{"imported": n, "skipped": n, "masked": n}``: the service masks secrets in
+            the records as a save does, and counts them.
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
@@ -358,12 +359,13 @@ class RemoteBackend:
                     body["chainIds"] = sorted((linked - here) & every)
             for body in bodies:
                 self._call("POST", "/api/memory/import", {**body, "dryRun": True}, timeout=BULK_TIMEOUT_S)
-        total = {"imported": 0, "skipped": 0}
+        total = {"imported": 0, "skipped": 0, "masked": 0}
         for body in bodies:
             data = self._call("POST", "/api/memory/import", body, timeout=BULK_TIMEOUT_S)
-            got = parsed(lambda d: (int(d["imported"]), int(d["skipped"])), data)
+            got = parsed(lambda d: (int(d["imported"]), int(d["skipped"]), int(d.get("masked") or 0)), data)
             total["imported"] += got[0]
             total["skipped"] += got[1]
+            total["masked"] += got[2]
         return total
 
     def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,

@@ -372,6 +372,7 @@ class ImportAnswer(_Answer):
 
     imported: int
     skipped: int
+    masked: int = Field(0, description="Secrets masked in the imported records, as a save masks them.")
     dryRun: bool
 
 

@@ -492,9 +492,9 @@ def test_export_import_round_trip_keeps_every_version(subject, space: str) -> No
         target.import_records(bad)
     assert list(target.export(space=space)) == []  # one bad record: nothing imported
 
-    assert target.import_records(rows) == {"imported": 4, "skipped": 0}
+    assert target.import_records(rows) == {"imported": 4, "skipped": 0, "masked": 0}
     assert list(target.export(space=space)) == rows  # exact, history and vectors included
-    assert target.import_records(rows) == {"imported": 0, "skipped": 4}
+    assert target.import_records(rows) == {"imported": 0, "skipped": 4, "masked": 0}
     listed = target.list_memories(space=space)
     assert [m.content for m in listed] == ["Use pnpm, never npm, in the web app.",
                                            "We release on Wednesdays after the freeze."]
@@ -562,7 +562,7 @@ def test_import_refuses_a_supersede_loop(backend, space: str) -> None:
     # The same rows as a chain that ends at one live version import as before.
     b["supersedes"] = None
     c["state"] = "active"
-    assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0}
+    assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0, "masked": 0}
     assert [m.id for m in backend.history(b["id"])] == [c["id"], a["id"], b["id"]]
 
 
