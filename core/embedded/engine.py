@@ -282,6 +282,12 @@ class EmbeddedBackend(EngineControls):
         _, spaces = self.store.resolve_space(space)
         return self.store.forgotten(spaces, limit=limit)
 
+    def purge_marks(self, space: str, *, limit: int = 500) -> list[dict[str, Any]]:
+        """Purge marks of ``space`` and its aliases, newest first: what a purge leaves so
+        capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
+        _, spaces = self.store.resolve_space(space)
+        return self.store.purge_marks(spaces, limit=limit)
+
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """User Profile (durable preferences, conventions, decisions) and Recent Context.
 

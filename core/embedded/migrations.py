@@ -165,6 +165,22 @@ def m006_session_neighbours(conn: sqlite3.Connection) -> None:
     )
 
 
+@_migration
+def m007_purge_marks(conn: sqlite3.Connection) -> None:
+    """What a purge leaves: keyed hashes capture compares, never the purged text."""
+    conn.execute(
+        """
+        CREATE TABLE purge_marks (
+            seq         INTEGER PRIMARY KEY,
+            space       TEXT NOT NULL,
+            mark        TEXT NOT NULL,
+            created_at  TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX purge_marks_space ON purge_marks (space, seq)")
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction.
 

@@ -4,6 +4,7 @@ kinds, tombstones, session neighbours.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -145,6 +146,17 @@ class StoreReads(StoreBase):
                 (*spaces, int(limit)),
             ).fetchall()
         return list(dict.fromkeys(str(r[0]) for r in rows))
+
+    def purge_marks(self, spaces: Sequence[str], *, limit: int = 500) -> list[dict[str, Any]]:
+        """Purge marks of these spaces, newest first
+        (:func:`bli_memory.core.extraction.tombstones.fingerprint`); at most ``limit``."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT mark FROM purge_marks WHERE space IN ({marks}) ORDER BY seq DESC LIMIT ?",
+                (*spaces, int(limit)),
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def recent_of_kinds(
         self, spaces: Sequence[str], kinds: Sequence[str], *, limit: int = 10

@@ -178,7 +178,10 @@ class StoreWrites(StoreReads):
         """Erase a memory and every version of it from the file, for secrets saved by mistake.
 
         Uses ``secure_delete`` and checkpoints the WAL so the bytes leave the disk
-        files, not just the live set.
+        files, not just the live set. Each distinct text of the chain leaves a purge
+        mark (:func:`bli_memory.core.extraction.tombstones.fingerprint`: keyed hashes, no
+        text), so automatic capture does not bring the memory back from a queued job
+        or a later restatement.
 
         Returns:
             Number of rows erased.
@@ -186,9 +189,19 @@ class StoreWrites(StoreReads):
         Raises:
             NotFoundError: no row has this id.
         """
+        from bli_memory.core.extraction.tombstones import fingerprint
+
         chain = self.history(id)
+        texts: dict[str, str] = {}
+        for m in chain:
+            texts.setdefault(m.content, m.space)
+        marks = [(space, json.dumps(fingerprint(text), sort_keys=True)) for text, space in texts.items()]
         with self._lock:
             with self._write() as conn:
+                now = now_iso()
+                for space, mark in marks:
+                    conn.execute("INSERT INTO purge_marks (space, mark, created_at) VALUES (?, ?, ?)",
+                                 (space, mark, now))
                 for m in chain:
                     seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (m.id,)).fetchone()
                     if seq is None:

@@ -39,8 +39,8 @@ preference (``X over Y``). Outcomes:
   memory only when, besides the value it leaves, they share a subject word.
 - ``added``: everything else.
 
-A statement that restates a forgotten memory (a tombstone) is reported ``unchanged`` and
-nothing is written (:mod:`bli_memory.core.extraction.tombstones`).
+A statement that restates a forgotten memory (a tombstone) or a purged one (its purge
+mark) is reported ``unchanged`` and nothing is written (:mod:`bli_memory.core.extraction.tombstones`).
 
 Thresholds are calibrated on the real model by ``bench/extraction.py`` (numbers in
 ``docs/benchmarks.md``): paraphrases of one fact score 0.6-0.95, facts sharing
@@ -358,11 +358,12 @@ def distil(
     from bli_memory.core.extraction.rephrase import home_to_tilde
 
     forgotten = tombstones.fetch(backend, space) if statements else []
+    purged = tombstones.fetch_marks(backend, space) if statements else []
     for st in statements:
         content = home_to_tilde(redact(st.text).text.strip())  # any extractor: no home paths kept
         if not content:
             continue
-        if tombstones.restates(content, forgotten) is not None:
+        if tombstones.restates(content, forgotten) is not None or tombstones.restates_mark(content, purged):
             counts["unchanged"] += 1  # forgotten on purpose: capture never brings it back
             if trace is not None:
                 trace.append({"text": content, "kind": st.kind, "action": "unchanged", "id": None,

@@ -23,19 +23,40 @@ A statement restates a tombstone when, after normalising case and spaces:
 The comparison is lexical on purpose: a tombstone has no vector (a forget drops it), and
 re-embedding forgotten text on every capture would cost one embedding per tombstone.
 
+A purge (``memory purge``) erases the text itself, so it leaves a *purge mark* instead
+(:func:`fingerprint`): the same four things the rule compares (the normalised text, the
+subject words, the specific values, the polarity), each word as a keyed BLAKE2b hash
+with a random salt of its own. The rule runs unchanged on the hashes
+(:func:`restates_mark`), so a purged fact restated in other words is suppressed like a
+forgotten one, while the mark cannot be read back. It can confirm a guess: whoever holds
+the store file and guesses a word or the whole sentence can check it against the mark.
+
 Backends offer the tombstones through an optional method
-``tombstones(space, limit) -> list[str]`` (newest first). A backend without it (a
+``tombstones(space, limit) -> list[str]`` (newest first) and the purge marks through
+``purge_marks(space, limit) -> list[dict]`` (newest first). A backend without them (a
 plugin) simply gets no suppression.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
 
-__all__ = ["CONTAINED_SHARE", "SHORTER_SHARE", "TOMBSTONE_LIMIT", "fetch", "restates"]
+__all__ = [
+    "CONTAINED_SHARE",
+    "SHORTER_SHARE",
+    "TOMBSTONE_LIMIT",
+    "fetch",
+    "fetch_marks",
+    "fingerprint",
+    "restates",
+    "restates_mark",
+]
 
 #: Share of the tombstone's subject words that must appear in the statement. "Reminder:
 #: we decided the API port is 8443." against "We decided the API port is 8443." is 1.0;
@@ -51,6 +72,41 @@ TOMBSTONE_LIMIT = 500
 
 def _norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).lower().split()).rstrip(".!")
+
+
+@dataclass(frozen=True)
+class _Said:
+    """What a statement says, in the form the rule compares (words, or their hashes)."""
+
+    norm: str
+    terms: frozenset[str]
+    specifics: frozenset[str]
+    negated: bool
+
+
+def _said(text: str) -> _Said:
+    return _Said(_norm(text), content_terms(text), specific_terms(text), negated(text))
+
+
+def _hash(salt: bytes, word: str) -> str:
+    return hashlib.blake2b(word.encode("utf-8"), key=salt, digest_size=8).hexdigest()
+
+
+def _hashed(said: _Said, salt: bytes) -> _Said:
+    return _Said(_hash(salt, said.norm), frozenset(_hash(salt, t) for t in said.terms),
+                 frozenset(_hash(salt, t) for t in said.specifics), said.negated)
+
+
+def _same(new: _Said, old: _Said) -> bool:
+    """The rule of the module docstring: ``new`` restates ``old``."""
+    if old.norm == new.norm:
+        return True
+    if not old.terms or old.negated != new.negated or old.specifics != new.specifics:
+        return False
+    shared = len(old.terms & new.terms)
+    if shared / len(old.terms) >= CONTAINED_SHARE:
+        return True
+    return bool(new.specifics and new.terms and shared / len(new.terms) >= SHORTER_SHARE)
 
 
 def fetch(backend: Any, space: str) -> list[str]:
@@ -69,6 +125,36 @@ def fetch(backend: Any, space: str) -> list[str]:
     return list(method(space, limit=TOMBSTONE_LIMIT))
 
 
+def fetch_marks(backend: Any, space: str) -> list[dict[str, Any]]:
+    """The purge marks of ``space`` (and its aliases), newest first (:func:`fingerprint`).
+
+    Args:
+        backend: Any memory backend; one without a ``purge_marks`` method gives ``[]``.
+        space: Container tag.
+
+    Returns:
+        Up to :data:`TOMBSTONE_LIMIT` marks.
+    """
+    method = getattr(backend, "purge_marks", None)
+    if method is None:
+        return []
+    return list(method(space, limit=TOMBSTONE_LIMIT))
+
+
+def fingerprint(text: str) -> dict[str, Any]:
+    """The purge mark of ``text``: enough to recognise a restatement, no text.
+
+    Returns:
+        JSON-ready ``{"salt": 32 hex, "norm": 16 hex, "terms": [16 hex, ...],
+        "specifics": [16 hex, ...], "negated": bool}``; each hash is BLAKE2b (8 bytes)
+        keyed with the random salt, so two marks of one word differ.
+    """
+    salt = os.urandom(16)
+    said = _hashed(_said(text), salt)
+    return {"salt": salt.hex(), "norm": said.norm, "terms": sorted(said.terms),
+            "specifics": sorted(said.specifics), "negated": said.negated}
+
+
 def restates(statement: str, tombstones: list[str]) -> str | None:
     """The tombstone ``statement`` restates, or None.
 
@@ -78,19 +164,28 @@ def restates(statement: str, tombstones: list[str]) -> str | None:
     """
     if not tombstones:
         return None
-    norm = _norm(statement)
-    terms = content_terms(statement)
-    specifics = specific_terms(statement)
-    polarity = negated(statement)
+    new = _said(statement)
     for old in tombstones:
-        if _norm(old) == norm:
-            return old
-        old_terms = content_terms(old)
-        if not old_terms or negated(old) != polarity or specific_terms(old) != specifics:
-            continue
-        shared = len(old_terms & terms)
-        if shared / len(old_terms) >= CONTAINED_SHARE:
-            return old
-        if specifics and terms and shared / len(terms) >= SHORTER_SHARE:
+        if _same(new, _said(old)):
             return old
     return None
+
+
+def restates_mark(statement: str, marks: list[dict[str, Any]]) -> bool:
+    """True when ``statement`` restates a purged memory (see :func:`fetch_marks`).
+
+    A mark that is not of the :func:`fingerprint` shape is ignored.
+    """
+    if not marks:
+        return False
+    new = _said(statement)
+    for mark in marks:
+        try:
+            salt = bytes.fromhex(mark["salt"])
+            old = _Said(str(mark["norm"]), frozenset(mark["terms"]), frozenset(mark["specifics"]),
+                        bool(mark["negated"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if len(salt) == 16 and _same(_hashed(new, salt), old):
+            return True
+    return False

@@ -198,6 +198,17 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
             ).fetchall()
         return list(dict.fromkeys(str(r[0]) for r in rows))
 
+    def purge_marks(self, space: str, *, limit: int = 500) -> list[dict[str, Any]]:
+        """Purge marks this person can read in ``space``, newest first: what a purge
+        leaves so capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
+        with self._conn("purge marks") as conn:
+            view = self._view(conn, space)
+            rows = conn.execute(
+                "SELECT mark FROM memory_purge_marks WHERE space = ANY(%s) AND owner_id = ANY(%s) "
+                "ORDER BY seq DESC LIMIT %s", (list(view.spaces), list(view.readers), int(limit)),
+            ).fetchall()
+        return [dict(r[0]) for r in rows]
+
     # --- the process around it (bli_memory.core.memory.backend.MemoryBackend) ----------
 
     #: The service drains its own queue; a capture is queued directly, never spooled.

@@ -96,3 +96,41 @@ def test_restates_covers_lead_ins_and_shorter_restatements_only() -> None:
     assert restates("We decided the admin UI listens on port 9443.", gone) is None  # another value
     assert restates("We decided the public API never listens on port 8443.", gone) is None  # negated
     assert restates("The load balancer expects health checks on /healthz.", gone) is None
+
+
+STAGING = "We decided staging uses port 8443 for the load balancer."
+RESTATED = "Reminder: the staging port is 8443."
+
+
+def test_a_purge_sticks_against_queued_and_later_captures_in_other_words(project: Path,
+                                                                         tmp_path: Path) -> None:
+    from bli_memory.core.paths import store_path
+
+    stop(project, write_transcript(tmp_path / "a.jsonl", [(STAGING, "Noted.")]))
+    worker()
+    (memory,) = [m for m in live(project) if "8443" in m.content]
+    stop(project, write_transcript(tmp_path / "b.jsonl", [(RESTATED, "Right.")]))  # queued before the purge
+
+    proc = subprocess.run([bin_path(), "memory", "purge", memory.id, "--yes"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = done_lines(worker().stderr)
+    assert line["added"] == 0 and line["unchanged"] >= 1, line
+    assert not [m for m in live(project) if "8443" in m.content]
+
+    agreed = STAGING.replace("We decided", "As agreed, we decided")
+    stop(project, write_transcript(tmp_path / "c.jsonl", [(agreed, "Sure.")]))
+    (later,) = done_lines(worker().stderr)
+    assert later["added"] == 0, later
+    assert not [m for m in live(project) if "8443" in m.content]
+
+    # A purge keeps no text: the words of the purged memory are nowhere in the files.
+    for path in store_path().parent.glob(store_path().name + "*"):
+        assert b"load balancer" not in path.read_bytes(), path
+
+    # The agent asks explicitly: that is saved.
+    b = backend()
+    try:
+        assert b.save(STAGING, space=space_of(project), source="mcp").status == "created"
+    finally:
+        b.close()
