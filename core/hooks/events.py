@@ -140,7 +140,7 @@ def _injected_ids(block: str | None, memories: Any) -> list[str]:
 
 def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
                    environ: Mapping[str, str] | None = None) -> HookResult:
-    from bli_memory.core.hooks.injection_log import already_injected, record_injected
+    from bli_memory.core.hooks.injection_log import already_injected, claim_injected
 
     space = space_of(hook_input)
     profile = ctx.backend.profile(space=space, limit=8)
@@ -156,14 +156,20 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     recent = [m for m in fresh(profile.recent) if m.id not in listed]  # a fact is shown once
     block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars,
                           wrappers=host_wrappers(ctx.pm))
-    record_injected(hook_input.host, session, _injected_ids(block, [*facts, *recent]), environ=environ)
+    shown = _injected_ids(block, [*facts, *recent])
+    claimed = set(claim_injected(hook_input.host, session, shown, environ=environ))
+    if len(claimed) < len(shown):  # a hook of this session running at the same moment showed some
+        facts = [m for m in facts if m.id in claimed]
+        recent = [m for m in recent if m.id in claimed]
+        block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars,
+                              wrappers=host_wrappers(ctx.pm))
     fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
     return HookResult(event="session-start", outcome="ok", block=block, fields=fields)
 
 
 def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
             environ: Mapping[str, str] | None = None) -> HookResult:
-    from bli_memory.core.hooks.injection_log import already_injected, record_injected
+    from bli_memory.core.hooks.injection_log import already_injected, claim_injected
     from bli_memory.core.memory.relevance import SMALL_SPACE, decide
     from bli_memory.core.memory.term_evidence import hit_coverage
 
@@ -184,7 +190,13 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,
                          session_known=bool(session), wrappers=host_wrappers(ctx.pm))
     shown = _injected_ids(block, [h.memory for h in decision.inject])
-    record_injected(hook_input.host, session, shown, environ=environ)
+    claimed = claim_injected(hook_input.host, session, shown, environ=environ)
+    if len(claimed) < len(shown):  # a prompt of this session at the same moment was given some
+        keep = set(claimed)
+        block = recall_block([h for h in decision.inject if h.memory.id in keep], space=result.space,
+                             budget=ctx.settings.recall_budget_chars, session_known=bool(session),
+                             wrappers=host_wrappers(ctx.pm))
+        shown = claimed
     fields: dict[str, Any] = {"hits": len(shown), "gate": decision.reason}
     return HookResult(event="prompt", outcome="ok", block=block, fields=fields)
 
