@@ -193,7 +193,7 @@ class EmbeddedBackend(EngineControls):
         metadata = checked_extras(metadata, custom_id)
         from bli_memory.core.memory.expiry import parse_expiry
 
-        expires_at = parse_expiry(expires_at)
+        expires_at = parse_expiry(expires_at, future=True)
         canonical, spaces = self.store.resolve_space(space)
         vector = self._embed_one(text)
         status, memory, previous = self.store.save(

@@ -7,11 +7,15 @@ without a zone is UTC), stored in the stores' UTC form ``...T04:57:01.123456Z``
 calendar of years 1 to 9999 holds in UTC, such as ``0001-01-01T00:00:00+14:00`` or
 ``9999-12-31T23:59:59-01:00``, is refused with :class:`InvalidInputError` (a 400 on
 the service), never an ``OverflowError``.
+
+A save refuses an expiry that is not in the future (``future=True``): such a memory
+would be stored and never returned by any search, profile or recall, so the caller is
+told ("expiresAt ... is in the past") instead of being answered ``created``.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from bli_memory.core.errors import InvalidInputError
@@ -23,11 +27,17 @@ __all__ = ["expiry_datetime", "parse_expiry"]
 _MAX_CHARS = 64
 
 
-def parse_expiry(value: Any) -> str | None:
+def parse_expiry(value: Any, *, future: bool = False) -> str | None:
     """``value`` in the stores' UTC form; ``None`` or blank text means "never expires".
 
+    Args:
+        value: What the caller gave.
+        future: Refuse an instant that is not after now (a save; an update that keeps
+            the stored expiry does not check it again).
+
     Raises:
-        InvalidInputError: not a string, not ISO 8601, or outside years 1-9999 in UTC.
+        InvalidInputError: not a string, not ISO 8601, outside years 1-9999 in UTC, or
+            (with ``future``) not after the current time.
     """
     from bli_memory.core.memory.records import normalise_time
 
@@ -41,19 +51,27 @@ def parse_expiry(value: Any) -> str | None:
     if len(value) > _MAX_CHARS:
         raise InvalidInputError(f"expiresAt {shown} is not a usable ISO 8601 date or time")
     try:
-        return normalise_time(value)
+        text = normalise_time(value)
     except ValueError:
         raise InvalidInputError(
             f"expiresAt {shown} is not a usable ISO 8601 date or time (it must name an instant "
             "from year 1 to 9999 in UTC, e.g. 2026-12-31 or 2026-12-31T18:00:00+02:00)"
         ) from None
+    if future:
+        now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        if text <= now:  # one fixed-width UTC form: text order is time order
+            raise InvalidInputError(
+                f"expiresAt {shown} is in the past (now is {now}): a memory that has already "
+                "expired is never returned, so nothing was saved; give a later time or no expiry"
+            )
+    return text
 
 
-def expiry_datetime(value: Any) -> datetime | None:
+def expiry_datetime(value: Any, *, future: bool = False) -> datetime | None:
     """:func:`parse_expiry` as an aware UTC :class:`datetime` (for Postgres ``timestamptz``).
 
     Raises:
         InvalidInputError: as :func:`parse_expiry`.
     """
-    text = parse_expiry(value)
+    text = parse_expiry(value, future=future)
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -118,7 +118,7 @@ class PostgresWrites(PgCore):
 
         Raises:
             InvalidInputError: empty or oversized content, metadata that is not a JSON
-                object, an unreadable ``expires_at``.
+                object, an unreadable ``expires_at`` or one in the past.
         """
         text, metadata, custom_id = checked_save_fields(content, metadata, custom_id)
         for field, value in (("content", text), ("customId", custom_id),
@@ -127,7 +127,7 @@ class PostgresWrites(PgCore):
         from bli_memory.core.memory.stored_secrets import checked_extras
 
         metadata = checked_extras(metadata, custom_id)
-        expires = expiry_datetime(expires_at)
+        expires = expiry_datetime(expires_at, future=True)
         me = self._me()
         vector = self._embed_one(text)
         sha = content_hash(text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -234,22 +235,35 @@ def test_a_durable_fact_stays_in_the_profile_however_many_memories_follow(backen
     assert [m.id for m in backend.profile(space=space).facts] == [newer.memory.id]
 
 
+def _soon(seconds: float = 1.5) -> tuple[str, float]:
+    """An expiry ``seconds`` from now (a save refuses one in the past), and when it passes
+    on ``time.monotonic``'s clock; :func:`_until` waits for it."""
+    when = datetime.now(UTC) + timedelta(seconds=seconds)
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z", time.monotonic() + seconds
+
+
+def _until(passes: float) -> None:
+    time.sleep(max(0.0, passes - time.monotonic()) + 0.05)
+
+
 def test_profile_facts_follow_updates_and_leave_when_expired(backend, space: str) -> None:
+    expiry, passes = _soon()
     first = backend.save("Convention: one commit per change.", space=space, metadata={"kind": "convention"})
-    backend.save("Preference: dark mode.", space=space, metadata={"kind": "preference"},
-                 expires_at="2020-01-01T00:00:00.000000Z")
+    backend.save("Preference: dark mode.", space=space, metadata={"kind": "preference"}, expires_at=expiry)
     backend.save("Note: the build took four minutes.", space=space, metadata={"kind": "note"})
     updated = backend.update("Convention: one commit per logical change.", space=space, id=first.memory.id)
+    _until(passes)
     assert [m.content for m in backend.profile(space=space).facts] == [updated.memory.content]
 
 
 def test_expired_memories_leave_search_and_profile(backend, space: str) -> None:
-    backend.save(
-        "The conference discount code is valid.", space=space, expires_at="2020-01-01T00:00:00.000000Z"
-    )
+    expiry, passes = _soon()
+    backend.save("The conference discount code is valid.", space=space, expires_at=expiry)
     backend.save(
         "The office wifi is called guest-net.", space=space, expires_at="2999-01-01T00:00:00.000000Z"
     )
+    assert len(backend.search("discount code wifi", space=space).hits) == 2  # both live until then
+    _until(passes)
     assert [h.memory.content for h in backend.search("discount code wifi", space=space).hits] == [
         "The office wifi is called guest-net."
     ]
@@ -534,6 +548,13 @@ def test_context_channel_brings_the_reply_within_one_session_only(backend, space
     by_id = {h.memory.id: h for h in res.hits}
     assert ids[1] in by_id and "context" in by_id[ids[1]].channels
     assert other not in by_id or "context" not in by_id[other].channels
+
+
+@pytest.mark.parametrize("when", ["2020-01-01T00:00:00.000000Z", "2001-01-01", "1999-12-31T23:00:00-02:00"])
+def test_an_expiry_in_the_past_is_refused_and_nothing_is_saved(backend, space: str, when: str) -> None:
+    with pytest.raises(InvalidInputError, match="expiresAt .* is in the past"):
+        backend.save("The conference discount code is valid.", space=space, expires_at=when)
+    assert backend.list_memories(space=space) == []
 
 
 @pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-01:00", "next tuesday"])

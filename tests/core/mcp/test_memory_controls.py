@@ -159,19 +159,32 @@ def test_audit_finds_a_broken_index_and_repair_fixes_it(tmp_path: Path) -> None:
     assert found["results"][0]["content"] == "Alpha fact about queues."
 
 
+def _soon(seconds: float = 1.5) -> str:
+    """An expiry ``seconds`` from now: a save refuses one in the past."""
+    from datetime import UTC, datetime, timedelta
+
+    when = datetime.now(UTC) + timedelta(seconds=seconds)
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
 def test_expired_memories_leave_search(tmp_path: Path) -> None:
+    import asyncio
+
     async def body(client):
         gone = await call(client, "save_memory", content="The demo server password is swordfish.",
-                          expiresAt="2001-01-01")
+                          expiresAt=_soon())
         kept = await call(client, "save_memory", content="The demo server runs on port 8080.",
                           expiresAt="2999-01-01T00:00:00Z")
         bad = await call(client, "save_memory", content="x y z", expiresAt="next tuesday")
+        past = await call(client, "save_memory", content="The demo ends today.", expiresAt="2001-01-01")
+        await asyncio.sleep(1.6)
         res = await call(client, "search_memory", query="demo server")
-        return gone, kept, bad, res
+        return gone, kept, bad, past, res
 
-    gone, kept, bad, res = run_session(tmp_path, body)
+    gone, kept, bad, past, res = run_session(tmp_path, body)
     assert gone.structured_content["memory"]["id"]
     assert bad.is_error and "expiresAt" in text_of(bad)
+    assert past.is_error and "expiresAt '2001-01-01' is in the past" in text_of(past)
     assert [r["content"] for r in res.structured_content["results"]] == ["The demo server runs on port 8080."]
 
 
@@ -224,9 +237,12 @@ def test_export_to_fresh_home_and_import_gives_identical_search(tmp_path: Path, 
 
 
 def test_expired_rows_do_not_block_saves_updates_or_forget(tmp_path: Path) -> None:
+    import asyncio
+
     async def body(client):
-        await call(client, "save_memory", content="Feature flag beta-search is on.", expiresAt="2001-01-01",
+        await call(client, "save_memory", content="Feature flag beta-search is on.", expiresAt=_soon(),
                    customId="flag")
+        await asyncio.sleep(1.6)
         again = await call(client, "save_memory", content="Feature flag beta-search is on.")
         upd = await call(client, "save_memory", content="Feature flag beta-search is off.", customId="flag")
         gone = await call(client, "forget_memory", query="the weather in Lisbon")
