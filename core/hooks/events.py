@@ -431,7 +431,8 @@ def answer_hook(
         payload: The host's JSON payload, already read and decoded.
         context: Returns the :class:`HookContext`; called only once the run needs the
             backend, so skipped runs never open the store or load the model.
-        cwd: The hook process's working folder (default: this process's).
+        cwd: The hook process's working folder (default: this process's); a relative
+            payload ``cwd`` or ``transcript_path`` is taken relative to it.
         environ: The hook process's environment for space derivation (default:
             ``os.environ``).
 
@@ -448,6 +449,12 @@ def answer_hook(
         return failed_answer(pm, host, event, reason_of(exc))
     if hook_input is None:
         return failed_answer(pm, host, event, "unknown_host")
+    if hook_input.transcript_path and not os.path.isabs(hook_input.transcript_path):
+        # Relative to the hook process, as the payload's cwd is (the daemon runs elsewhere).
+        from dataclasses import replace
+
+        hook_input = replace(hook_input, transcript_path=os.path.join(cwd or os.getcwd(),
+                                                                      hook_input.transcript_path))
 
     if event == "prompt":
         from bli_memory.core.hooks.trivial import is_trivial
