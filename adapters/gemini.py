@@ -18,7 +18,12 @@ nothing, or on failure only ``{"systemMessage": ...}``: Gemini displays a
 (``isBlockingDecision`` in the shipped bundle), so the person learns the turn was
 not kept and nothing is retried. Exit code always 0 (exit 2 blocks the turn on
 BeforeAgent and forces a retry on AfterAgent). With stdout empty Gemini shows
-stderr to the person, so receipts go to a log file (:mod:`bli_memory.core.hooks.receipt_log`).
+stderr to the person: it takes stderr as the hook's output and prints it as ``Hook
+system message: ...`` on every turn (``stdout.trim() || stderr.trim()``, then
+``convertPlainTextToHookOutput`` in the shipped bundle), while Claude Code, Codex CLI
+and Hermes Agent keep a successful hook's stderr out of view. So
+:func:`host_conventions` sets ``receipts_in_log`` and receipts go to a log file
+(:mod:`bli_memory.core.hooks.receipt_log`).
 
 Transcript: JSONL under ``~/.gemini/tmp/<slug>/chats/``: a header line, ``$set``
 patch lines and message records ``{"type": "user", "content": [{"text"}, …]}`` /
@@ -82,8 +87,9 @@ def _clean(text: str | None) -> str | None:
 def host_conventions() -> HostConventions:
     # Gemini CLI sets ``GEMINI_CLI`` / ``GEMINI_SESSION_ID`` for shell commands (docs/hosts.md)
     # and wraps hook context in ``<hook_context>`` (module docstring).
+    # It shows a successful hook's stderr to the person: receipts go to the log (module docstring).
     return HostConventions(host=HOST, agent="gemini-cli", env_markers=("GEMINI_CLI", "GEMINI_SESSION_ID"),
-                           client_names=("gemini",), context_wrappers=CONTEXT_WRAPPERS)
+                           client_names=("gemini",), context_wrappers=CONTEXT_WRAPPERS, receipts_in_log=True)
 
 
 @hookimpl

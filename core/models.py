@@ -402,6 +402,9 @@ class HostConventions:
         experience_dir: Folder under the home folder that holds the shared
             ``AGENT-EXPERIENCE.md`` log and its outbox, when this host's plugin owns
             that location (the Codex plugin: ``.codex``); None for the others.
+        receipts_in_log: The host shows a successful hook's stderr to the person, so
+            hook receipts go to the receipt log file instead of stderr
+            (:mod:`bli_memory.core.hooks.receipt_log`; Gemini CLI sets it).
     """
 
     host: str
@@ -410,6 +413,7 @@ class HostConventions:
     client_names: tuple[str, ...] = ()
     context_wrappers: tuple[str, ...] = ()
     experience_dir: str | None = None
+    receipts_in_log: bool = False
 
 
 _TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")

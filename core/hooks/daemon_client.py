@@ -12,7 +12,7 @@ connection closes; UTF-8, ASCII-escaped)::
     -> {"event": "prompt", "host": "claude", "payload": {...}, "cwd": "/repo",
         "version": "0.1.0", "env": {...}, "config": {...}}
     <- {"stdout": "...", "outcome": "ok", "reason": null, "fields": {"hits": 2},
-        "backend": true, "version": "0.1.0"}
+        "backend": true, "receiptLog": false, "version": "0.1.0"}
 
     -> {"ping": true}
     <- {"alive": true, "version": "0.1.0", "pid": 4242, "ready": true}
@@ -324,7 +324,8 @@ def request(
 
     Returns:
         ``{"stdout": str, "outcome": "ok"|"skipped"|"failed", "reason": str|None,
-        "fields": dict, "backend": bool}``, checked for shape.
+        "fields": dict, "backend": bool, "receipt_log": bool}``, checked for shape
+        (``receipt_log``: the host's receipts go to the log file, the wire's ``receiptLog``).
 
     Raises:
         DaemonUnavailable: see :func:`exchange`; ``bad_reply`` for a wrong shape.
@@ -352,7 +353,8 @@ def request(
         or not isinstance(backend, bool)
     ):
         raise DaemonUnavailable("bad_reply")
-    return {"stdout": stdout, "outcome": outcome, "reason": reason, "fields": fields, "backend": backend}
+    return {"stdout": stdout, "outcome": outcome, "reason": reason, "fields": fields, "backend": backend,
+            "receipt_log": reply.get("receiptLog") is True}
 
 
 def ping(path: Path | None = None, *, timeout: float = 0.5) -> dict[str, Any]:

@@ -350,6 +350,9 @@ class HookAnswer:
         backend: True when the run reached the memory backend; the receipt and the
             stats then name the route that answered (``via``). Runs decided from the
             payload alone (trivial prompt, re-entrant stop, bad payload) do not.
+        receipt_log: The host's plugin wants the receipt in the log file, not on
+            stderr (:func:`bli_memory.core.hooks.receipt_log.to_log`); the daemon sends
+            it back, so the hook process need not load the plugin to know.
     """
 
     outcome: str
@@ -357,11 +360,12 @@ class HookAnswer:
     reason: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     backend: bool = False
+    receipt_log: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object the daemon sends back for this answer."""
         return {"stdout": self.stdout, "outcome": self.outcome, "reason": self.reason,
-                "fields": dict(self.fields), "backend": self.backend}
+                "fields": dict(self.fields), "backend": self.backend, "receiptLog": self.receipt_log}
 
 
 def reason_of(error: BaseException) -> str:
@@ -443,6 +447,17 @@ def answer_hook(
         ``unknown_host``, a payload reason (``stdin_malformed``) or the backend's
         reason; otherwise the handler's outcome with the rendered stdout.
     """
+    from dataclasses import replace
+
+    from bli_memory.core.hooks.receipt_log import to_log
+
+    return replace(_answer(pm, host, event, payload, context, cwd, environ), receipt_log=to_log(pm, host))
+
+
+def _answer(pm: pluggy.PluginManager, host: str, event: str, payload: dict[str, Any],
+            context: Callable[[], HookContext], cwd: str | None,
+            environ: Mapping[str, str] | None) -> HookAnswer:
+    """:func:`answer_hook` before the receipt's destination is added."""
     try:
         hook_input = pm.hook.host_parse_payload(host=host, event=event, payload=payload)
     except Exception as exc:  # an adapter refusing the payload, or an adapter bug

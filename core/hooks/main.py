@@ -90,7 +90,7 @@ class _Run:
     # --- output ------------------------------------------------------------------
 
     def finish(self, outcome: str, *, reason: str | None = None, fields: dict[str, Any] | None = None,
-               stdout: str = "") -> None:
+               stdout: str = "", log: bool | None = None) -> None:
         if stdout:
             data = stdout if stdout.endswith("\n") else stdout + "\n"
             try:
@@ -112,7 +112,9 @@ class _Run:
             body["daemon"] = self.daemon_note
         if self.probe:
             body["probe"] = "stats_excluded"
-        receipt_log.emit(format_receipt(self.event, outcome, body), host=self.host, outcome=outcome,
+        if log is None:  # decided here, not by an answer: ask the host's plugin when loaded
+            log = receipt_log.to_log(self.pm, self.host)
+        receipt_log.emit(format_receipt(self.event, outcome, body), log=log, outcome=outcome,
                          state_dir=paths.state_dir())
         if not self.probe:
             keys = [hook_stats.outcome_key(outcome, body.get("reason"))]
@@ -171,7 +173,8 @@ class _Run:
             self.daemon_note = "unreachable"
             return False
         self.via = "daemon" if reply["backend"] else None
-        self.finish(reply["outcome"], reason=reply["reason"], fields=reply["fields"], stdout=reply["stdout"])
+        self.finish(reply["outcome"], reason=reply["reason"], fields=reply["fields"], stdout=reply["stdout"],
+                    log=reply["receipt_log"])
         return True
 
     def start_daemon_if_needed(self) -> None:
@@ -241,7 +244,8 @@ class _Run:
             return False
         answer = box["answer"]
         self.via = "direct" if answer.backend else None
-        self.finish(answer.outcome, reason=answer.reason, fields=answer.fields, stdout=answer.stdout)
+        self.finish(answer.outcome, reason=answer.reason, fields=answer.fields, stdout=answer.stdout,
+                    log=answer.receipt_log)
         return False
 
 

@@ -1,18 +1,13 @@
 """Where a hook's receipt goes: stderr, or a log file for hosts that show stderr to the person.
 
-Each run writes exactly one receipt (:mod:`bli_memory.core.hooks.receipts`). Claude Code,
-Codex CLI and Hermes Agent keep a successful hook's stderr out of the person's view
-(Claude Code shows a hook's stderr only for non-zero exits; ``codex exec`` prints only
-``hook: <Event> Completed``, docs/hosts.md; Hermes logs it at debug level,
-``agent/shell_hooks.py`` of hermes-agent 0.19.0), so there the receipt goes to stderr
-as the spec says. Gemini CLI 0.61 does not: when a hook prints nothing on
-stdout it takes stderr as the hook's output and prints it as ``Hook system message:
-...`` on every turn (``stdout.trim() || stderr.trim()``, then
-``convertPlainTextToHookOutput`` in the shipped bundle). For such hosts
-(:data:`LOG_HOSTS`) the receipt is appended to :func:`log_path` instead, and stderr
-stays quiet on ``ok`` and ``skipped``; a ``failed`` receipt is also written to stderr,
-so the person learns a turn's memory failed (a failed stop tells them on stdout in the
-host's own format as well, and Gemini then ignores stderr).
+Each run writes exactly one receipt (:mod:`bli_memory.core.hooks.receipts`). Most hosts
+keep a successful hook's stderr out of the person's view, so there the receipt goes to
+stderr as the spec says. A host that shows it (its plugin's ``host_conventions`` sets
+``receipts_in_log``; :func:`to_log` reads it, so core names no host) gets the receipt
+appended to :func:`log_path` instead, and stderr stays quiet on ``ok`` and
+``skipped``; a ``failed`` receipt is also written to stderr, so the person learns a
+turn's memory failed (a failed stop tells them on stdout in the host's own format as
+well). Which hosts do, and the source, is in their adapters.
 
 The log file is ``memory-hook-receipts.log`` in the state dir, mode 0600, at most
 :data:`LOG_MAX_BYTES` before it is rotated to ``.1`` (one old file kept). Standard
@@ -24,13 +19,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bli_memory.core.private_files import make_private_dir
 
-__all__ = ["LOG_HOSTS", "LOG_MAX_BYTES", "emit", "log_path"]
+if TYPE_CHECKING:
+    import pluggy
 
-#: Hosts that show a successful hook's stderr to the person (see the module docstring).
-LOG_HOSTS = frozenset({"gemini"})
+__all__ = ["LOG_MAX_BYTES", "emit", "log_path", "to_log"]
+
 #: Size at which the log is rotated: about 2,500 receipts of ~100 bytes.
 LOG_MAX_BYTES = 256 * 1024
 
@@ -55,17 +52,28 @@ def _append(path: Path, line: str) -> None:
         os.close(fd)
 
 
-def emit(line: str, *, host: str, outcome: str, state_dir: Path) -> None:
-    """Write one receipt ``line`` where ``host`` does not show it to the person (never raises).
+def to_log(pm: pluggy.PluginManager | None, host: str) -> bool:
+    """True when ``host``'s plugin asks for its receipts in the log file
+    (``HostConventions.receipts_in_log``); False without a plugin manager. Never raises."""
+    if pm is None:
+        return False
+    try:
+        return any(c.host == host and c.receipts_in_log for c in pm.hook.host_conventions())
+    except Exception:  # a broken plugin: the receipt goes to stderr, as for most hosts
+        return False
+
+
+def emit(line: str, *, log: bool, outcome: str, state_dir: Path) -> None:
+    """Write one receipt ``line`` where the host does not show it to the person (never raises).
 
     Args:
         line: A receipt from :func:`bli_memory.core.hooks.receipts.format_receipt`.
-        host: The host adapter name (``gemini``, ``claude``, ...).
+        log: The host wants receipts in the log file (:func:`to_log`).
         outcome: ``ok``, ``skipped`` or ``failed``.
         state_dir: The state folder (:func:`bli_memory.core.paths.state_dir`).
     """
-    to_stderr = host not in LOG_HOSTS or outcome == "failed"
-    if host in LOG_HOSTS:
+    to_stderr = not log or outcome == "failed"
+    if log:
         try:
             _append(log_path(state_dir), line)
         except OSError:

@@ -125,7 +125,7 @@ def test_the_receipt_log_rotates_at_its_size_cap(tmp_path: Path) -> None:
     line = "[bli-memory] prompt skipped {\"reason\":\"trivial_prompt\"}\n"
     state = tmp_path / "state"
     for _ in range(2 * (receipt_log.LOG_MAX_BYTES // len(line)) + 10):
-        receipt_log.emit(line, host="gemini", outcome="skipped", state_dir=state)
+        receipt_log.emit(line, log=True, outcome="skipped", state_dir=state)
     log = receipt_log.log_path(state)
     assert log.stat().st_size <= receipt_log.LOG_MAX_BYTES
     assert log.with_name(log.name + ".1").stat().st_size <= receipt_log.LOG_MAX_BYTES
