@@ -177,7 +177,9 @@ def _status_lines(st, out) -> None:
 
 
 def _status_found(pm, contract, home: Path, out) -> int:
-    """``status`` without ``--host``: every host that has our entries or whose CLI is on PATH."""
+    """``status`` without ``--host``: the hosts that have our entries or whose CLI is on
+    PATH, then every other known host as ``not found`` (with how to point at it, when
+    its plugin says), so no host is silently left out."""
     from bli_memory.installers.apply import known_hosts, status_hosts
 
     every = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
@@ -187,6 +189,11 @@ def _status_found(pm, contract, home: Path, out) -> int:
     if not shown:
         out(f"no host found: none has our entries and no host CLI ({_host_list(pm)}) is on "
             "PATH\n")
+    for st in every:
+        if st.state == "not_found":
+            out(f"{st.host}: not found\n")
+            for d in st.details or ("its CLI is not on PATH and it has no entries of ours",):
+                out(f"  - {d}\n")
     _daemon_line(out)
     return 0
 

@@ -81,7 +81,21 @@ def test_status_without_host_shows_the_hosts_found_and_how_to_add_one(temp_home:
     assert lines[1:3] == ["gemini: absent",
                           "  - its CLI is here, but BLI Memory is not set up for it; "
                           "`bli-memory-mcp install --host gemini` adds it"]
-    assert not any(line.startswith(("claude", "hermes")) for line in lines)  # neither CLI nor entries
+    # Neither CLI nor entries: listed after the hosts found, never dropped.
+    missing = [line for line in lines if line.endswith(": not found")]
+    assert missing == ["claude: not found", "copilot: not found", "hermes: not found"]
+    assert lines.index("claude: not found") > 2
+
+
+def test_status_lists_every_known_host_when_none_is_found(temp_home: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    lines = run("status", home=temp_home, path=str(bindir)).stdout.splitlines()
+    assert lines[0].startswith("no host found")
+    assert [line for line in lines if line.endswith(": not found")] == [
+        f"{host}: not found" for host in ("claude", "codex", "copilot", "gemini", "hermes")]
+    hermes = lines.index("hermes: not found")
+    assert lines[hermes + 1].startswith("  - Hermes Agent not found on PATH")  # and how to point at it
 
 
 def test_dry_run_all_names_the_skipped_hosts_and_ends_saying_nothing_was_written(temp_home: Path,
