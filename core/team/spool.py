@@ -19,6 +19,13 @@ resident daemon (each pass of its job loop, every 30 s), or ``bli-memory-mcp wor
 - **Bound to its service.** An entry records the service URL it was meant for and is
   only ever sent there; after a switch to another service it waits (and counts).
 - Only redacted text is spooled (the stop hook redacts before this module sees it).
+- **Progress with a slow service.** A service that answers, but slower than a stop
+  hook's :data:`REQUEST_TIMEOUT_S`, cannot be told apart from one that hangs by the
+  hook, so the hook backs off: after a timeout, stop hooks spool without sending for
+  :data:`BACKOFF_S` (a ``backoff`` file beside the entries). The backlog path, the
+  daemon's job loop and ``worker``, runs off the prompt path and gives each request
+  :data:`BACKLOG_REQUEST_TIMEOUT_S`, so a slow service gets every entry in order
+  instead of the oldest one again and again; a send that succeeds ends the back-off.
 
 Standard library only; the backend passed in does the HTTP.
 """
@@ -37,6 +44,8 @@ from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_
 
 __all__ = [
     "BACKLOG_BUDGET_S",
+    "BACKLOG_REQUEST_TIMEOUT_S",
+    "BACKOFF_S",
     "MAX_BYTES",
     "MAX_ENTRIES",
     "REQUEST_TIMEOUT_S",
@@ -64,6 +73,14 @@ REQUEST_TIMEOUT_S = 2.0
 SHIP_BUDGET_S = 3.0
 #: Seconds ``bli-memory-mcp worker`` (and each pass of the daemon) may spend shipping.
 BACKLOG_BUDGET_S = 60.0
+#: Seconds one request may take on the backlog path (daemon, ``worker``): a slow
+#: service that needs a few seconds to queue a job still gets it; a third of
+#: :data:`BACKLOG_BUDGET_S`, so a hanging one costs a pass at most that.
+BACKLOG_REQUEST_TIMEOUT_S = 20.0
+#: Seconds stop hooks leave the sending to the backlog path after one timed out: the
+#: daemon's job loop passes every 30 s (core/daemon/drain.py).
+BACKOFF_S = 30.0
+_BACKOFF = "backoff"
 
 _SUFFIX = ".json"
 
@@ -143,16 +160,38 @@ def _read(path: Path) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) else {}
 
 
+def _backing_off(folder: Path, service_url: str) -> bool:
+    """True while stop hooks leave ``service_url``'s entries to the backlog path."""
+    try:
+        mark = json.loads((folder / _BACKOFF).read_bytes())
+        return bool(mark["service"] == service_url and time.time() < float(mark["until"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _set_backoff(folder: Path, service_url: str, *, on: bool) -> None:
+    """Start (``on``) or end the back-off of stop hooks; never raises."""
+    try:
+        if on:
+            mark = {"service": service_url, "until": time.time() + BACKOFF_S}
+            atomic_write(folder / _BACKOFF, json.dumps(mark), mode=FILE_MODE)
+        else:
+            (folder / _BACKOFF).unlink()
+    except OSError:
+        pass
+
+
 def _passing(reason: str) -> bool:
     """True for a failure that ends by itself (the service down, slow or overloaded)."""
     return reason in ("timeout", "dashboard_unreachable") or reason.startswith("http_5")
 
 
 def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None = None,
-         clock: Callable[[], float] = time.monotonic) -> ShipReport:
+         clock: Callable[[], float] = time.monotonic,
+         request_timeout: float = REQUEST_TIMEOUT_S) -> ShipReport:
     """Send spooled entries of ``service_url`` to ``backend``, oldest first, until ``deadline``.
 
-    Each request gets at most :data:`REQUEST_TIMEOUT_S` and never runs past
+    Each request gets at most ``request_timeout`` seconds and never runs past
     ``deadline``; the first failure of the service (timeout, unreachable, 5xx, 401)
     ends the pass with the rest kept. An entry the service refuses as invalid (400)
     is removed: it would be refused again.
@@ -163,6 +202,8 @@ def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None
         service_url: The service the backend talks to.
         deadline: ``clock()`` value by which the pass ends.
         folder: The spool folder (default :func:`spool_dir`).
+        request_timeout: Seconds one request may take (:data:`REQUEST_TIMEOUT_S` on
+            the stop hook, :data:`BACKLOG_REQUEST_TIMEOUT_S` on the backlog path).
 
     Returns:
         The :class:`ShipReport`. Never raises for a service failure.
@@ -183,7 +224,7 @@ def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None
             job_id = backend.enqueue_extract(
                 entry["text"], space=entry["space"], source=entry["source"],
                 session_id=entry.get("sessionId"), job_id=entry["id"],
-                timeout=min(REQUEST_TIMEOUT_S, left))
+                timeout=min(request_timeout, left))
         except InvalidInputError:
             rejected += 1
         except BliMemoryError as exc:
@@ -213,8 +254,9 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
 
     Returns:
         Receipt fields: ``queued`` (the service has this exchange's job), ``spooled``
-        (kept here for later), ``backlog`` (entries still spooled for this service)
-        and, when it was shipped, ``job``.
+        (kept here for later), ``backlog`` (entries still spooled for this service),
+        when it was shipped ``job``, and when it was not ``service``: the failure, or
+        ``backoff`` while hooks leave the sending to the backlog path (:data:`BACKOFF_S`).
 
     Raises:
         ServiceError: the spool is full (or not writable) and the service did not
@@ -237,7 +279,12 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
         job = backend.enqueue_extract(text, space=space, source=source, session_id=session_id,
                                       job_id=entry["id"], timeout=min(REQUEST_TIMEOUT_S, budget_s))
         return {"queued": True, "spooled": False, "job": job, "backlog": pending(service_url, folder=folder)}
+    if _backing_off(folder, service_url):  # too slow for a hook just now: the backlog path sends
+        return {"queued": False, "spooled": True, "backlog": pending(service_url, folder=folder),
+                "service": "backoff"}
     report = ship(backend, service_url, deadline=start + budget_s, folder=folder)
+    if report.error == "timeout" or report.shipped:
+        _set_backoff(folder, service_url, on=report.error == "timeout")
     queued = entry["id"] in report.shipped
     if not queued and report.error is not None and not _passing(report.error):
         # Kept for later, but the person must act (a revoked token, ...): say so.
@@ -255,7 +302,8 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
 
 def ship_backlog(backend: Any, *, budget_s: float = BACKLOG_BUDGET_S,
                  folder: Path | None = None) -> ShipReport | None:
-    """Ship what is spooled for ``backend``'s service (the daemon, ``worker``).
+    """Ship what is spooled for ``backend``'s service (the daemon, ``worker``), each
+    request with :data:`BACKLOG_REQUEST_TIMEOUT_S`, whatever the hooks' back-off.
 
     Returns:
         None when ``backend`` is not a service client or nothing is spooled for it;
@@ -267,4 +315,8 @@ def ship_backlog(backend: Any, *, budget_s: float = BACKLOG_BUDGET_S,
     folder = folder or spool_dir()
     if not _entries(folder):
         return None
-    return ship(backend, url, deadline=time.monotonic() + budget_s, folder=folder)
+    report = ship(backend, url, deadline=time.monotonic() + budget_s, folder=folder,
+                  request_timeout=BACKLOG_REQUEST_TIMEOUT_S)
+    if report.shipped and report.error is None:
+        _set_backoff(folder, url, on=False)  # the service keeps up again: hooks send themselves
+    return report

@@ -104,16 +104,18 @@ def test_a_hanging_service_costs_no_turn_and_each_exchange_is_shipped_once(
 
     hanging = _Hanging(port)
     try:
-        for prompt in ("How do we deploy the billing service?", "Which port does the gateway use?"):
+        for prompt, why in (("How do we deploy the billing service?", "timeout"),
+                            ("Which port does the gateway use?", "backoff")):  # the next one waits
             r = _stop(project, tmp_path, env, prompt=prompt)
             outcome, fields = r.receipt
             assert r.returncode == 0 and r.stdout == "", r.stderr  # no systemMessage: the turn is kept
             assert outcome == "ok" and fields["spooled"] is True and fields["queued"] is False
-            assert fields["service"] == "timeout"
+            assert fields["service"] == why
             # Well within the stop hook's 15 s deadline (it used to wait 10.3 s and drop the turn).
             assert fields["elapsed_ms"] < fields["deadline_ms"] / 2
     finally:
         hanging.close()
+    (spool.spool_dir() / "backoff").unlink()  # the back-off is over (BACKOFF_S later)
     entries = _spooled()
     assert len(entries) == 2
     folder = spool.spool_dir()
