@@ -78,8 +78,10 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
     Every new file and every backup is staged first; only when all were staged are
     the targets replaced (renames). If staging fails, nothing is changed. Install
     records the files and folders it creates; uninstall removes a recorded file left
-    :func:`~bli_memory.installers.created.hollow` (without a backup) and a recorded
-    folder left empty (:mod:`bli_memory.installers.created`).
+    :func:`~bli_memory.installers.created.hollow` and a recorded folder left empty
+    (:mod:`bli_memory.installers.created`). A file install created is never backed up
+    (there is no earlier version to restore); one that others have written into since
+    is kept without our entries and leaves the record.
 
     Raises:
         InstallConflict: a file could not be staged (permissions, disk full, ...).
@@ -96,8 +98,8 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
                                 notes=list(plan.notes), owned=set(plan.owned))
             reports.append(report)
             for path, (old, new) in plan.files.items():
-                ours_alone = uninstall and record.created(path) and hollow(new)
-                if ours_alone:
+                made = record.created(path)  # install made it: no earlier version to restore
+                if uninstall and made and hollow(new):
                     new = None
                 report.files.append(path)
                 report.diff += unified_diff(Path(path), old, new)
@@ -107,7 +109,9 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
                 if old is None and new is not None:
                     record.files.add(path)
                     created.extend(missing_dirs(Path(path)))
-                staged.append((report, path, stage_write(Path(path), new, backup=not ours_alone)))
+                staged.append((report, path, stage_write(Path(path), new, backup=not made)))
+                if uninstall and made and new is not None:
+                    record.files.discard(path)  # kept for what others wrote into it: theirs now
     except OSError as exc:
         for _, _, write in staged:
             discard_write(write)

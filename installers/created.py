@@ -14,7 +14,9 @@ lists, such as ``{}`` or ``{"approvals": []}``), with its backups (they hold onl
 versions of a file we made), and removes a recorded folder once it is empty. A file
 or folder install did not create is never removed: the person's empty ``{}`` stays.
 A file that something else has since filled (``claude`` writes ``~/.claude.json``) is
-kept. Entries leave the record when they are removed; an empty record is deleted.
+kept, without a backup, and leaves the record (it is theirs now). Entries leave the
+record when they are removed; an empty record is deleted, with the state folder when
+nothing else is kept there.
 """
 
 from __future__ import annotations
@@ -107,6 +109,10 @@ class Record:
         """Write the record atomically (0600), or delete it when it is empty."""
         if not self.files and not self.dirs and not self.trusted:
             self.path.unlink(missing_ok=True)
+            try:
+                self.path.parent.rmdir()  # our state folder, when nothing else is kept there
+            except OSError:
+                pass
             return
         make_private_dir(self.path.parent)
         atomic_write(self.path, json.dumps({"files": sorted(self.files), "dirs": sorted(self.dirs),

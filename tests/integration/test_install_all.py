@@ -129,3 +129,39 @@ def test_install_all_says_how_to_point_at_a_host_it_cannot_find(temp_home: Path,
     done = run("install", "--host", "all", home=temp_home, path=str(bindir))
     assert "hermes: not found on this machine; skipped" in done.stdout
     assert "BLI_MEMORY_HERMES_BIN" in done.stdout, done.stdout
+
+
+def test_uninstall_removes_what_install_created_without_backing_it_up(temp_home: Path,
+                                                                      tmp_path: Path) -> None:
+    import json
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    assert not (temp_home / ".claude.json").exists()
+    assert run("install", "--host", "claude", home=temp_home, path=str(bindir)).returncode == 0
+    claude_json = temp_home / ".claude.json"
+    data = json.loads(claude_json.read_text())
+    data["numStartups"] = 3  # Claude Code writes its own keys into the file install created
+    claude_json.write_text(json.dumps(data))
+    done = run("uninstall", "--host", "claude", home=temp_home, path=str(bindir))
+    assert done.returncode == 0, done.stderr
+    assert "backup" not in done.stdout  # the file did not exist before install: nothing to restore
+    assert json.loads(claude_json.read_text()) == {"numStartups": 3}  # its keys stay, ours are gone
+    assert sorted(p.name for p in temp_home.iterdir() if p.name.startswith(".claude")) == [".claude.json"]
+    state = temp_home / ".local" / "state" / "bli-cockpit"
+    assert not state.exists()  # install's record goes with what it made, and so does its folder
+    assert "stay in" not in done.stdout  # no memories, no hook state: nothing to tell
+
+
+def test_uninstall_says_where_the_memories_stay_and_keeps_them(temp_home: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    assert run("install", "--host", "claude", home=temp_home, path=str(bindir)).returncode == 0
+    store = temp_home / ".local" / "share" / "bli-memory" / "memory.sqlite3"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"SQLite format 3\x00")  # stands for the memories
+    done = run("uninstall", "--host", "claude", home=temp_home, path=str(bindir))
+    assert done.returncode == 0, done.stderr
+    assert store.exists()  # memories are never deleted by uninstall
+    assert f"memories stay in {store.parent}" in done.stdout, done.stdout
+    assert "rm -r" in done.stdout  # and how to erase them, by hand
