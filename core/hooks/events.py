@@ -274,33 +274,29 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     space = space_of(hook_input)
     from bli_memory.core.memory.switches import is_recording
 
-    if is_recording(space):
-        # Capture-only session recording: kept as a recording, never extracted
-        # into memories and never injected (core/memory/switches.py).
-        ctx.backend.record_turn(redacted.text, space=space, source=f"hook:{hook_input.host}",
-                                session_id=hook_input.session_id)
-        return HookResult(
-            event="stop", outcome="ok",
-            fields={"chars": len(redacted.text), "masked": redacted.masked, "recorded": True},
-        )
+    # A recorded space keeps the turn capture-only: never extracted into memories, never
+    # injected (core/memory/switches.py).
+    recording, source = is_recording(space), f"hook:{hook_input.host}"
+    fields: dict[str, Any] = {"chars": len(redacted.text), "masked": redacted.masked}
     if ctx.backend.spool_captures:
         # A team service: spooled first, so a service away never costs the turn.
         from bli_memory.core.team.remote import RemoteBackend
         from bli_memory.core.team.spool import capture
 
         remote = cast(RemoteBackend, ctx.backend)  # the service's client is the one that spools
-        kept = capture(remote, remote.base_url, redacted.text, space=space,
-                       source=f"hook:{hook_input.host}", session_id=hook_input.session_id)
-        return HookResult(event="stop", outcome="ok",
-                          fields={"chars": len(redacted.text), "masked": redacted.masked, **kept})
-    ctx.backend.enqueue_extract(
-        redacted.text, space=space, source=f"hook:{hook_input.host}",
-        session_id=hook_input.session_id,
-    )
-    return HookResult(
-        event="stop", outcome="ok",
-        fields={"chars": len(redacted.text), "masked": redacted.masked, "queued": True},
-    )
+        kept = capture(remote, remote.base_url, redacted.text, space=space, source=source,
+                       session_id=hook_input.session_id, record=recording)
+        if recording:
+            kept["recorded"] = kept.pop("queued")
+        fields.update(kept)
+    elif recording:
+        ctx.backend.record_turn(redacted.text, space=space, source=source, session_id=hook_input.session_id)
+        fields["recorded"] = True
+    else:
+        ctx.backend.enqueue_extract(redacted.text, space=space, source=source,
+                                    session_id=hook_input.session_id)
+        fields["queued"] = True
+    return HookResult(event="stop", outcome="ok", fields=fields)
 
 
 _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}

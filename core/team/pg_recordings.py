@@ -14,7 +14,8 @@ __all__ = ["RecordingsMixin"]
 class RecordingsMixin(PgCore):
     """Recorded session turns (part of :class:`~bli_memory.core.team.pg_store.PostgresBackend`)."""
 
-    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                    record_id: str | None = None) -> str:
         """Keep one recorded (already redacted) exchange, capture-only; returns its id.
 
         The service side of :meth:`EmbeddedBackend.record_turn`: one
@@ -25,19 +26,23 @@ class RecordingsMixin(PgCore):
         Postgres ``text`` cannot hold, are dropped. A recording is never embedded,
         indexed, searched, listed, exported or injected; :meth:`info` counts it.
 
+        Args:
+            record_id: The caller's id (a canonical UUID; the stop hook's spool sends one):
+                a recording with this id is kept once, so a retry adds nothing.
+
         Raises:
             InvalidInputError: ``text`` or ``source`` is not a string.
             StoreError: the database failed.
         """
         if not isinstance(text, str) or not isinstance(source, str) or not text.strip():
             raise InvalidInputError("a recording needs text and a source")
-        rec_id = str(uuid.uuid4())
+        rec_id = record_id or str(uuid.uuid4())
         me = self._me()
         with self._tx("record a session turn") as conn:
             view = self._view(conn, space)
             conn.execute(
                 "INSERT INTO memory_session_recordings (id, space, owner_id, device_id, source, session_id, "
-                "text) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                "text) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
                 (rec_id, view.canonical, me, self.device_id, source, session_id, text.replace("\x00", "")),
             )
         return rec_id

@@ -391,7 +391,8 @@ class RemoteBackend:
             raise ServiceError("the memory service did not queue the extract job", reason="bad_response")
         return job_id
 
-    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                    record_id: str | None = None, timeout: float | None = None) -> str:
         """Keep one recorded (already redacted) exchange on the service, capture-only; returns its id.
 
         ``POST /api/memory/record``, as :meth:`EmbeddedBackend.record_turn` writes the
@@ -399,6 +400,11 @@ class RemoteBackend:
         being recorded calls this instead of :meth:`enqueue_extract`, so the turn is
         kept under this person's space and never distilled or injected. Bounded by the
         normal :data:`READ_TIMEOUT_S` (the hook's own deadline still applies).
+
+        Args:
+            record_id: The caller's id (a UUID) for the recording: the service keeps an
+                id once, so the spool's retry never records a turn twice.
+            timeout: Seconds for this call instead of :data:`READ_TIMEOUT_S`.
 
         Raises:
             InvalidInputError: the service refused the request (400).
@@ -408,7 +414,9 @@ class RemoteBackend:
         body: dict[str, Any] = {"text": text, "containerTag": space, "source": source}
         if session_id is not None:
             body["sessionId"] = session_id
-        data = self._call("POST", "/api/memory/record", body)
+        if record_id is not None:
+            body["id"] = record_id
+        data = self._call("POST", "/api/memory/record", body, timeout=timeout)
         rec_id = data.get("id")
         if not isinstance(rec_id, str) or not rec_id:
             raise ServiceError("the memory service did not keep the recording", reason="bad_response")

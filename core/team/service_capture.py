@@ -32,11 +32,21 @@ EXPERIENCE_VERDICTS = ("win", "loss", "noise")
 
 
 def record(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
-    """``POST /api/memory/record``: keep one turn of a recorded session (201 with its id)."""
+    """``POST /api/memory/record``: keep one turn of a recorded session (201 with its id).
+
+    A caller's ``id`` is kept once: a retry with it records nothing new and answers it again.
+    """
     be = acting(request, p)
     tag = body_tag(body)
+    from bli_memory.core.extraction.job_ids import checked_job_id
+
+    try:
+        wanted = checked_job_id(body.get("id"))
+    except InvalidInputError:
+        raise InvalidInputError("id must be a UUID string") from None
     rec_id = be.record_turn(body_str(body, "text", required=True) or "", space=tag,
-                            source=body_str(body, "source") or "api", session_id=body_str(body, "sessionId"))
+                            source=body_str(body, "source") or "api", session_id=body_str(body, "sessionId"),
+                            record_id=wanted)
     canonical, _ = be.resolve_space(tag)
     return 201, {"id": rec_id, "containerTag": canonical}
 

@@ -224,6 +224,9 @@ class RecordRequest(SpaceRequest):
     text: str
     source: str | None = None
     sessionId: str | None = None
+    id: str | None = Field(None, json_schema_extra={"format": "uuid"},
+                           description="The caller's id for the recording: kept once, so a retry "
+                                       "never records the turn twice.")
 
 
 class ExperienceRequest(BaseModel):

@@ -19,6 +19,9 @@ resident daemon (each pass of its job loop, every 30 s), or ``bli-memory-mcp wor
 - **Bound to its service.** An entry records the service URL it was meant for and is
   only ever sent there; after a switch to another service it waits (and counts).
 - Only redacted text is spooled (the stop hook redacts before this module sees it).
+- **Recorded turns too.** A turn of a space whose sessions are recorded
+  (``record_session``) is spooled as ``"kind": "record"`` and sent to the record door
+  with its id, which the service keeps once, as it queues a job id once.
 - **Progress with a slow service.** A service that answers, but slower than a stop
   hook's :data:`REQUEST_TIMEOUT_S`, cannot be told apart from one that hangs by the
   hook, so the hook backs off: after a timeout, stop hooks spool without sending for
@@ -186,6 +189,17 @@ def _passing(reason: str) -> bool:
     return reason in ("timeout", "dashboard_unreachable") or reason.startswith("http_5")
 
 
+def _send(backend: Any, entry: dict[str, Any], timeout: float) -> str:
+    """Send one entry with its id: a recorded turn to the record door, else an extract job."""
+    if entry.get("kind") == "record":
+        return str(backend.record_turn(entry["text"], space=entry["space"], source=entry["source"],
+                                       session_id=entry.get("sessionId"), record_id=entry["id"],
+                                       timeout=timeout))
+    return str(backend.enqueue_extract(entry["text"], space=entry["space"], source=entry["source"],
+                                       session_id=entry.get("sessionId"), job_id=entry["id"],
+                                       timeout=timeout))
+
+
 def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None = None,
          clock: Callable[[], float] = time.monotonic,
          request_timeout: float = REQUEST_TIMEOUT_S) -> ShipReport:
@@ -221,10 +235,7 @@ def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None
             error = "timeout"
             break
         try:
-            job_id = backend.enqueue_extract(
-                entry["text"], space=entry["space"], source=entry["source"],
-                session_id=entry.get("sessionId"), job_id=entry["id"],
-                timeout=min(request_timeout, left))
+            job_id = _send(backend, entry, min(request_timeout, left))
         except InvalidInputError:
             rejected += 1
         except BliMemoryError as exc:
@@ -242,7 +253,7 @@ def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None
 
 def capture(backend: Any, service_url: str, text: str, *, space: str, source: str,
             session_id: str | None, budget_s: float = SHIP_BUDGET_S,
-            folder: Path | None = None) -> dict[str, Any]:
+            folder: Path | None = None, record: bool = False) -> dict[str, Any]:
     """Keep one redacted exchange for the service: spool it, then ship within ``budget_s``.
 
     Args:
@@ -251,6 +262,8 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
         text: The redacted, bounded exchange.
         space, source, session_id: As for ``enqueue_extract``.
         budget_s: Seconds this call may spend on the network.
+        folder: The spool folder (default :func:`spool_dir`).
+        record: A recorded turn (``record_turn``), not an exchange to extract.
 
     Returns:
         Receipt fields: ``queued`` (the service has this exchange's job), ``spooled``
@@ -271,13 +284,14 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
     entry = {"v": 1, "id": new_job_id(), "service": service_url, "space": space, "source": source,
              "sessionId": session_id, "text": text,
              "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if record:
+        entry["kind"] = "record"
     try:
         spooled = _put(folder, entry) is not None
     except OSError:
         spooled = False
     if not spooled:  # no room to keep it: one bounded try, failing as before
-        job = backend.enqueue_extract(text, space=space, source=source, session_id=session_id,
-                                      job_id=entry["id"], timeout=min(REQUEST_TIMEOUT_S, budget_s))
+        job = _send(backend, entry, min(REQUEST_TIMEOUT_S, budget_s))
         return {"queued": True, "spooled": False, "job": job, "backlog": pending(service_url, folder=folder)}
     if _backing_off(folder, service_url):  # too slow for a hook just now: the backlog path sends
         return {"queued": False, "spooled": True, "backlog": pending(service_url, folder=folder),

@@ -188,3 +188,41 @@ def test_the_spool_makes_every_missing_folder_private_whatever_the_umask(tmp_pat
         os.umask(old)
     for path in (tmp_path / "state", tmp_path / "state" / "bli-cockpit", folder):
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+
+
+def test_a_recorded_turn_is_spooled_while_the_service_is_away_and_kept_once(
+    port: int, start_service: Any, new_person: Any, tmp_path: Path
+) -> None:
+    from bli_memory.core.memory.switches import set_recording
+
+    person = new_person()
+    url = f"http://127.0.0.1:{port}"  # nothing listens yet
+    env = {"BLI_MEMORY_DASHBOARD_URL": url, "BLI_MEMORY_DEVICE_TOKEN": person.token}
+    project = tmp_path / "p"
+    project.mkdir()
+    space = derive_space(str(project)).tag
+    set_recording(True, space)
+
+    r = _stop(project, tmp_path, env, prompt="Which region hosts the billing database?")
+    outcome, fields = r.receipt
+    assert r.returncode == 0 and r.stdout == "", r.stderr  # the turn is kept: no systemMessage
+    assert outcome == "ok" and fields["recorded"] is False and fields["spooled"] is True, fields
+    (entry,) = _spooled()
+    again = tmp_path / "again.json"
+    shutil.copy(entry, again)
+
+    svc = start_service(port=port)
+    worker = [bin_path(), "worker", "--once"]
+    done = subprocess.run(worker, capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert done.returncode == 0 and "sent 1 spooled exchange" in done.stderr, done.stderr
+    shutil.copy(again, entry)  # the same turn shipped a second time: one recording still
+    subprocess.run(worker, capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=True)
+    assert _spooled() == []
+    backend = RemoteBackend(svc.url, token=person.token)
+    try:
+        recs = backend.recordings(space=space)
+        assert len(recs) == 1 and "billing database" in recs[0]["text"]
+        assert backend.info(space=space)["extractJobs"] == {} or sum(
+            backend.info(space=space)["extractJobs"].values()) == 0  # capture-only: no job
+    finally:
+        backend.close()
