@@ -89,7 +89,7 @@ def _said(text: str) -> _Said:
 
 
 def _hash(salt: bytes, word: str) -> str:
-    return hashlib.blake2b(word.encode("utf-8"), key=salt, digest_size=8).hexdigest()
+    return hashlib.blake2b(word.encode("utf-8", "surrogatepass"), key=salt, digest_size=8).hexdigest()
 
 
 def _hashed(said: _Said, salt: bytes) -> _Said:
