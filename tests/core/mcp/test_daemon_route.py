@@ -141,7 +141,8 @@ def test_kill_9_of_the_daemon_mid_call_answers_in_process_then_a_new_daemon_take
         (found,) = results
         assert not found.is_error, text_of(found)
         assert [r["content"] for r in found.structured_content["results"]] == [FACT_VPN]
-        assert (await _info(client))["via"] == "in-process"  # within the pause: in process
+        # The next calls answer in process for a pause, then through a new daemon (on a busy
+        # machine the search in process can outlast the pause): the answers are the same.
         again = await client.call_tool("save_memory", {"content": FACT_VPN})
         assert again.structured_content["status"] == "duplicate"  # the write is kept, once
         gone = await client.call_tool("forget_memory", {"id": "no-such-id"})
@@ -156,7 +157,8 @@ def test_kill_9_of_the_daemon_mid_call_answers_in_process_then_a_new_daemon_take
 
     _session(tmp_path, errlog, body)
     log = errlog.read_text()
-    assert "mcp route in-process" in log
+    # The search under the kill answered in process (the daemon's reply never came).
+    assert any(f'mcp route in-process {{"reason": "{r}"}}' in log for r in ("bad_reply", "unreachable"))
     assert log.index("mcp route in-process") < log.rindex("mcp route daemon")
 
 
