@@ -360,7 +360,8 @@ def run_size(size: int, args: argparse.Namespace, queries: list[str]) -> dict[st
         mcp = []
         if size == args.sizes[0]:
             for i in range(args.mcp_runs):
-                mcp.append(mcp_cold_start(env, project, queries[i]))
+                # In process, as this figure always was: bench/mcp_daemon.py has the daemon route.
+                mcp.append(mcp_cold_start(off, project, queries[i]))
             log(f"hooks: MCP cold start x{args.mcp_runs} done")
         daemon.terminate()
         daemon.wait(timeout=30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def bin_path(name: str = "bli-memory-mcp") -> str:
 
 
 @pytest.fixture(autouse=True)
-def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point HOME and the XDG folders at a temporary folder; drop BLI_MEMORY_* variables."""
     home = tmp_path / "home"
     home.mkdir()
@@ -45,7 +46,31 @@ def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # The daemon route is tested on purpose in its own tests; elsewhere hooks go direct.
     monkeypatch.setenv("BLI_MEMORY_DAEMON", "0")
-    return home
+    yield home
+    # A host that starts our MCP server with an environment of its own (Codex, Hermes) lets
+    # it start a daemon, detached: end every daemon of this temporary HOME with the test.
+    if any(home.glob(".local/state/*/memory-daemon.*")):  # a start stamp, a lock, a socket
+        kill_daemons_of(home)
+
+
+def kill_daemons_of(home: Path) -> None:
+    """SIGKILL every live ``bli-memory-mcp daemon`` process whose HOME is ``home``."""
+    import signal
+
+    needle = b"HOME=" + os.fsencode(home)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"daemon" in cmdline and needle in environ:
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.fixture

@@ -9,9 +9,12 @@ from typing import Any
 
 import anyio
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import bin_path
+
+#: When set (the daemon-route fixture of tests/core/mcp), the servers' stderr is appended here.
+ERRLOG: Path | None = None
 
 
 def server_params(cwd: Path, **env: str) -> StdioServerParameters:
@@ -25,8 +28,13 @@ def run_session(cwd: Path, body: Callable[[Client], Awaitable[Any]], **env: str)
     """Start one server session in ``cwd``, run ``body(client)``, return its result."""
 
     async def main() -> Any:
-        async with Client(server_params(cwd, **env), read_timeout_seconds=60) as client:
-            return await body(client)
+        params = server_params(cwd, **env)
+        if ERRLOG is None:
+            async with Client(params, read_timeout_seconds=60) as client:
+                return await body(client)
+        with ERRLOG.open("a") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+                return await body(client)
 
     return anyio.run(main)
 

@@ -106,7 +106,8 @@ def _doctor(argv: list[str]) -> int:
 
     Checks, in order: the settings parse; each host's install; where memory lives (the
     embedded store file, or the team service answering for this machine's token); the
-    shipped model files' checksums; the daemon; the optional side-index packages.
+    shipped model files' checksums; the daemon (pid and the memory it holds) and the
+    route an MCP server would answer on; the optional side-index packages.
     """
     import argparse
     import json
@@ -122,7 +123,9 @@ def _doctor(argv: list[str]) -> int:
     else:
         rows.append(("info", "memory store", "not checked: fix the settings first"))
     _check_model(rows)
-    rows.append(("info", "memory-daemon", _daemon_state()))
+    daemon = _daemon_ping()
+    rows.append(("info", "memory-daemon", _daemon_state(daemon)))
+    rows.append(("info", "mcp route", _mcp_route(settings, daemon)))
     rows.append(("info", "side indexes", _side_index_state()))
     if args.json:
         checks = [{"mark": m, "check": c, "detail": d} for m, c, d in rows]
@@ -224,14 +227,41 @@ def _check_model(rows: list[tuple[str, str, str]]) -> None:
     rows.append(("ok", "embedding model", "all-MiniLM-L6-v2 int8 files present, checksums match"))
 
 
-def _daemon_state() -> str:
+def _daemon_ping() -> dict[str, Any] | None:
+    """The running daemon's ping answer (pid, version, rss_bytes), or None when none answers."""
     try:
-        from bli_memory.core.hooks.daemon_client import status as daemon_status
+        from bli_memory.core.hooks import daemon_client
 
-        d = daemon_status()
+        return daemon_client.ping()
     except Exception:
+        return None
+
+
+def _daemon_state(daemon: dict[str, Any] | None) -> str:
+    if daemon is None:
         return "absent (started on demand)"
-    return f"running (version {d.get('version')})" if d.get("running") else "absent (started on demand)"
+    rss = daemon.get("rss_bytes")
+    held = f", holding {rss / 2**20:.0f} MB" if isinstance(rss, int) else ""
+    return f"running (version {daemon.get('version')}, pid {daemon.get('pid')}{held})"
+
+
+def _mcp_route(settings: Any, daemon: dict[str, Any] | None) -> str:
+    """Which route an MCP server started now would answer on (core/mcp/daemon_route.py)."""
+    from bli_memory.core.hooks import daemon_client
+
+    if settings is not None:
+        try:
+            from bli_memory.core.team.remote import remote_target
+
+            if remote_target(settings) is not None:
+                return "in process, to the team service (the daemon route is for the embedded store)"
+        except Exception:
+            pass
+    if not daemon_client.enabled():
+        return "in process (BLI_MEMORY_DAEMON is off)"
+    if daemon is None:
+        return "through the daemon once one runs (an MCP server starts it); in process until then"
+    return f"through the daemon (pid {daemon.get('pid')}); in process whenever it cannot answer"
 
 
 def _side_index_state() -> str:

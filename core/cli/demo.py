@@ -40,7 +40,10 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.write
 
     async def run(data_dir: str) -> bool:
-        env = {**os.environ, "BLI_MEMORY_DATA_DIR": data_dir, "BLI_MEMORY_CONTAINER_TAG": "demo"}
+        # In process: a daemon started for a scratch store would outlive it and stand in
+        # the way of the person's own (one per user).
+        env = {**os.environ, "BLI_MEMORY_DATA_DIR": data_dir, "BLI_MEMORY_CONTAINER_TAG": "demo",
+               "BLI_MEMORY_DAEMON": "0"}
         params = StdioServerParameters(command=_server_command(), args=[], env=env)
         async with Client(params, read_timeout_seconds=120) as client:
             tools = [t.name for t in (await client.list_tools()).tools]

@@ -2,19 +2,22 @@
 
 :func:`read_request` reads one request line within the limits the client keeps
 (``MAX_LINE_BYTES``); :func:`reply_line` encodes one answer with the daemon's version
-and pid.
+and pid; :func:`rss_bytes` is the memory the daemon holds, which its ``ping`` answer
+carries (``memory_info`` and ``cockpit doctor`` show it).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
 import socket
 from typing import Any
 
 from bli_memory.core._version import VERSION
 from bli_memory.core.hooks import daemon_client
 
-__all__ = ["read_request", "reply_line"]
+__all__ = ["read_request", "reply_line", "rss_bytes"]
 
 
 def reply_line(reply: dict[str, Any], *, pid: int) -> bytes:
@@ -46,3 +49,18 @@ def read_request(conn: socket.socket) -> tuple[bytes, str | None]:
             return b"", "too_large"
         if end >= 0:
             return bytes(buf[:end]), None
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process in bytes, now.
+
+    Read from ``/proc/self/statm`` (resident pages times the page size) on Linux;
+    elsewhere the peak (``getrusage``'s ``ru_maxrss``, KiB on Linux and BSDs, bytes on
+    macOS), the nearest figure the platform offers.
+    """
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak) if os.uname().sysname == "Darwin" else int(peak) * 1024

@@ -26,6 +26,11 @@ function the hook's direct path runs; there is no second implementation of recal
   after the socket is bound; until then requests are answered ``warming_up`` (the
   hook goes direct) while pings already answer. If the store file is replaced or
   removed, the next request reopens it.
+- **MCP servers**: a request with ``call`` runs one memory-contract method on the warm
+  backend for an MCP server on the daemon route (:mod:`bli_memory.core.daemon.calls`),
+  so five open sessions share one model and one set of caches. Such a call waits for
+  the warm-up instead of being refused ``warming_up``, and counts as activity for the
+  idle exit.
 - **Extract jobs**: when :mod:`bli_memory.core.extraction.worker` exists and has
   ``drain(backend, *, max_jobs, worker_id)``, a background thread runs it every
   :data:`DRAIN_INTERVAL_S` and shortly after a stop hook was answered, off the
@@ -51,10 +56,11 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
+from bli_memory.core.daemon.calls import WRITE_CALLS, answer_call, check_call
 from bli_memory.core.daemon.drain import DRAIN_AFTER_STOP_S, DRAIN_INTERVAL_S, DRAIN_MAX_JOBS, drain_loop
 from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.oplog import log
-from bli_memory.core.daemon.protocol import read_request, reply_line
+from bli_memory.core.daemon.protocol import read_request, reply_line, rss_bytes
 from bli_memory.core.daemon.warm import WarmContext
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import daemon_client, daemon_start
@@ -123,6 +129,7 @@ class Daemon:
         self._active_lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
         self.requests = 0
+        self.calls = 0
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -276,11 +283,42 @@ class Daemon:
             return {"error": "stand_down"}
         if message.get("ping") is True:
             return {"alive": True, "ready": self._ready.is_set(),
-                    "uptime_s": int(time.monotonic() - self.started), "requests": self.requests}
+                    "uptime_s": int(time.monotonic() - self.started), "requests": self.requests,
+                    "calls": self.calls, "rss_bytes": rss_bytes()}
         if message.get("stop") is True:
             self.request_stop("stop_requested")
             return {"stopping": True}
+        if "call" in message:
+            return self._call(message)
         return self._hook(message)
+
+    def _refusal(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The refusal a request from another configuration or pairing gets, else None."""
+        if message.get("config") != self.config:
+            return {"error": "env_mismatch"}
+        if paths.session_file_path(self.environ).exists() != self.paired:
+            log("stand_down", reason="pairing_changed")
+            self.request_stop("stand_down")
+            return {"error": "stand_down"}
+        return None
+
+    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One memory-contract call of an MCP server (:mod:`bli_memory.core.daemon.calls`)."""
+        checked = check_call(message)
+        if checked is None:
+            return {"error": "malformed"}
+        refused = self._refusal(message)
+        if refused is not None:
+            return refused
+        name, args = checked
+        self.last_request = time.monotonic()
+        self.calls += 1
+        reply = answer_call(name, args, ready=self._ready,
+                            backend=lambda: self.warm.context(self.warm.pm(DEFAULT_HOST)).backend)
+        if name in WRITE_CALLS and "result" in reply:
+            self._drain_wake.set()
+        self.last_request = time.monotonic()
+        return reply
 
     def _hook(self, message: dict[str, Any]) -> dict[str, Any]:
         event = message.get("event")
@@ -300,12 +338,9 @@ class Daemon:
             or not isinstance(config, dict)
         ):
             return {"error": "malformed"}
-        if config != self.config:
-            return {"error": "env_mismatch"}
-        if paths.session_file_path(self.environ).exists() != self.paired:
-            log("stand_down", reason="pairing_changed")
-            self.request_stop("stand_down")
-            return {"error": "stand_down"}
+        refused = self._refusal(message)
+        if refused is not None:
+            return refused
         if not self._ready.is_set():
             return {"error": "warming_up"}
         self.last_request = time.monotonic()

@@ -36,7 +36,11 @@ Fallback reasons (the ``daemon`` field of a direct run's receipt), :data:`REASON
 ``kill -9`` or a reboot), ``foreign_socket`` (the path is not a socket owned by this
 user: never connected to), ``connect_timeout``, ``unreachable``, ``reply_timeout``,
 ``bad_reply``, and the daemon's refusals ``warming_up``, ``stand_down``,
-``env_mismatch``, ``busy``, ``malformed``, ``too_large``, ``internal``.
+``env_mismatch``, ``busy``, ``malformed``, ``too_large``, ``internal``, and
+``not_local`` (an MCP server's call to a daemon whose backend keeps no local store).
+
+MCP servers use the same socket, version and config checks for their memory-contract
+calls (``{"call": ..., "args": ...}``: :mod:`bli_memory.core.daemon.calls`).
 """
 
 from __future__ import annotations
@@ -90,7 +94,8 @@ MAX_LINE_BYTES = 4 * 1024 * 1024 + 64 * 1024
 
 #: Error codes a daemon may answer with; anything else reads as ``bad_reply``.
 DAEMON_ERRORS = frozenset(
-    {"warming_up", "stand_down", "env_mismatch", "busy", "malformed", "too_large", "internal"}
+    {"warming_up", "stand_down", "env_mismatch", "busy", "malformed", "too_large", "internal",
+     "not_local"}
 )
 REASONS = DAEMON_ERRORS | {
     "no_socket",

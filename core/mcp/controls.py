@@ -20,6 +20,7 @@ from pydantic import Field
 
 from bli_memory.core.mcp.outputs import (
     AuditOutput,
+    DaemonOut,
     ExperienceOutput,
     GetOutput,
     InfoOutput,
@@ -55,21 +56,34 @@ async def memory_info(
     containerTag: Annotated[str | None, Field(description="Space to describe; default: current.")] = None,
 ) -> Annotated[CallToolResult, InfoOutput]:
     """Describe the memory in use: the space and how it was derived, its aliases,
-    counts by state, the store, the embedding model, and the route that served this."""
+    counts by state, the store, the embedding model, and the route that served this
+    (through the resident daemon, with the memory it holds, or in process)."""
     from bli_memory.core.memory.switches import status as switch_status
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
     info = await run_blocking(state.backend.info, space=tag)
+    route = state.daemon_route
+    daemon = None
+    if route is not None and route.last_route == "daemon":
+        daemon = await run_blocking(route.daemon_status)
+    via: Literal["daemon", "in-process"] = "daemon" if daemon is not None else "in-process"
     out = InfoOutput(
         containerTag=info["space"],
         derivedFrom=state.space_origin if tag == state.default_space else "containerTag argument",
         aliases=info["aliases"], counts=info["counts"], recordings=info.get("recordings", 0),
         store=info["store"], embeddingModel=info["embeddingModel"],
         storeEmbeddingModel=info.get("storeEmbeddingModel"),
-        route="mcp stdio -> " + str(info["store"].get("kind", "?")),
+        route="mcp stdio -> " + ("daemon -> " if daemon else "") + str(info["store"].get("kind", "?")),
+        via=via, daemon=DaemonOut.model_validate(daemon) if daemon else None,
         switches=switch_status(info["space"]),
     )
+    if daemon is None:
+        held = "in process"
+    else:
+        held = f"daemon pid {daemon['pid']}"
+        if daemon.get("rssBytes"):
+            held += f", holding {daemon['rssBytes'] / 2**20:.0f} MB"
     c = info["counts"]
     text = (
         f"Space {out.containerTag} ({out.derivedFrom}); aliases: {', '.join(out.aliases) or 'none'}.\n"
@@ -77,7 +91,7 @@ async def memory_info(
         f"{c.get('forgotten', 0)} forgotten. Store: {store_text(info['store'])}. "
         f"Model: {out.embeddingModel}. "
         f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
-        f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route}."
+        f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route} ({held})."
     )
     if out.storeEmbeddingModel:
         text += (f"\nThe store holds vectors of {out.storeEmbeddingModel}: searches and saves are "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuditOutput",
     "ConflictOut",
+    "DaemonOut",
     "ExperienceOutput",
     "ForgetOutput",
     "GetOutput",
@@ -133,6 +134,14 @@ class ForgetOutput(BaseModel):
         default=None, description="The older version the given id named; the live version was acted on.")
 
 
+class DaemonOut(BaseModel):
+    """The resident daemon that answered, as memory_info shows it."""
+
+    pid: int | None = None
+    version: str | None = None
+    rssBytes: int | None = Field(default=None, description="Memory the daemon holds (resident set size).")
+
+
 class InfoOutput(BaseModel):
     """Result of memory_info."""
 
@@ -147,6 +156,9 @@ class InfoOutput(BaseModel):
         default=None, description="Set when the store holds another model's vectors: searches and "
         "saves refuse it until `bli-memory-mcp memory reembed` runs.")
     route: str
+    via: Literal["daemon", "in-process"] = Field(
+        default="in-process", description="Who answered: the resident daemon, or this server process.")
+    daemon: DaemonOut | None = None
     switches: dict[str, Any]
 
 

@@ -6,9 +6,12 @@ The tools live in :mod:`bli_memory.core.mcp.tools` (the four memory tools) and
 lifespan builds the :class:`~bli_memory.core.mcp.state.ServerState` they read.
 
 Every tool returns text for the model plus ``structuredContent`` (the rows and the
-space). stdout carries JSON-RPC only: every log line goes to stderr. The embedding
-model loads in the background after start, so ``initialize`` answers at once, and
-queued extract jobs run in a background drain.
+space). stdout carries JSON-RPC only: every log line goes to stderr. With the
+embedded store the tools answer through the resident daemon when it is up
+(:mod:`bli_memory.core.mcp.daemon_route`): this process then loads neither numpy nor
+the model, and the daemon drains the extract queue. In process, the embedding model
+loads in the background after start, so ``initialize`` answers at once, and queued
+extract jobs run in a background drain.
 """
 
 from __future__ import annotations
@@ -75,23 +78,33 @@ def build_server(state_factory: Callable[[], ServerState]) -> MCPServer[ServerSt
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         state = state_factory()
-        # numpy first, in this thread, before any worker thread starts: two threads
-        # importing it at once can be handed a half-initialised module by importlib.
-        import numpy  # noqa: F401
-
+        route = state.daemon_route
         warmed = threading.Event()
-        # Load the model off the request path so `initialize` answers at once.
+        stop = threading.Event()
+        drainers: list[threading.Thread | None] = []
+        if route is None:
+            # numpy first, in this thread, before any worker thread starts: two threads
+            # importing it at once can be handed a half-initialised module by importlib.
+            import numpy  # noqa: F401
+        else:
+            # The daemon answers and drains; a call that falls back to this process
+            # starts the drain here, as an in-process server does at start.
+            local = route.local
+            route.on_local = lambda: drainers.append(
+                _start_extract_drain(local, stop, state.wake, ready=warmed))
+        # Load the model (or reach the daemon) off the request path so `initialize` answers at once.
         threading.Thread(target=_safe_warm, args=(state.backend, warmed), daemon=True,
                          name="warm-up").start()
-        stop = threading.Event()
-        drainer = _start_extract_drain(state.backend, stop, state.wake, ready=warmed)
+        if route is None:
+            drainers.append(_start_extract_drain(state.backend, stop, state.wake, ready=warmed))
         try:
             yield state
         finally:
             stop.set()
             state.wake.set()
-            if drainer is not None:
-                drainer.join(timeout=10)
+            for drainer in drainers:
+                if drainer is not None:
+                    drainer.join(timeout=10)
             warmed.wait(timeout=30)  # never close the store under the warm-up thread
             state.backend.close()
 
@@ -157,15 +170,25 @@ def _safe_warm(backend: MemoryBackend, done: threading.Event) -> None:
 def default_state(settings: Settings, pm: pluggy.PluginManager | None = None) -> ServerState:
     """Build the server state: the backend the plugins choose, and the default space.
 
+    With the installed plugins (``pm`` None) and the embedded store, the tools answer
+    through the resident daemon when it is up, and fall back to that backend in process
+    (:mod:`bli_memory.core.mcp.daemon_route`); a caller's own plugin manager keeps every
+    call in process, so plugins registered only there are honoured.
+
     Args:
         settings: The process's settings.
         pm: The caller's plugin manager (default: a new one with the installed
             plugins); the backend is built through it, so its plugins are honoured.
     """
+    from bli_memory.core.mcp.daemon_route import DaemonRoute, eligible
     from bli_memory.core.plugins import build_backend, get_plugin_manager
 
     backend = build_backend(pm if pm is not None else get_plugin_manager(), settings)
     tag, origin = default_space(settings)
+    if pm is None and eligible(backend):
+        route = DaemonRoute(backend)
+        return ServerState(settings=settings, backend=route, default_space=tag, space_origin=origin,
+                           daemon_route=route)
     return ServerState(settings=settings, backend=backend, default_space=tag, space_origin=origin)
 
 

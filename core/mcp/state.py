@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from bli_memory.core.errors import BliMemoryError
 
 if TYPE_CHECKING:
+    from bli_memory.core.mcp.daemon_route import DaemonRoute
     from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.settings import Settings
 
@@ -47,7 +48,10 @@ class ServerState:
     neighbours, and the ``context`` channel of search applies to them as to
     hook-captured ones (:func:`bli_memory.core.memory.ranking.context_bonus`).
     ``wake`` is set when a tool queues an extract job, so the server's background
-    drain runs it at once instead of at its next poll.
+    drain runs it at once instead of at its next poll. ``daemon_route`` is the
+    backend itself when the tools answer through the resident daemon
+    (:mod:`bli_memory.core.mcp.daemon_route`), so ``memory_info`` can say which route
+    answered; None in process.
     """
 
     settings: Settings
@@ -56,6 +60,7 @@ class ServerState:
     space_origin: str
     session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4()}")
     wake: threading.Event = field(default_factory=threading.Event)
+    daemon_route: DaemonRoute | None = None
 
 
 if TYPE_CHECKING:

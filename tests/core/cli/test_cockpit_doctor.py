@@ -23,6 +23,8 @@ def test_a_healthy_embedded_machine(tmp_path: Path) -> None:
     assert rows["memory store"]["mark"] == "info" and "does not exist yet" in rows["memory store"]["detail"]
     assert rows["embedding model"]["mark"] == "ok"
     assert {"memory-daemon", "side indexes"} <= set(rows)
+    assert rows["memory-daemon"]["detail"] == "absent (started on demand)"
+    assert rows["mcp route"]["detail"] == "in process (BLI_MEMORY_DAEMON is off)"  # tests/conftest.py
     # Reading the store never creates or changes it.
     assert not (Path(os.environ["HOME"]) / ".local/share/bli-memory/memory.sqlite3").exists()
 
@@ -84,3 +86,26 @@ def test_a_bad_setting_is_named_by_the_server_and_the_hooks(tmp_path: Path) -> N
     r = subprocess.run([bin_path(), "hook", "prompt"], input=payload, capture_output=True, text=True,
                        env=env, cwd=tmp_path, timeout=120)
     assert r.returncode == 0 and r.stdout == "" and '"reason":"config_invalid"' in r.stderr
+
+
+def test_a_running_daemon_is_named_with_its_memory_and_the_mcp_route_through_it(
+        tmp_path: Path, temp_home: Path, monkeypatch) -> None:
+    from tests.core.daemon.test_daemon import Daemons
+
+    monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
+    daemons = Daemons(temp_home, tmp_path)
+    try:
+        r = _doctor(tmp_path, "--json")
+        rows = {row["check"]: row["detail"] for row in json.loads(r.stdout)}
+        assert rows["mcp route"].startswith("through the daemon once one runs")
+        proc = daemons.start()
+        rows = {row["check"]: row["detail"] for row in json.loads(_doctor(tmp_path, "--json").stdout)}
+    finally:
+        daemons.kill_all()
+    assert rows["memory-daemon"].startswith("running (version ") and f"pid {proc.pid}, holding " in rows[
+        "memory-daemon"] and rows["memory-daemon"].endswith(" MB)")
+    assert rows["mcp route"] == f"through the daemon (pid {proc.pid}); in process whenever it cannot answer"
+    r = _doctor(tmp_path, "--json", BLI_MEMORY_DASHBOARD_URL="http://127.0.0.1:1",
+                BLI_MEMORY_DEVICE_TOKEN="x")
+    rows = {row["check"]: row["detail"] for row in json.loads(r.stdout)}
+    assert rows["mcp route"].startswith("in process, to the team service")

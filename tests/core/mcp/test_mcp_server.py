@@ -12,6 +12,9 @@ import pytest
 from tests.conftest import bin_path, make_repo
 from tests.mcp_client import run_session, text_of
 
+#: Every test here runs on both routes (tests/core/mcp/conftest.py).
+pytestmark = pytest.mark.usefixtures("mcp_route")
+
 FACT = "We deploy the billing service with `make release-billing` after the BLI-3580 migration."
 
 
@@ -227,7 +230,7 @@ def test_two_server_processes_writing_at_once_lose_nothing(tmp_path: Path) -> No
         store.close()
 
 
-def test_stdout_is_json_rpc_only_with_verbose_logging(tmp_path: Path) -> None:
+def test_stdout_is_json_rpc_only_with_verbose_logging(tmp_path: Path, mcp_route, monkeypatch) -> None:
     """Every stdout line of a full session, first-run migration included, is JSON-RPC."""
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -244,7 +247,9 @@ def test_stdout_is_json_rpc_only_with_verbose_logging(tmp_path: Path) -> None:
     ]
     import os
 
-    env = {**os.environ, "BLI_MEMORY_LOG_LEVEL": "debug"}
+    monkeypatch.setenv("BLI_MEMORY_LOG_LEVEL", "debug")
+    mcp_route.restart()  # a daemon of the same settings (another log level is another config)
+    env = dict(os.environ)
     with subprocess.Popen([bin_path()], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stdin and proc.stdout and proc.stderr
@@ -261,7 +266,10 @@ def test_stdout_is_json_rpc_only_with_verbose_logging(tmp_path: Path) -> None:
     for line in rest.splitlines():
         if line.strip():
             assert json.loads(line)["jsonrpc"] == "2.0"
-    assert "store migrated" in err  # the verbose log lines went to stderr, not stdout
+    if mcp_route.name == "in-process":
+        assert "store migrated" in err  # the verbose log lines went to stderr, not stdout
+    else:  # the daemon opened (and migrated) the store; the server's own lines go to stderr
+        assert "mcp route daemon" in err and "mcp route in-process" not in err
 
 
 def test_initialize_answers_before_the_model_loads(tmp_path: Path) -> None:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_client import run_session, text_of
+
+#: Runs on both routes (tests/core/mcp/conftest.py): the session id is the server's on each.
+pytestmark = pytest.mark.usefixtures("mcp_route")
 
 
 def test_each_connection_names_its_own_session_and_its_saves_share_it(tmp_path: Path) -> None:

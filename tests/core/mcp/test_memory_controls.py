@@ -20,7 +20,7 @@ def call(client, name, **args):
     return client.call_tool(name, args)
 
 
-def test_control_tools_are_listed_with_read_only_hints(tmp_path: Path) -> None:
+def test_control_tools_are_listed_with_read_only_hints(tmp_path: Path, mcp_route) -> None:
     async def body(client):
         return {t.name: t for t in (await client.list_tools()).tools}
 
@@ -31,7 +31,7 @@ def test_control_tools_are_listed_with_read_only_hints(tmp_path: Path) -> None:
     assert tools["list_memories"].input_schema["properties"]["limit"]["maximum"] == 100
 
 
-def test_info_list_get_history_and_dates(tmp_path: Path) -> None:
+def test_info_list_get_history_and_dates(tmp_path: Path, mcp_route) -> None:
     async def body(client):
         first = await call(client, "save_memory", content="The cache TTL is 60 seconds.")
         mid = first.structured_content["memory"]["id"]
@@ -53,6 +53,14 @@ def test_info_list_get_history_and_dates(tmp_path: Path) -> None:
 
     info, listing, full, old, old_ok, search, mid, newest, redo, gone = run_session(tmp_path, body)
     si = info.structured_content
+    assert si["via"] == mcp_route.name  # which route answered, and what the daemon holds
+    if mcp_route.name == "daemon":
+        assert si["route"] == "mcp stdio -> daemon -> embedded" and si["daemon"]["rssBytes"] > 10 * 2**20
+        assert si["daemon"]["pid"] == mcp_route.daemons.procs[-1].pid
+        assert f"(daemon pid {si['daemon']['pid']}, holding " in text_of(info)
+    else:
+        assert si["route"] == "mcp stdio -> embedded" and si["daemon"] is None
+        assert "(in process)" in text_of(info)
     assert si["counts"] == {"active": 2, "superseded": 2, "forgotten": 0}
     assert si["embeddingModel"] == "all-MiniLM-L6-v2-int8" and si["store"]["kind"] == "embedded"
     assert si["derivedFrom"].startswith("folder") and si["switches"]["enabled"] is True
@@ -75,7 +83,7 @@ def test_info_list_get_history_and_dates(tmp_path: Path) -> None:
     assert hit["createdAt"] and "[20" in text_of(search).splitlines()[1]  # dated text for the model
 
 
-def test_disable_stops_hooks_and_tools_then_enable_restores(tmp_path: Path) -> None:
+def test_disable_stops_hooks_and_tools_then_enable_restores(tmp_path: Path, mcp_route) -> None:
     project = tmp_path / "project"
     project.mkdir()
     transcript = tmp_path / "t.jsonl"
@@ -108,7 +116,7 @@ def test_disable_stops_hooks_and_tools_then_enable_restores(tmp_path: Path) -> N
     assert run_hook("stop", stop).receipt[1]["queued"] is True
 
 
-def test_record_session_captures_without_injecting(tmp_path: Path) -> None:
+def test_record_session_captures_without_injecting(tmp_path: Path, mcp_route) -> None:
     project = tmp_path / "project"
     project.mkdir()
     transcript = tmp_path / "t.jsonl"
@@ -133,7 +141,7 @@ def test_record_session_captures_without_injecting(tmp_path: Path) -> None:
     assert info["recordings"] == 1 and info["switches"]["recording"] is False
 
 
-def test_audit_finds_a_broken_index_and_repair_fixes_it(tmp_path: Path) -> None:
+def test_audit_finds_a_broken_index_and_repair_fixes_it(tmp_path: Path, mcp_route) -> None:
     async def seed(client):
         for c in ("Alpha fact about queues.", "Beta fact about caches.", "Gamma fact about logs."):
             await call(client, "save_memory", content=c)
@@ -167,7 +175,7 @@ def _soon(seconds: float = 1.5) -> str:
     return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def test_expired_memories_leave_search(tmp_path: Path) -> None:
+def test_expired_memories_leave_search(tmp_path: Path, mcp_route) -> None:
     import asyncio
 
     async def body(client):
@@ -236,7 +244,7 @@ def test_export_to_fresh_home_and_import_gives_identical_search(tmp_path: Path, 
     assert again == exported  # the round trip is exact, history included
 
 
-def test_expired_rows_do_not_block_saves_updates_or_forget(tmp_path: Path) -> None:
+def test_expired_rows_do_not_block_saves_updates_or_forget(tmp_path: Path, mcp_route) -> None:
     import asyncio
 
     async def body(client):
@@ -258,7 +266,7 @@ def test_expired_rows_do_not_block_saves_updates_or_forget(tmp_path: Path) -> No
     assert "Feature flag beta-search is off." in found and "Feature flag beta-search is on." in found
 
 
-def test_invalid_container_tag_and_expiry_get_clear_errors(tmp_path: Path) -> None:
+def test_invalid_container_tag_and_expiry_get_clear_errors(tmp_path: Path, mcp_route) -> None:
     async def body(client):
         bad_tag = await call(client, "save_memory", content="x", containerTag="../../etc/passwd")
         bad_exp = await call(client, "save_memory", content="y", expiresAt="9999-12-31T23:59:59-14:00")
@@ -269,15 +277,17 @@ def test_invalid_container_tag_and_expiry_get_clear_errors(tmp_path: Path) -> No
     assert bad_exp.is_error and "invalid_input" in text_of(bad_exp)
 
 
-def test_server_starts_and_reports_an_unusable_store(tmp_path: Path) -> None:
+def test_server_starts_and_reports_an_unusable_store(tmp_path: Path, mcp_route, monkeypatch) -> None:
     data = tmp_path / "data"
     data.mkdir()
     (data / "memory.sqlite3").write_bytes(b"this is not a database" * 100)
+    monkeypatch.setenv("BLI_MEMORY_DATA_DIR", str(data))
+    mcp_route.restart()  # the daemon serves this store too: its error comes back as the same isError
 
     async def body(client):
         return await call(client, "search_memory", query="anything")
 
-    r = run_session(tmp_path, body, BLI_MEMORY_DATA_DIR=str(data))
+    r = run_session(tmp_path, body)
     assert r.is_error and "store" in text_of(r)
 
 
