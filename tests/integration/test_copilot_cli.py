@@ -29,7 +29,7 @@ import pytest
 
 from tests.conftest import bin_path
 from tests.hooks_util import extract_jobs, save
-from tests.integration.test_host_clis import host_env, require
+from tests.integration.test_host_clis import HERMES_BIN, host_env, require
 
 pytestmark = pytest.mark.integration
 
@@ -93,8 +93,11 @@ def warm_daemon(temp_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
     daemons = Daemons(temp_home, tmp_path)
+    # The hooks run with host_env, which sets BLI_MEMORY_HERMES_BIN when the suite has it: the
+    # daemon gets the same, or its config check sends every hook the direct way (env_mismatch).
+    same = {"BLI_MEMORY_HERMES_BIN": HERMES_BIN} if HERMES_BIN else {}
     try:
-        daemons.start()
+        daemons.start(env=same)
         yield
     finally:
         daemons.kill_all()
