@@ -120,7 +120,8 @@ async def save_memory(
     ] = None,
     expiresAt: Annotated[
         str | None,
-        Field(description="ISO 8601 time after which the memory leaves search (e.g. 2026-12-31)."),
+        Field(description="ISO 8601 time, in the future, after which the memory leaves search "
+                          "(e.g. 2030-12-31); a time already past is refused."),
     ] = None,
 ) -> Annotated[CallToolResult, SaveOutput]:
     """Remember something durable: a decision and its reason, a preference, a convention.
