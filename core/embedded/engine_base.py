@@ -137,11 +137,14 @@ class EngineBase:
                 vector_min_rows=VECTOR_MIN_ROWS if vector_min is None else vector_min,
                 background=background,
                 threads=threads,
+                store=lambda: self.store,
             )
         return self.side_indexes
 
     def close(self) -> None:
-        """Close the store."""
+        """Save side indexes with unsaved changes, then close the store."""
+        if self.side_indexes is not None and self._store is not None:
+            self.side_indexes.close()
         if self._store is not None:
             self._store.close()
 

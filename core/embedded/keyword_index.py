@@ -110,6 +110,9 @@ class KeywordIndex:
         self._seqs: set[int] = set()
         #: Generation of the live set last synced (see :meth:`sync`).
         self.generation: Any = None
+        #: ``(epoch, write_seq)`` of the store this index is level with, or None
+        #: (see :mod:`bli_memory.core.embedded.side_indexes`).
+        self.mark: tuple[int, int] | None = None
         self.max_seq = 0
 
     def __len__(self) -> int:
@@ -150,6 +153,15 @@ class KeywordIndex:
                 self._seqs.discard(seq)
                 removed += 1
         return removed
+
+    def apply(self, live: Sequence[int], fetch: Any, gone: Sequence[int]) -> None:
+        """Apply rows that moved: ``live`` seqs are (re-)indexed with terms from ``fetch``
+        (``(seqs) -> [(seq, terms), ...]``), ``gone`` seqs removed; then commit. Cost:
+        O(rows moved)."""
+        self.remove([*live, *gone])
+        if live:
+            self.add(fetch(list(live)))
+        self.commit()
 
     def commit(self) -> None:
         """Make every add and remove so far visible to :meth:`query`, and release the writer."""

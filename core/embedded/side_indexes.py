@@ -13,11 +13,20 @@ the table:
 
 Both are built from SQLite in a background thread the first time a large space is
 searched (the search that started the build, and those during it, take the exact
-path), then re-synced from the store's live set before every use, so a save, update,
-forget or purge is seen by the next search. Nothing is written to disk; a new process
-builds again. If the optional package an index needs (``tantivy``, ``usearch``; the
-``scale`` extra) is missing, or a build fails, the engine keeps the exact path and one
-line is logged.
+path). Each index is stamped with the store's ``(epoch, write_seq)``
+(:func:`~bli_memory.core.embedded.migrations.m007_write_sequence`) and caught up before
+every use with the rows that moved since (:meth:`~bli_memory.core.embedded.vector_cache.VectorCache.changes`):
+rows saved are added, rows updated, forgotten or purged removed, in O(rows moved), so
+the next search sees every write of every process. Many moved rows, an epoch change or
+a count that disagrees with the live set mean a full re-sync from the live set.
+
+The vector index is saved beside the store (:mod:`bli_memory.core.embedded.side_index_files`)
+after a build, again after every :data:`SAVE_SHARE` of its rows moved, and on
+:meth:`SideIndexes.close`; a new process loads it in the first search instead of
+rebuilding, when its record matches the store. The keyword index (8 s to build at 1M
+rows) is built again by each process. If the optional package an index needs
+(``tantivy``, ``usearch``; the ``scale`` extra) is missing, or a build fails, the engine
+keeps the exact path and one line is logged.
 """
 
 from __future__ import annotations
@@ -30,7 +39,10 @@ from typing import Any
 
 from bli_memory.core.settings import KEYWORD_MIN_ROWS, VECTOR_MIN_ROWS
 
-__all__ = ["KEYWORD_MIN_ROWS", "MAX_SLOTS", "RETRY_S", "VECTOR_MIN_ROWS", "SideIndexes"]
+__all__ = [
+    "KEYWORD_MIN_ROWS", "MAX_SLOTS", "RESYNC_SHARE", "RETRY_S", "SAVE_SHARE", "VECTOR_MIN_ROWS",
+    "VECTOR_PARAMS", "SideIndexes",
+]
 
 _log = logging.getLogger("bli_memory.side_indexes")
 
@@ -42,6 +54,17 @@ _log = logging.getLogger("bli_memory.side_indexes")
 MAX_SLOTS = 8
 #: Seconds before a failed build is tried again (a missing package fails again quickly).
 RETRY_S = 600.0
+#: Rows moved since the last sync, as a share of the index (at least 10,000), past which
+#: a full re-sync from the live set replaces the catch-up.
+RESYNC_SHARE = 0.25
+#: Rows moved since the vector index was saved, as a share of it (at least 1,000), past
+#: which it is saved again in the background: a restart then catches up at most that many.
+SAVE_SHARE = 0.02
+#: Parameters of the HNSW index (:class:`~bli_memory.core.embedded.vector_index.VectorIndex`;
+#: recall and cost measured in ``docs/benchmarks.md``); recorded with a saved index.
+VECTOR_PARAMS: dict[str, Any] = {
+    "quantisation": "i8", "connectivity": 16, "expansion_add": 64, "expansion_search": 128,
+}
 
 
 class _Slot:
@@ -55,6 +78,8 @@ class _Slot:
         self.build_s = 0.0
         self.used = time.monotonic()
         self.failed_at = 0.0
+        self.moved = 0  # rows moved since the index was last saved
+        self.saving = False
 
 
 class SideIndexes:
@@ -70,6 +95,9 @@ class SideIndexes:
         background: Build in a daemon thread (True) or inside the first search that
             needs the index (False: benchmarks and tests).
         threads: Threads an index build may use (1 keeps the host's cores free).
+        store: ``() -> SQLiteStore``: the store the indexes derive from, for catching up
+            from its write sequence and saving the vector index beside it; without it
+            every change is a re-sync from the live set and nothing is saved.
     """
 
     def __init__(
@@ -81,6 +109,7 @@ class SideIndexes:
         vector_min_rows: int = VECTOR_MIN_ROWS,
         background: bool = True,
         threads: int = 1,
+        store: Callable[[], Any] | None = None,
     ) -> None:
         self._fetch_terms = fetch_terms
         self._dimensions = dimensions
@@ -88,6 +117,7 @@ class SideIndexes:
         self.vector_min_rows = vector_min_rows
         self._background = background
         self._threads = threads
+        self._store = store
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._lock = threading.Lock()
         self._threads_started: list[threading.Thread] = []
@@ -116,23 +146,68 @@ class SideIndexes:
     def _answer(self, kind: str, min_rows: int, spaces: Sequence[str], vs: Any,
                 ask: Callable[[Any], list[int]]) -> list[int] | None:
         """``ask(index)`` on the index of ``kind``, synced to ``vs``; None means use the exact path."""
-        if len(vs.seqs) < min_rows:
+        if vs.size < min_rows:
             return None
         slot = self._ready(kind, spaces, vs)
         if slot is None:
             return None
-        with slot.lock:
-            try:
-                self._sync(kind, slot.index, vs)
-                return ask(slot.index)
-            except Exception as exc:  # never fail a search over a derived index
-                self._drop(kind, spaces, exc)
-                return None
+        if not slot.lock.acquire(timeout=0.25):  # a save holds it: answer exactly this time
+            return None
+        try:
+            self._sync(kind, slot, spaces, vs)
+            found = ask(slot.index)
+        except Exception as exc:  # never fail a search over a derived index
+            self._drop(kind, spaces, exc)
+            return None
+        finally:
+            slot.lock.release()
+        if kind == "vector" and slot.moved >= max(1000, SAVE_SHARE * len(slot.index)):
+            self._save_later(slot, spaces)
+        return found
 
-    def _sync(self, kind: str, index: Any, vs: Any) -> None:
-        """Bring an index level with the live set ``vs`` (the keyword index reads terms)."""
-        source = self._fetch_terms if kind == "keyword" else vs.matrix
-        index.sync(vs.seqs, source, vs.generation)
+    def _sync(self, kind: str, slot: _Slot, spaces: Sequence[str], vs: Any) -> None:
+        """Bring a slot's index level with ``vs``: catch up from its write sequence, or re-sync."""
+        index = slot.index
+        mark = (vs.epoch, vs.write_seq)
+        if index.mark == mark:
+            return
+        store = self._store() if self._store is not None else None
+        if store is not None and index.mark is not None and index.mark[0] == vs.epoch \
+                and index.mark[1] <= vs.write_seq:
+            live, gone = store.changes(spaces, index.mark[1])
+            if len(live) + len(gone) <= max(10_000, RESYNC_SHARE * len(index)):
+                self._apply(kind, index, vs, live, gone)
+                slot.moved += len(live) + len(gone)
+                if len(index) == vs.size:
+                    index.mark = mark
+                    return
+                _log.info("%s side index count %d differs from %d live rows; re-syncing",
+                          kind, len(index), vs.size)
+        self._resync(kind, index, vs)
+        slot.moved += max(1000, int(SAVE_SHARE * len(index)) + 1)
+        index.mark = mark
+
+    def _apply(self, kind: str, index: Any, vs: Any, live: list[int], gone: list[int]) -> None:
+        """Apply moved rows to ``index`` (live rows missing from ``vs`` wait for the next sync)."""
+        import numpy as np
+
+        if kind == "keyword":
+            index.apply(live, self._fetch_terms, gone)
+            return
+        pos = [(s, p) for s in live if (p := vs.position(s)) is not None]
+        seqs = np.asarray([s for s, _ in pos], dtype=np.int64)
+        rows = vs.matrix[[p for _, p in pos]] if pos else np.zeros((0, vs.matrix.shape[1]), np.float32)
+        index.apply(seqs, rows, np.asarray(sorted(set(gone) | (set(live) - set(seqs.tolist()))),
+                                           dtype=np.int64))
+
+    def _resync(self, kind: str, index: Any, vs: Any) -> None:
+        """Level ``index`` with the whole live set ``vs`` (one pass over its seqs)."""
+        if kind == "keyword":
+            index.sync(vs.live_seqs(), self._fetch_terms)
+        elif vs.alive is None:
+            index.sync(vs.seqs, vs.matrix)
+        else:
+            index.sync(vs.seqs[vs.alive], vs.matrix[vs.alive])
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for builds started so far (benchmarks, tests, shutdown)."""
@@ -171,11 +246,13 @@ class SideIndexes:
                 return None
             slot.failed = False
             slot.building = True
+        if kind == "vector" and not slot.failed_at and self._load(slot, spaces, vs):
+            return slot
         if not self._background:
-            self._build(kind, slot, vs)
+            self._build(kind, slot, spaces, vs)
             return slot if slot.index is not None else None
         thread = threading.Thread(
-            target=self._build, args=(kind, slot, vs), daemon=True, name=f"bli-{kind}-index"
+            target=self._build, args=(kind, slot, spaces, vs), daemon=True, name=f"bli-{kind}-index"
         )
         self._threads_started = [t for t in self._threads_started if t.is_alive()] + [thread]
         thread.start()
@@ -198,7 +275,7 @@ class SideIndexes:
                 del self._slots[key]
                 return
 
-    def _build(self, kind: str, slot: _Slot, vs: Any) -> None:
+    def _build(self, kind: str, slot: _Slot, spaces: Sequence[str], vs: Any) -> None:
         started = time.perf_counter()
         try:
             if kind == "keyword":
@@ -208,8 +285,11 @@ class SideIndexes:
             else:
                 from bli_memory.core.embedded.vector_index import VectorIndex
 
-                index = VectorIndex(self._dimensions, threads=self._threads)
-            self._sync(kind, index, vs)
+                index = VectorIndex(self._dimensions, threads=self._threads, **VECTOR_PARAMS)
+            self._resync(kind, index, vs)
+            index.mark = (vs.epoch, vs.write_seq)
+            if kind == "vector":
+                self._save(index, spaces)
         except Exception as exc:  # a side index is an optimisation: never break search
             slot.failed = True
             slot.failed_at = time.monotonic()
@@ -221,3 +301,79 @@ class SideIndexes:
             _log.info("%s side index ready: %d rows in %.1f s", kind, len(index), slot.build_s)
         finally:
             slot.building = False
+
+    # --- saved indexes ---------------------------------------------------------------
+
+    def _files_and_identity(self) -> tuple[Any, dict[str, Any]] | None:
+        """``(SideIndexFiles, identity)`` of the store, or None without a store."""
+        if self._store is None:
+            return None
+        from bli_memory.core.embedded.side_index_files import SideIndexFiles
+
+        store = self._store()
+        identity = {"store_id": store.meta().get("store_id"), "model": store.model_name,
+                    "dimensions": self._dimensions, "params": VECTOR_PARAMS}
+        return SideIndexFiles(store.path), identity
+
+    def _load(self, slot: _Slot, spaces: Sequence[str], vs: Any) -> bool:
+        """Put the saved vector index of ``spaces`` in ``slot`` when its record matches."""
+        started = time.perf_counter()
+        try:
+            found = self._files_and_identity()
+            index = None if found is None else found[0].load_vector(
+                spaces, found[1], write_seq=vs.write_seq, epoch=vs.epoch, threads=self._threads)
+        except Exception as exc:  # a saved index is a head start: never break search
+            _log.warning("saved vector side index not loaded (%s: %s)", type(exc).__name__, exc)
+            index = None
+        if index is None:
+            return False
+        try:  # a long way behind (a bulk import since): build in the background instead
+            live, gone = self._store().changes(spaces, index.mark[1])  # type: ignore[misc]
+        except Exception as exc:
+            _log.warning("saved vector side index not loaded (%s: %s)", type(exc).__name__, exc)
+            return False
+        if len(live) + len(gone) > max(10_000, RESYNC_SHARE * len(index)):
+            _log.info("saved vector side index is %d rows behind; rebuilding", len(live) + len(gone))
+            return False
+        slot.build_s = time.perf_counter() - started
+        slot.index = index
+        slot.building = False
+        _log.info("vector side index loaded: %d rows in %.1f s", len(index), slot.build_s)
+        return True
+
+    def _save(self, index: Any, spaces: Sequence[str]) -> None:
+        """Save a vector index beside the store; a failure is logged, never raised."""
+        try:
+            found = self._files_and_identity()
+            if found is not None:
+                found[0].save_vector(index, spaces, found[1])
+        except Exception as exc:  # the next start rebuilds instead
+            _log.warning("vector side index not saved (%s: %s)", type(exc).__name__, exc)
+
+    def _save_now(self, slot: _Slot, spaces: Sequence[str]) -> None:
+        with slot.lock:
+            if slot.index is not None:
+                self._save(slot.index, spaces)
+                slot.moved = 0
+        slot.saving = False
+
+    def _save_later(self, slot: _Slot, spaces: Sequence[str]) -> None:
+        """Save a slot's vector index again, in the background when builds are."""
+        with self._lock:
+            if slot.saving:
+                return
+            slot.saving = True
+        if not self._background:
+            self._save_now(slot, spaces)
+            return
+        thread = threading.Thread(target=self._save_now, args=(slot, tuple(spaces)), daemon=True,
+                                  name="bli-vector-index-save")
+        self._threads_started = [t for t in self._threads_started if t.is_alive()] + [thread]
+        thread.start()
+
+    def close(self) -> None:
+        """Wait for builds and saves, then save every vector index with unsaved changes."""
+        self.wait()
+        for (kind, key), slot in list(self._slots.items()):
+            if kind == "vector" and slot.index is not None and slot.moved:
+                self._save_now(slot, key.split(","))

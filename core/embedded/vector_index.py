@@ -100,6 +100,9 @@ class VectorIndex:
         self.threads = threads
         #: Generation of the vector set last synced (see :meth:`sync`).
         self.generation: Any = None
+        #: ``(epoch, write_seq)`` of the store this index is level with, or None
+        #: (see :mod:`bli_memory.core.embedded.side_indexes`).
+        self.mark: tuple[int, int] | None = None
         self._max_seq = 0
 
     def __len__(self) -> int:
@@ -120,9 +123,57 @@ class VectorIndex:
         present = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
         if present.any():
             keys, vectors = keys[~present], vectors[~present]
+        for lo in range(0, len(keys), 50_000):  # bounded copies of a large (masked) matrix
+            part = keys[lo : lo + 50_000]
+            self._index.add(part, np.ascontiguousarray(vectors[lo : lo + 50_000], dtype=np.float32),
+                            threads=self.threads)
         if len(keys):
-            self._index.add(keys, np.ascontiguousarray(vectors, dtype=np.float32), threads=self.threads)
             self._max_seq = max(self._max_seq, int(keys.max()))
+
+    def apply(self, live: np.ndarray, vectors: np.ndarray, gone: np.ndarray) -> None:
+        """Apply rows that moved: ``live`` seqs (int64 (n,), re-indexed with ``vectors``
+        float32 (n, d): added, or replaced when already present) and ``gone`` seqs
+        (removed). Cost: O(rows moved)."""
+        import numpy as np
+
+        moved = np.concatenate([np.asarray(live, dtype=np.int64), np.asarray(gone, dtype=np.int64)])
+        if len(moved):
+            keys = moved.astype(np.uint64)
+            present = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
+            self.remove(moved[present])
+        self.add(np.asarray(live, dtype=np.int64), vectors)
+
+    def save(self, path: str) -> None:
+        """Write the graph and its vectors to ``path`` (usearch's own format; not atomic:
+        write to a temporary name and rename, as
+        :mod:`bli_memory.core.embedded.side_index_files` does).
+
+        Raises:
+            StoreError: usearch could not write the file.
+        """
+        try:
+            self._index.save(path)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise StoreError(f"cannot save the vector side index: {exc}") from exc
+
+    def load(self, path: str) -> None:
+        """Replace this index's content with the one saved at ``path``.
+
+        Raises:
+            StoreError: the file is missing, truncated or not a usearch index of these
+                dimensions.
+        """
+        import numpy as np
+
+        try:
+            self._index.load(path)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise StoreError(f"cannot load the vector side index: {exc}") from exc
+        if int(self._index.ndim) != self.dimensions:
+            raise StoreError(f"the saved vector side index has {self._index.ndim} dimensions")
+        keys = np.asarray(self._index.keys, dtype=np.int64)
+        self._max_seq = int(keys.max()) if len(keys) else 0
+        self.generation = None
 
     def remove(self, seqs: np.ndarray) -> None:
         """Drop rows by seq (unknown seqs are ignored)."""

@@ -1,0 +1,183 @@
+"""Side indexes saved beside the store, so a restart loads them instead of rebuilding.
+
+An HNSW index over 1M rows takes about 150 s to build on 2 cores and under a second
+to load (``docs/benchmarks.md``). :class:`SideIndexFiles` keeps each saved index in the
+folder ``<store file>.indexes/`` (0700; files 0600) as two files:
+
+- ``vector-<key>-<write_seq>-<token>.usearch``: the index, written to a temporary
+  name and renamed into place, so a kill mid-save leaves the old file or the new one;
+- ``vector-<key>.json``: what it was saved from (format, spaces, embedding model,
+  dimensions, index parameters, the store's ``store_id``, ``side_index_epoch`` and
+  write sequence, row count, file size), replaced atomically after the index file is
+  in place, and naming that file.
+
+A saved index is only a head start: it is loaded only when every recorded field
+matches the open store and the file has the recorded size and count, then caught up
+from its write sequence with the rows that moved since
+(:meth:`~bli_memory.core.embedded.vector_cache.VectorCache.changes`), and dropped for
+a rebuild when the caught-up count differs from the live count. Two processes saving
+the same index each name their own file, and the record names one of them whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.errors import StoreError
+from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
+
+__all__ = ["FORMAT", "SideIndexFiles", "index_folder"]
+
+_log = logging.getLogger("bli_memory.side_indexes")
+
+#: Version of the record's layout; another value is never loaded.
+FORMAT = 1
+
+
+def index_folder(store_path: Path) -> Path:
+    """The folder of the saved side indexes of the store at ``store_path``."""
+    return store_path.with_name(store_path.name + ".indexes")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+class SideIndexFiles:
+    """Save and load the vector side indexes of one store.
+
+    Args:
+        store_path: The store file; indexes go to :func:`index_folder` of it.
+    """
+
+    def __init__(self, store_path: Path) -> None:
+        self.folder = index_folder(Path(store_path))
+
+    @staticmethod
+    def _stem(kind: str, spaces: Sequence[str]) -> str:
+        key = hashlib.sha256(",".join(sorted(spaces)).encode("utf-8")).hexdigest()[:16]
+        return f"{kind}-{key}"
+
+    def record_path(self, kind: str, spaces: Sequence[str]) -> Path:
+        """Where the record of the saved ``kind`` index of ``spaces`` lives."""
+        return self.folder / f"{self._stem(kind, spaces)}.json"
+
+    def save_vector(self, index: Any, spaces: Sequence[str], identity: dict[str, Any]) -> Path:
+        """Save a :class:`~bli_memory.core.embedded.vector_index.VectorIndex` atomically.
+
+        Args:
+            index: The index; its ``mark`` (``(epoch, write_seq)``) is recorded.
+            spaces: The spaces it covers.
+            identity: ``store_id``, ``model``, ``dimensions`` and ``params`` of the index.
+
+        Returns:
+            The index file written.
+
+        Raises:
+            StoreError: the folder or a file could not be written (nothing is replaced).
+        """
+        assert index.mark is not None
+        epoch, write_seq = index.mark
+        stem = self._stem("vector", spaces)
+        name = f"{stem}-{write_seq}-{os.urandom(4).hex()}.usearch"
+        tmp = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            make_private_dir(self.folder)
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+            index.save(str(tmp))
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fchmod(fd, FILE_MODE)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            size = tmp.stat().st_size
+            os.replace(tmp, self.folder / name)
+            record = {
+                "format": FORMAT, "kind": "vector", "spaces": sorted(spaces), **identity,
+                "epoch": epoch, "write_seq": write_seq, "count": len(index), "file": name, "bytes": size,
+            }
+            atomic_write(self.record_path("vector", spaces), json.dumps(record, sort_keys=True))
+        except (OSError, StoreError) as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StoreError(f"cannot save the vector side index: {exc}") from exc
+        self._sweep(stem, keep=name)
+        return self.folder / name
+
+    def _sweep(self, stem: str, *, keep: str) -> None:
+        """Remove index files of ``stem`` the record no longer names, and temporary files
+        left by processes that died mid-save."""
+        with contextlib.suppress(OSError):
+            for path in self.folder.iterdir():
+                name = path.name
+                if name.startswith(f"{stem}-") and name.endswith(".usearch") and name != keep:
+                    path.unlink(missing_ok=True)
+                elif name.startswith(f".{stem}.") and name.endswith(".tmp"):
+                    parts = name.split(".")
+                    if len(parts) > 2 and parts[2].isdigit() and not _alive(int(parts[2])):
+                        path.unlink(missing_ok=True)
+
+    def load_vector(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
+                    epoch: int, threads: int = 1) -> Any:
+        """The saved vector index of ``spaces`` when its record matches, else None.
+
+        Args:
+            spaces: The spaces searched.
+            identity: As for :meth:`save_vector`; every field must equal the record's.
+            write_seq: The store's write sequence now (a record ahead of it is another
+                store's or a restored file's, and is not loaded).
+            epoch: The store's ``side_index_epoch`` now.
+            threads: Threads the loaded index may use for adds.
+
+        Returns:
+            A :class:`~bli_memory.core.embedded.vector_index.VectorIndex` with ``mark`` set
+            to the recorded ``(epoch, write_seq)``: catch it up before use. None when there
+            is no record, or any check fails (one line is logged for a failed check).
+        """
+        from bli_memory.core.embedded.vector_index import VectorIndex
+
+        path = self.record_path("vector", spaces)
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            _log.warning("saved vector side index ignored (unreadable record: %s)", exc)
+            return None
+        want = {"format": FORMAT, "kind": "vector", "spaces": sorted(spaces), "epoch": epoch, **identity}
+        wrong = sorted(k for k, v in want.items() if record.get(k) != v)
+        if not wrong and not (isinstance(record.get("write_seq"), int) and record["write_seq"] <= write_seq):
+            wrong = ["write_seq"]
+        file = self.folder / str(record.get("file", ""))
+        if not wrong and (file.parent != self.folder or not file.is_file()
+                          or file.stat().st_size != record.get("bytes")):
+            wrong = ["file"]
+        if wrong:
+            _log.warning("saved vector side index ignored (%s changed); rebuilding", ", ".join(wrong))
+            return None
+        params = identity.get("params", {})
+        try:
+            index = VectorIndex(int(identity["dimensions"]), threads=threads, **params)
+            index.load(str(file))
+        except StoreError as exc:
+            _log.warning("saved vector side index ignored (%s); rebuilding", exc)
+            return None
+        if len(index) != record.get("count"):
+            _log.warning("saved vector side index ignored (count changed); rebuilding")
+            return None
+        index.mark = (int(record["epoch"]), int(record["write_seq"]))
+        return index

@@ -1,0 +1,184 @@
+"""Saved side indexes: loaded after a restart, caught up from the write sequence, never
+trusted over the table (forgotten and purged rows never come back from a stale file)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sqlite3
+import stat
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from bli_memory.core.embedded import vector_index
+from bli_memory.core.embedded.engine import EmbeddedBackend
+from bli_memory.core.embedded.side_index_files import index_folder
+from tests.core.embedded.side_store import SPACE, fill, indexed, nearest
+
+pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")
+
+
+def _record(path: Path) -> dict[str, object]:
+    (record,) = index_folder(path).glob("vector-*.json")
+    return dict(json.loads(record.read_text()))
+
+
+def _write_seq(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT value FROM write_sequence").fetchone()[0])
+
+
+def test_every_write_moves_the_write_sequence_and_changes_name_the_rows(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 3)
+    b = EmbeddedBackend(path)
+    store = b.store
+    start, _ = store.write_sequence()
+    assert start == 3
+    first = store.get(rows[0][0])
+    assert first is not None
+    store.forget(first)
+    assert store.write_sequence()[0] == 4
+    assert store.purge(rows[1][0]) == 1
+    assert store.write_sequence()[0] == 5
+    live, gone = store.changes((SPACE,), 3)
+    assert live == []
+    assert len(gone) == 2
+    live, gone = store.changes((SPACE,), 0)
+    assert len(live) == 1 and len(gone) == 2
+    assert store.changes(("another_space",), 0) == ([], [])
+    b.close()
+
+
+def test_a_restart_loads_the_saved_index_instead_of_rebuilding(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 400)
+    a = indexed(path)
+    assert nearest(a, rows[7][1])[0] == rows[7][0]  # built in this search, then saved
+    a.close()
+    folder = index_folder(path)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in folder.iterdir())
+    record = _record(path)
+    assert record["count"] == 400 and record["write_seq"] == _write_seq(path)
+
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = indexed(path)
+    assert nearest(b, rows[9][1])[0] == rows[9][0]
+    assert "vector side index loaded: 400 rows" in caplog.text
+    assert "side index ready" not in caplog.text
+    b.close()
+
+
+def test_rows_forgotten_or_purged_after_the_save_never_come_back(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 300)
+    a = indexed(path)
+    assert nearest(a, rows[0][1])[0] == rows[0][0]
+    a.close()
+    saved = _record(path)
+
+    # Another process forgets one row, purges another and saves new ones; the saved
+    # index still holds the old rows and knows nothing of the new.
+    other = EmbeddedBackend(path)
+    forgotten = other.store.get(rows[0][0])
+    assert forgotten is not None
+    other.store.forget(forgotten)
+    assert other.store.purge(rows[1][0]) == 1
+    other.close()
+    added = fill(path, 5, seed=9, start=300)
+    assert _record(path) == saved
+
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = indexed(path)
+    assert rows[0][0] not in nearest(b, rows[0][1], 10)
+    assert rows[1][0] not in nearest(b, rows[1][1], 10)
+    # Caught up from the write sequence: loaded, then 7 rows applied, no rebuild or re-sync.
+    assert "vector side index loaded: 300 rows" in caplog.text
+    assert "re-syncing" not in caplog.text and "side index ready" not in caplog.text
+    assert nearest(b, added[2][1])[0] == added[2][0]
+    assert len(b.side_indexes.built("vector", (SPACE,))[0]) == 303  # type: ignore[union-attr,index]
+    b.close()
+
+
+def test_an_older_index_file_put_back_is_caught_up_too(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 300)
+    a = indexed(path)
+    nearest(a, rows[0][1])
+    a.close()
+    old = tmp_path / "old-indexes"
+    shutil.copytree(index_folder(path), old)
+
+    b = indexed(path)  # loads, forgets, saves a newer file on close
+    memory = b.store.get(rows[5][0])
+    assert memory is not None
+    b.store.forget(memory)
+    assert rows[5][0] not in nearest(b, rows[5][1], 10)
+    b.close()
+    assert _record(path)["write_seq"] == _write_seq(path)
+
+    shutil.rmtree(index_folder(path))
+    shutil.copytree(old, index_folder(path))  # the file from before the forget
+    c = indexed(path)
+    assert rows[5][0] not in nearest(c, rows[5][1], 10)
+    assert nearest(c, rows[6][1])[0] == rows[6][0]
+    c.close()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "model", "count", "store_id", "ahead"])
+def test_a_damaged_or_foreign_save_is_rebuilt(tmp_path: Path, damage: str,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 300)
+    a = indexed(path)
+    nearest(a, rows[0][1])
+    a.close()
+    folder = index_folder(path)
+    (record_path,) = folder.glob("vector-*.json")
+    record = json.loads(record_path.read_text())
+    data = folder / record["file"]
+    if damage == "truncate":
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    elif damage == "garbage":
+        data.write_bytes(b"\0" * data.stat().st_size)
+    else:
+        field = {"model": "another-model", "count": 999, "store_id": "0" * 32,
+                 "ahead": None}[damage]
+        if damage == "ahead":
+            record["write_seq"] += 10
+        else:
+            record[damage] = field
+        record_path.write_text(json.dumps(record))
+    forgotten = EmbeddedBackend(path)
+    memory = forgotten.store.get(rows[3][0])
+    assert memory is not None
+    forgotten.store.forget(memory)
+    forgotten.close()
+
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = indexed(path)
+    assert nearest(b, rows[4][1])[0] == rows[4][0]
+    assert rows[3][0] not in nearest(b, rows[3][1], 10)
+    assert "side index ready: 299 rows" in caplog.text  # rebuilt from the table
+    b.close()
+
+
+def test_an_epoch_change_invalidates_saved_indexes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 200)
+    a = indexed(path)
+    nearest(a, rows[0][1])
+    a.close()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE store_meta SET value = '1' WHERE key = 'side_index_epoch'")
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = indexed(path)
+    assert nearest(b, rows[1][1])[0] == rows[1][0]
+    assert "epoch changed" in caplog.text and "side index ready: 200 rows" in caplog.text
+    b.close()
