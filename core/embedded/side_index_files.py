@@ -127,8 +127,8 @@ class SideIndexFiles:
                 if name.startswith(f"{stem}-") and name.endswith(".usearch") and name != keep:
                     path.unlink(missing_ok=True)
                 elif name.startswith(f".{stem}.") and name.endswith(".tmp"):
-                    parts = name.split(".")
-                    if len(parts) > 2 and parts[2].isdigit() and not _alive(int(parts[2])):
+                    parts = name.split(".")  # .<stem>[.json].<pid>.<random>.tmp
+                    if len(parts) > 4 and parts[-3].isdigit() and not _alive(int(parts[-3])):
                         path.unlink(missing_ok=True)
 
     def load_vector(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
