@@ -118,18 +118,129 @@ class SideIndexFiles:
         self._sweep(stem, keep=name)
         return self.folder / name
 
-    def _sweep(self, stem: str, *, keep: str) -> None:
+    def _sweep(self, stem: str, *, keep: str | tuple[str, ...]) -> None:
         """Remove index files of ``stem`` the record no longer names, and temporary files
         left by processes that died mid-save."""
         with contextlib.suppress(OSError):
             for path in self.folder.iterdir():
                 name = path.name
-                if name.startswith(f"{stem}-") and name.endswith(".usearch") and name != keep:
+                kept = (keep,) if isinstance(keep, str) else keep
+                if name.startswith(f"{stem}-") and name.endswith((".usearch", ".f32", ".seqs")) \
+                        and name not in kept:
                     path.unlink(missing_ok=True)
                 elif name.startswith(f".{stem}.") and name.endswith(".tmp"):
                     parts = name.split(".")  # .<stem>[.json].<pid>.<random>.tmp
                     if len(parts) > 4 and parts[-3].isdigit() and not _alive(int(parts[-3])):
                         path.unlink(missing_ok=True)
+
+    def save_matrix(self, vs: Any, spaces: Sequence[str], identity: dict[str, Any]) -> Path:
+        """Save the live rows of a :class:`~bli_memory.core.embedded.vector_codec.VectorSet`.
+
+        Written as ``matrix-<key>-<write_seq>-<token>.f32`` (raw little-endian float32,
+        ``capacity`` rows of which the first ``count`` are filled: the spare rows are a
+        sparse tail, no disk blocks) and ``.seqs`` (int64), then a record naming them, as
+        for the vector index. A row tombstoned while the file is written may be in it;
+        the catch-up after loading tombstones it again.
+
+        Raises:
+            StoreError: nothing was replaced.
+        """
+        import numpy as np
+
+        stem = self._stem("matrix", spaces)
+        token = f"{vs.write_seq}-{os.urandom(4).hex()}"
+        names = (f"{stem}-{token}.f32", f"{stem}-{token}.seqs")
+        keep = np.flatnonzero(vs.alive) if vs.alive is not None else None
+        n = vs.size
+        capacity = n + max(1024, n // 8)
+        tmps: list[Path] = []
+        try:
+            make_private_dir(self.folder)
+            for write in ("matrix", "seqs"):
+                tmp = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+                tmps.append(tmp)
+                with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as out:
+                    if write == "seqs":
+                        out.write(np.ascontiguousarray(vs.live_seqs(), dtype="<i8").tobytes())
+                    else:
+                        for lo in range(0, len(vs.seqs), 50_000):
+                            part = vs.matrix[lo : lo + 50_000]
+                            if keep is not None:
+                                part = part[vs.alive[lo : lo + 50_000]]
+                            out.write(np.ascontiguousarray(part, dtype="<f4").tobytes())
+                        out.truncate(capacity * vs.matrix.shape[1] * 4)
+                    out.flush()
+                    os.fsync(out.fileno())
+            for tmp, name in zip(tmps, names, strict=True):
+                os.replace(tmp, self.folder / name)
+            record = {
+                "format": FORMAT, "kind": "matrix", "spaces": sorted(spaces), **identity,
+                "epoch": vs.epoch, "write_seq": vs.write_seq, "count": n, "capacity": capacity,
+                "file": names[0], "seqs_file": names[1],
+                "bytes": (self.folder / names[0]).stat().st_size,
+            }
+            atomic_write(self.record_path("matrix", spaces), json.dumps(record, sort_keys=True))
+        except OSError as exc:
+            for tmp in tmps:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            raise StoreError(f"cannot save the vector matrix: {exc}") from exc
+        self._sweep(stem, keep=names)
+        return self.folder / names[0]
+
+    def load_matrix(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
+                    epoch: int) -> tuple[Any, Any, int, int] | None:
+        """The saved live vectors of ``spaces`` when the record matches, else None.
+
+        Returns:
+            ``(seqs, matrix, count, write_seq)``: int64 seqs with spare capacity, the
+            float32 matrix mapped copy-on-write from the file (pages are read as rows are
+            touched; writes stay in this process), the rows filled, and the write sequence
+            to catch up from.
+        """
+        import numpy as np
+
+        record = self._record("matrix", spaces, identity, write_seq=write_seq, epoch=epoch)
+        if record is None:
+            return None
+        try:
+            n, capacity, d = int(record["count"]), int(record["capacity"]), int(identity["dimensions"])
+            if record.get("bytes") != capacity * d * 4 or n > capacity:
+                raise ValueError("size")
+            raw = np.fromfile(self.folder / str(record["seqs_file"]), dtype="<i8")
+            if len(raw) != n or (n > 1 and not bool(np.all(raw[1:] > raw[:-1]))):
+                raise ValueError("seqs")
+            seqs = np.empty(capacity, dtype=np.int64)
+            seqs[:n] = raw
+            matrix = np.memmap(self.folder / str(record["file"]), dtype="<f4", mode="c", shape=(capacity, d))
+        except (OSError, ValueError, KeyError) as exc:
+            _log.warning("saved vector matrix ignored (%s); reading the table", exc)
+            return None
+        return seqs, matrix, n, int(record["write_seq"])
+
+    def _record(self, kind: str, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
+                epoch: int) -> dict[str, Any] | None:
+        """The record of the saved ``kind`` of ``spaces`` when every check passes, else None."""
+        path = self.record_path(kind, spaces)
+        try:
+            record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            _log.warning("saved %s ignored (unreadable record: %s)", kind, exc)
+            return None
+        want = {"format": FORMAT, "kind": kind, "spaces": sorted(spaces), "epoch": epoch, **identity}
+        wrong = sorted(k for k, v in want.items() if record.get(k) != v)
+        if not wrong and not (isinstance(record.get("write_seq"), int) and record["write_seq"] <= write_seq):
+            wrong = ["write_seq"]
+        file = self.folder / str(record.get("file", ""))
+        if not wrong and (file.parent != self.folder or not file.is_file()
+                          or file.stat().st_size != record.get("bytes")):
+            wrong = ["file"]
+        if wrong:
+            _log.warning("saved %s ignored (%s changed); rebuilding", kind, ", ".join(wrong))
+            return None
+        return record
 
     def load_vector(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
                     epoch: int, threads: int = 1) -> Any:
@@ -150,25 +261,10 @@ class SideIndexFiles:
         """
         from bli_memory.core.embedded.vector_index import VectorIndex
 
-        path = self.record_path("vector", spaces)
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        record = self._record("vector", spaces, identity, write_seq=write_seq, epoch=epoch)
+        if record is None:
             return None
-        except (OSError, ValueError) as exc:
-            _log.warning("saved vector side index ignored (unreadable record: %s)", exc)
-            return None
-        want = {"format": FORMAT, "kind": "vector", "spaces": sorted(spaces), "epoch": epoch, **identity}
-        wrong = sorted(k for k, v in want.items() if record.get(k) != v)
-        if not wrong and not (isinstance(record.get("write_seq"), int) and record["write_seq"] <= write_seq):
-            wrong = ["write_seq"]
-        file = self.folder / str(record.get("file", ""))
-        if not wrong and (file.parent != self.folder or not file.is_file()
-                          or file.stat().st_size != record.get("bytes")):
-            wrong = ["file"]
-        if wrong:
-            _log.warning("saved vector side index ignored (%s changed); rebuilding", ", ".join(wrong))
-            return None
+        file = self.folder / str(record["file"])
         params = identity.get("params", {})
         try:
             index = VectorIndex(int(identity["dimensions"]), threads=threads, **params)

@@ -304,6 +304,23 @@ class SideIndexes:
 
     # --- saved indexes ---------------------------------------------------------------
 
+    def load_matrix(self, spaces: Sequence[str], write_seq: int, epoch: int) -> Any:
+        """The saved vector matrix of ``spaces`` (:meth:`SideIndexFiles.load_matrix`), or None;
+        the store's vector cache asks it before reading the table
+        (:attr:`~bli_memory.core.embedded.vector_cache.VectorCache.saved_vectors`)."""
+        try:
+            found = self._files_and_identity()
+            if found is None:
+                return None
+            identity = {k: v for k, v in found[1].items() if k != "params"}
+            saved = found[0].load_matrix(spaces, identity, write_seq=write_seq, epoch=epoch)
+            if saved is not None:
+                _log.info("saved vector matrix mapped: %d rows", saved[2])
+            return saved
+        except Exception as exc:  # a head start only: read the table instead
+            _log.warning("saved vector matrix not loaded (%s: %s)", type(exc).__name__, exc)
+            return None
+
     def _files_and_identity(self) -> tuple[Any, dict[str, Any]] | None:
         """``(SideIndexFiles, identity)`` of the store, or None without a store."""
         if self._store is None:
@@ -347,6 +364,8 @@ class SideIndexes:
             found = self._files_and_identity()
             if found is not None:
                 found[0].save_vector(index, spaces, found[1])
+                identity = {k: v for k, v in found[1].items() if k != "params"}
+                found[0].save_matrix(self._store().vectors(spaces), spaces, identity)  # type: ignore[misc]
         except Exception as exc:  # the next start rebuilds instead
             _log.warning("vector side index not saved (%s: %s)", type(exc).__name__, exc)
 

@@ -98,6 +98,11 @@ class _Growing:
 class VectorCache(StoreBase):
     """The live vectors of spaces, cached per process."""
 
+    #: ``(spaces, write_seq, epoch) -> (seqs, matrix, rows, saved write_seq) | None``: the
+    #: saved matrix of long-lived processes
+    #: (:meth:`~bli_memory.core.embedded.side_indexes.SideIndexes.load_matrix`), or None.
+    saved_vectors: Any = None
+
     @staticmethod
     def _sequence(conn: sqlite3.Connection) -> tuple[int, int]:
         """``(write_seq, side_index_epoch)`` of the store."""
@@ -184,7 +189,15 @@ class VectorCache(StoreBase):
         return seqs, matrix, n
 
     def _load(self, conn: sqlite3.Connection, key: tuple[str, ...], write_seq: int, epoch: int) -> _Growing:
-        """Read every live vector of ``key`` (the matrix is a writable copy)."""
+        """Every live vector of ``key``: the saved matrix caught up when one matches
+        (:attr:`saved_vectors`), else read from the table."""
+        loader = self.saved_vectors
+        saved = loader(key, write_seq, epoch) if loader is not None else None
+        if saved is not None:
+            seqs, matrix, n, since = saved
+            cached = _Growing(seqs, matrix, n, since, epoch)
+            if self._catch_up(conn, key, cached, write_seq):
+                return cached
         marks = ",".join("?" * len(key))
         seqs, matrix, n = self._rows(
             conn,

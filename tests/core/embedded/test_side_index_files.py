@@ -11,6 +11,7 @@ import stat
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bli_memory.core.embedded import vector_index
@@ -181,4 +182,65 @@ def test_an_epoch_change_invalidates_saved_indexes(tmp_path: Path, caplog: pytes
     b = indexed(path)
     assert nearest(b, rows[1][1])[0] == rows[1][0]
     assert "epoch changed" in caplog.text and "side index ready: 200 rows" in caplog.text
+    b.close()
+
+
+def _table_vectors(path: Path) -> dict[int, np.ndarray]:
+    with closing(sqlite3.connect(path)) as conn:
+        return {int(s): np.frombuffer(e, dtype="<f4") for s, e in conn.execute(
+            "SELECT seq, embedding FROM memories WHERE state = 'active' AND embedding IS NOT NULL")}
+
+
+def test_a_restart_maps_the_saved_matrix_and_catches_it_up(tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 300)
+    a = indexed(path)
+    nearest(a, rows[0][1])
+    a.close()
+    assert len(list(index_folder(path).glob("matrix-*.f32"))) == 1
+    other = EmbeddedBackend(path)  # after the save: a forget, a purge, new rows
+    memory = other.store.get(rows[0][0])
+    assert memory is not None
+    other.store.forget(memory)
+    other.store.purge(rows[1][0])
+    other.close()
+    fill(path, 4, seed=8, start=300)
+
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = indexed(path)
+    vs = b.store.vectors((SPACE,))
+    assert "saved vector matrix mapped: 300 rows" in caplog.text
+    table = _table_vectors(path)
+    assert vs.size == len(table) == 302
+    assert {int(s) for s in vs.live_seqs()} == set(table)
+    for seq, vector in table.items():
+        pos = vs.position(seq)
+        assert pos is not None and np.array_equal(vs.matrix[pos], vector)
+    assert rows[0][0] not in nearest(b, rows[0][1], 10)
+    b.close()
+
+
+@pytest.mark.parametrize("damage", ["seqs", "size"])
+def test_a_damaged_saved_matrix_is_read_from_the_table(tmp_path: Path, damage: str,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 200)
+    a = indexed(path)
+    nearest(a, rows[0][1])
+    a.close()
+    (seqs_file,) = index_folder(path).glob("matrix-*.seqs")
+    (matrix_file,) = index_folder(path).glob("matrix-*.f32")
+    if damage == "seqs":
+        seqs_file.write_bytes(seqs_file.read_bytes()[::-1])
+    else:
+        with open(matrix_file, "r+b") as f:
+            f.truncate(1000)
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = indexed(path)
+    vs = b.store.vectors((SPACE,))
+    assert "saved vector matrix ignored" in caplog.text or "saved matrix ignored" in caplog.text
+    table = _table_vectors(path)
+    assert vs.size == len(table)
+    assert all(np.array_equal(vs.matrix[vs.position(s)], v) for s, v in table.items())  # type: ignore[index]
     b.close()
