@@ -32,6 +32,11 @@ COMPACT_SHARE = 0.25
 _RELOAD_SHARE = 0.25
 
 
+#: Rows that moved are found by the write sequence, never by a scan of the space: left to
+#: itself SQLite picks the (space, state, seq) index, which reads every row of the space.
+_BY_WRITE_SEQ = "INDEXED BY memories_write_seq"
+
+
 class _Growing:
     """Append-only buffers of one set of spaces: seqs, vectors, live mask, with spare rows."""
 
@@ -132,11 +137,11 @@ class VectorCache(StoreBase):
         """
         marks = ",".join("?" * len(spaces))
         with self._read() as conn:
-            rows = conn.execute(
+            rows = sorted(conn.execute(
                 "SELECT seq, state = 'active' AND embedding IS NOT NULL AND embedding_model IS ? "
-                f"FROM memories WHERE write_seq > ? AND space IN ({marks}) ORDER BY seq",
+                f"FROM memories {_BY_WRITE_SEQ} WHERE write_seq > ? AND space IN ({marks})",
                 (self.model_name, since, *spaces),
-            ).fetchall()
+            ).fetchall())
             purged = conn.execute(
                 f"SELECT seq FROM memory_removals WHERE write_seq > ? AND space IN ({marks})",
                 (since, *spaces),
@@ -212,11 +217,11 @@ class VectorCache(StoreBase):
         """Apply the rows moved since ``cached.write_seq`` in place; False when a reload is due."""
         marks = ",".join("?" * len(key))
         limit = max(10_000, int(cached.n * _RELOAD_SHARE))
-        moved = conn.execute(
+        moved = sorted(conn.execute(
             "SELECT seq, state = 'active' AND embedding IS NOT NULL AND embedding_model IS ? "
-            f"FROM memories WHERE write_seq > ? AND space IN ({marks}) ORDER BY seq LIMIT ?",
+            f"FROM memories {_BY_WRITE_SEQ} WHERE write_seq > ? AND space IN ({marks}) LIMIT ?",
             (self.model_name, cached.write_seq, *key, limit + 1),
-        ).fetchall()
+        ).fetchall())
         if len(moved) > limit:
             return False
         snap_max = int(cached.seqs[cached.n - 1]) if cached.n else 0
