@@ -86,12 +86,14 @@ class KeywordIndex:
     Args:
         threads: Writer threads for bulk adds (1 keeps a host's cores free; 0 lets
             Tantivy choose).
+        path: A folder to keep the index in (created, or opened when it holds one; see
+            :mod:`bli_memory.core.embedded.side_index_files`); default: in memory.
 
     Raises:
-        StoreError: tantivy is not installed.
+        StoreError: tantivy is not installed, or the folder holds no usable index.
     """
 
-    def __init__(self, *, threads: int = 1) -> None:
+    def __init__(self, *, threads: int = 1, path: str | None = None) -> None:
         try:
             tv = _tantivy()
         except ImportError as exc:
@@ -103,7 +105,10 @@ class KeywordIndex:
         # Terms are already split, lowercased and encoded (core/memory/terms.py): whitespace only.
         builder.add_text_field("terms", stored=False, tokenizer_name="whitespace", index_option="freq")
         self._schema = builder.build()
-        self._index = tv.Index(self._schema)
+        try:
+            self._index = tv.Index(self._schema) if path is None else tv.Index(self._schema, path=path)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot open the keyword side index at {path}: {exc}") from exc
         self._threads = threads
         self._writer: Any = None
         self._searcher: Any = None
@@ -113,10 +118,25 @@ class KeywordIndex:
         #: ``(epoch, write_seq)`` of the store this index is level with, or None
         #: (see :mod:`bli_memory.core.embedded.side_indexes`).
         self.mark: tuple[int, int] | None = None
+        #: The working folder of an index opened from a saved copy (removed with it).
+        self.work: Any = None
         self.max_seq = 0
 
     def __len__(self) -> int:
         return len(self._seqs)
+
+    def seqs(self) -> list[int]:
+        """The seqs indexed, ascending."""
+        return sorted(self._seqs)
+
+    def num_docs(self) -> int:
+        """Documents the index's committed segments hold (deletes applied)."""
+        return int(self._index.searcher().num_docs)
+
+    def adopt(self, seqs: Iterable[int]) -> None:
+        """Take ``seqs`` as the rows an index opened from a folder holds (its saved list)."""
+        self._seqs = {int(s) for s in seqs}
+        self.max_seq = max(self._seqs, default=0)
 
     def _w(self, rows: int = 0) -> Any:
         if self._writer is None:

@@ -56,8 +56,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _remove(path: Path) -> None:
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 class SideIndexFiles:
-    """Save and load the vector side indexes of one store.
+    """Save and load the side indexes (and the vector matrix) of one store.
 
     Args:
         store_path: The store file; indexes go to :func:`index_folder` of it.
@@ -119,19 +128,18 @@ class SideIndexFiles:
         return self.folder / name
 
     def _sweep(self, stem: str, *, keep: str | tuple[str, ...]) -> None:
-        """Remove index files of ``stem`` the record no longer names, and temporary files
-        left by processes that died mid-save."""
+        """Remove what the record of ``stem`` no longer names, and temporary files and
+        working folders left by processes that died."""
+        kept = (keep,) if isinstance(keep, str) else keep
         with contextlib.suppress(OSError):
             for path in self.folder.iterdir():
                 name = path.name
-                kept = (keep,) if isinstance(keep, str) else keep
-                if name.startswith(f"{stem}-") and name.endswith((".usearch", ".f32", ".seqs")) \
-                        and name not in kept:
-                    path.unlink(missing_ok=True)
-                elif name.startswith(f".{stem}.") and name.endswith(".tmp"):
-                    parts = name.split(".")  # .<stem>[.json].<pid>.<random>.tmp
+                if name.startswith(f"{stem}-") and name not in kept:
+                    _remove(path)
+                elif name.startswith(f".{stem}.") and name.endswith((".tmp", ".work")):
+                    parts = name.split(".")  # .<stem>[.json].<pid>.<random>.tmp|work
                     if len(parts) > 4 and parts[-3].isdigit() and not _alive(int(parts[-3])):
-                        path.unlink(missing_ok=True)
+                        _remove(path)
 
     def save_matrix(self, vs: Any, spaces: Sequence[str], identity: dict[str, Any]) -> Path:
         """Save the live rows of a :class:`~bli_memory.core.embedded.vector_codec.VectorSet`.
@@ -234,13 +242,101 @@ class SideIndexFiles:
         if not wrong and not (isinstance(record.get("write_seq"), int) and record["write_seq"] <= write_seq):
             wrong = ["write_seq"]
         file = self.folder / str(record.get("file", ""))
-        if not wrong and (file.parent != self.folder or not file.is_file()
-                          or file.stat().st_size != record.get("bytes")):
+        if not wrong and (file.parent != self.folder or not file.exists() or (
+                kind != "keyword" and (not file.is_file() or file.stat().st_size != record.get("bytes")))):
             wrong = ["file"]
         if wrong:
             _log.warning("saved %s ignored (%s changed); rebuilding", kind, ", ".join(wrong))
             return None
         return record
+
+    def save_keyword(self, seqs: Sequence[int], mark: tuple[int, int], spaces: Sequence[str],
+                     identity: dict[str, Any], fetch: Any, *, threads: int = 1) -> Path:
+        """Write a keyword index of ``seqs`` to a folder of its own, atomically.
+
+        Tantivy cannot write an index held in memory to disk, so the saved copy is built
+        from the table's term strings (``fetch``: ``(seqs) -> [(seq, terms), ...]``), in a
+        temporary folder renamed into place, with the list of seqs it holds; rows gone
+        since ``mark`` are simply absent, and the catch-up after loading removes them
+        anyway.
+
+        Raises:
+            StoreError: nothing was replaced.
+        """
+        import shutil
+
+        import numpy as np
+
+        from bli_memory.core.embedded.keyword_index import KeywordIndex
+
+        stem = self._stem("keyword", spaces)
+        name = f"{stem}-{mark[1]}-{os.urandom(4).hex()}"
+        tmp = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            make_private_dir(self.folder)
+            os.mkdir(tmp, 0o700)
+            disk = KeywordIndex(threads=threads, path=str(tmp))
+            for lo in range(0, len(seqs), 50_000):
+                disk.add(fetch(list(seqs[lo : lo + 50_000])))
+            disk.commit()
+            held = np.asarray(disk.seqs(), dtype="<i8")
+            (tmp / "seqs").write_bytes(held.tobytes())
+            for path in tmp.iterdir():
+                os.chmod(path, FILE_MODE)
+            del disk
+            os.replace(tmp, self.folder / name)
+            record = {"format": FORMAT, "kind": "keyword", "spaces": sorted(spaces), **identity,
+                      "epoch": mark[0], "write_seq": mark[1], "count": len(held), "file": name}
+            atomic_write(self.record_path("keyword", spaces), json.dumps(record, sort_keys=True))
+        except (OSError, StoreError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreError(f"cannot save the keyword side index: {exc}") from exc
+        self._sweep(stem, keep=name)
+        return self.folder / name
+
+    def load_keyword(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
+                     epoch: int, threads: int = 1) -> Any:
+        """The saved keyword index of ``spaces``, copied to a working folder of this
+        process, when its record matches; else None (as :meth:`load_vector`).
+
+        The copy (``.<stem>.<pid>.<random>.work``) is this process's to change; it is
+        removed by :meth:`discard` or, after the process died, by the next save's sweep.
+        """
+        import shutil
+
+        import numpy as np
+
+        from bli_memory.core.embedded.keyword_index import KeywordIndex
+
+        record = self._record("keyword", spaces, identity, write_seq=write_seq, epoch=epoch)
+        if record is None:
+            return None
+        stem = self._stem("keyword", spaces)
+        work = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.work"
+        try:
+            shutil.copytree(self.folder / str(record["file"]), work)
+            os.chmod(work, 0o700)
+            seqs = np.fromfile(work / "seqs", dtype="<i8")
+            index = KeywordIndex(threads=threads, path=str(work))
+            if len(seqs) != record.get("count") or index.num_docs() != len(seqs):
+                raise StoreError("count changed")
+        except (OSError, ValueError, StoreError) as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            _log.warning("saved keyword side index ignored (%s); rebuilding", exc)
+            return None
+        index.adopt(seqs.tolist())
+        index.work = work
+        index.mark = (int(record["epoch"]), int(record["write_seq"]))
+        return index
+
+    @staticmethod
+    def discard(index: Any) -> None:
+        """Remove the working folder of a keyword index opened by :meth:`load_keyword`."""
+        import shutil
+
+        work = getattr(index, "work", None)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
 
     def load_vector(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
                     epoch: int, threads: int = 1) -> Any:

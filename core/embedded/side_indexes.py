@@ -20,11 +20,11 @@ rows saved are added, rows updated, forgotten or purged removed, in O(rows moved
 the next search sees every write of every process. Many moved rows, an epoch change or
 a count that disagrees with the live set mean a full re-sync from the live set.
 
-The vector index is saved beside the store (:mod:`bli_memory.core.embedded.side_index_files`)
-after a build, again after every :data:`SAVE_SHARE` of its rows moved, and on
-:meth:`SideIndexes.close`; a new process loads it in the first search instead of
-rebuilding, when its record matches the store. The keyword index (8 s to build at 1M
-rows) is built again by each process. If the optional package an index needs
+Both are saved beside the store (:mod:`bli_memory.core.embedded.side_index_files`;
+the vector index with the vector matrix) after a build and again after every
+:data:`SAVE_SHARE` of their rows moved (the vector index also on :meth:`SideIndexes.close`);
+a new process loads them in the first search instead of rebuilding, when their record
+matches the store. If the optional package an index needs
 (``tantivy``, ``usearch``; the ``scale`` extra) is missing, or a build fails, the engine
 keeps the exact path and one line is logged.
 """
@@ -161,8 +161,8 @@ class SideIndexes:
             return None
         finally:
             slot.lock.release()
-        if kind == "vector" and slot.moved >= max(1000, SAVE_SHARE * len(slot.index)):
-            self._save_later(slot, spaces)
+        if slot.moved >= max(1000, SAVE_SHARE * len(slot.index)):
+            self._save_later(kind, slot, spaces)
         return found
 
     def _sync(self, kind: str, slot: _Slot, spaces: Sequence[str], vs: Any) -> None:
@@ -246,7 +246,7 @@ class SideIndexes:
                 return None
             slot.failed = False
             slot.building = True
-        if kind == "vector" and not slot.failed_at and self._load(slot, spaces, vs):
+        if not slot.failed_at and self._load(kind, slot, spaces, vs):
             return slot
         if not self._background:
             self._build(kind, slot, spaces, vs)
@@ -261,7 +261,8 @@ class SideIndexes:
     def _drop(self, kind: str, spaces: Sequence[str], exc: BaseException) -> None:
         """Forget a broken index (the next search builds it again) and log one line."""
         with self._lock:
-            self._slots.pop((kind, ",".join(sorted(spaces))), None)
+            slot = self._slots.pop((kind, ",".join(sorted(spaces))), None)
+        self._discard(slot)
         _log.warning("%s side index dropped (%s: %s); rebuilt on a later search",
                      kind, type(exc).__name__, exc)
 
@@ -272,7 +273,7 @@ class SideIndexes:
             return
         for _, key in sorted(mine):
             if not self._slots[key].building:
-                del self._slots[key]
+                self._discard(self._slots.pop(key))
                 return
 
     def _build(self, kind: str, slot: _Slot, spaces: Sequence[str], vs: Any) -> None:
@@ -288,8 +289,6 @@ class SideIndexes:
                 index = VectorIndex(self._dimensions, threads=self._threads, **VECTOR_PARAMS)
             self._resync(kind, index, vs)
             index.mark = (vs.epoch, vs.write_seq)
-            if kind == "vector":
-                self._save(index, spaces)
         except Exception as exc:  # a side index is an optimisation: never break search
             slot.failed = True
             slot.failed_at = time.monotonic()
@@ -301,6 +300,8 @@ class SideIndexes:
             _log.info("%s side index ready: %d rows in %.1f s", kind, len(index), slot.build_s)
         finally:
             slot.building = False
+        if slot.index is not None:
+            self._save(kind, slot, spaces)
 
     # --- saved indexes ---------------------------------------------------------------
 
@@ -312,8 +313,7 @@ class SideIndexes:
             found = self._files_and_identity()
             if found is None:
                 return None
-            identity = {k: v for k, v in found[1].items() if k != "params"}
-            saved = found[0].load_matrix(spaces, identity, write_seq=write_seq, epoch=epoch)
+            saved = found[0].load_matrix(spaces, _plain(found[1]), write_seq=write_seq, epoch=epoch)
             if saved is not None:
                 _log.info("saved vector matrix mapped: %d rows", saved[2])
             return saved
@@ -332,67 +332,106 @@ class SideIndexes:
                     "dimensions": self._dimensions, "params": VECTOR_PARAMS}
         return SideIndexFiles(store.path), identity
 
-    def _load(self, slot: _Slot, spaces: Sequence[str], vs: Any) -> bool:
-        """Put the saved vector index of ``spaces`` in ``slot`` when its record matches."""
+    def _load(self, kind: str, slot: _Slot, spaces: Sequence[str], vs: Any) -> bool:
+        """Put the saved ``kind`` index of ``spaces`` in ``slot`` when its record matches
+        and it is not far behind the store."""
         started = time.perf_counter()
+        index = None
         try:
             found = self._files_and_identity()
-            index = None if found is None else found[0].load_vector(
-                spaces, found[1], write_seq=vs.write_seq, epoch=vs.epoch, threads=self._threads)
+            if found is not None:
+                files, identity = found
+                if kind == "vector":
+                    index = files.load_vector(spaces, identity, write_seq=vs.write_seq, epoch=vs.epoch,
+                                              threads=self._threads)
+                else:
+                    index = files.load_keyword(spaces, _plain(identity), write_seq=vs.write_seq,
+                                               epoch=vs.epoch, threads=self._threads)
+            if index is not None:  # a long way behind (a bulk import since): build instead
+                live, gone = self._store().changes(spaces, index.mark[1])  # type: ignore[misc]
+                if len(live) + len(gone) > max(10_000, RESYNC_SHARE * len(index)):
+                    _log.info("saved %s side index is %d rows behind; rebuilding", kind,
+                              len(live) + len(gone))
+                    self._discard_index(index)
+                    index = None
         except Exception as exc:  # a saved index is a head start: never break search
-            _log.warning("saved vector side index not loaded (%s: %s)", type(exc).__name__, exc)
+            _log.warning("saved %s side index not loaded (%s: %s)", kind, type(exc).__name__, exc)
+            self._discard_index(index)
             index = None
         if index is None:
-            return False
-        try:  # a long way behind (a bulk import since): build in the background instead
-            live, gone = self._store().changes(spaces, index.mark[1])  # type: ignore[misc]
-        except Exception as exc:
-            _log.warning("saved vector side index not loaded (%s: %s)", type(exc).__name__, exc)
-            return False
-        if len(live) + len(gone) > max(10_000, RESYNC_SHARE * len(index)):
-            _log.info("saved vector side index is %d rows behind; rebuilding", len(live) + len(gone))
             return False
         slot.build_s = time.perf_counter() - started
         slot.index = index
         slot.building = False
-        _log.info("vector side index loaded: %d rows in %.1f s", len(index), slot.build_s)
+        _log.info("%s side index loaded: %d rows in %.1f s", kind, len(index), slot.build_s)
         return True
 
-    def _save(self, index: Any, spaces: Sequence[str]) -> None:
-        """Save a vector index beside the store; a failure is logged, never raised."""
+    def _save(self, kind: str, slot: _Slot, spaces: Sequence[str]) -> None:
+        """Save a slot's index beside the store (the vector index with the vector matrix);
+        a failure is logged, never raised. The keyword copy is built from the table
+        outside the slot's lock, so searches go on meanwhile."""
         try:
             found = self._files_and_identity()
-            if found is not None:
-                found[0].save_vector(index, spaces, found[1])
-                identity = {k: v for k, v in found[1].items() if k != "params"}
-                found[0].save_matrix(self._store().vectors(spaces), spaces, identity)  # type: ignore[misc]
-        except Exception as exc:  # the next start rebuilds instead
-            _log.warning("vector side index not saved (%s: %s)", type(exc).__name__, exc)
-
-    def _save_now(self, slot: _Slot, spaces: Sequence[str]) -> None:
-        with slot.lock:
-            if slot.index is not None:
-                self._save(slot.index, spaces)
+            if found is None:
+                return
+            files, identity = found
+            with slot.lock:
+                index = slot.index
+                if index is None or index.mark is None:
+                    return
+                if kind == "vector":
+                    files.save_vector(index, spaces, identity)
+                else:
+                    seqs, mark = index.seqs(), index.mark
                 slot.moved = 0
-        slot.saving = False
+            if kind == "vector":
+                vs = self._store().vectors(spaces)  # type: ignore[misc]
+                files.save_matrix(vs, spaces, _plain(identity))
+            else:
+                files.save_keyword(seqs, mark, spaces, _plain(identity), self._fetch_terms,
+                                   threads=self._threads)
+        except Exception as exc:  # the next start rebuilds instead
+            _log.warning("%s side index not saved (%s: %s)", kind, type(exc).__name__, exc)
+        finally:
+            slot.saving = False
 
-    def _save_later(self, slot: _Slot, spaces: Sequence[str]) -> None:
-        """Save a slot's vector index again, in the background when builds are."""
+    def _save_later(self, kind: str, slot: _Slot, spaces: Sequence[str]) -> None:
+        """Save a slot's index again, in the background when builds are."""
         with self._lock:
             if slot.saving:
                 return
             slot.saving = True
         if not self._background:
-            self._save_now(slot, spaces)
+            self._save(kind, slot, spaces)
             return
-        thread = threading.Thread(target=self._save_now, args=(slot, tuple(spaces)), daemon=True,
-                                  name="bli-vector-index-save")
+        thread = threading.Thread(target=self._save, args=(kind, slot, tuple(spaces)), daemon=True,
+                                  name=f"bli-{kind}-index-save")
         self._threads_started = [t for t in self._threads_started if t.is_alive()] + [thread]
         thread.start()
 
+    @staticmethod
+    def _discard_index(index: Any) -> None:
+        """Remove the working folder of a keyword index loaded from a saved copy, if any."""
+        if index is not None and getattr(index, "work", None) is not None:
+            from bli_memory.core.embedded.side_index_files import SideIndexFiles
+
+            SideIndexFiles.discard(index)
+
+    def _discard(self, slot: _Slot | None) -> None:
+        if slot is not None:
+            self._discard_index(slot.index)
+
     def close(self) -> None:
-        """Wait for builds and saves, then save every vector index with unsaved changes."""
+        """Wait for builds and saves, save every vector index with unsaved changes (a
+        keyword index is saved only as rows move: its copy is a build), and remove the
+        working folders of loaded keyword indexes."""
         self.wait()
         for (kind, key), slot in list(self._slots.items()):
             if kind == "vector" and slot.index is not None and slot.moved:
-                self._save_now(slot, key.split(","))
+                self._save(kind, slot, key.split(","))
+            self._discard(slot)
+
+
+def _plain(identity: dict[str, Any]) -> dict[str, Any]:
+    """The identity of saved data that has no HNSW parameters (keyword index, matrix)."""
+    return {k: v for k, v in identity.items() if k != "params"}

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is
 ROOT = Path(__file__).resolve().parents[3]
 BATCH = 200
 
-# Saves the built vector index over and over until killed.
+# Saves the built vector index and matrix over and over until killed.
 SAVER = """
 import sys
 from pathlib import Path
@@ -34,10 +34,10 @@ b = indexed(Path(sys.argv[1]))
 vs = b.store.vectors((SPACE,))
 side = b.side_indexes
 side.vector_query((SPACE,), vs, vs.matrix[0], 5)
-index = side.built("vector", (SPACE,))[0]
+slot = side._slots[("vector", SPACE)]
 print("ready", flush=True)
 while True:
-    side._save(index, (SPACE,))
+    side._save("vector", slot, (SPACE,))
 """
 
 # Writes batches of rows and forgets rows, searching between writes (the searches catch

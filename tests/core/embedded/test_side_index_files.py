@@ -244,3 +244,72 @@ def test_a_damaged_saved_matrix_is_read_from_the_table(tmp_path: Path, damage: s
     assert vs.size == len(table)
     assert all(np.array_equal(vs.matrix[vs.position(s)], v) for s, v in table.items())  # type: ignore[index]
     b.close()
+
+
+def _keyword_engine(path: Path) -> EmbeddedBackend:
+    backend = EmbeddedBackend(path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
+    backend.enable_side_indexes(background=False)
+    return backend
+
+
+def _keyword_ids(backend: EmbeddedBackend, word: str) -> list[str]:
+    from bli_memory.core.memory.terms import query_forms, query_terms
+
+    vs = backend.store.vectors((SPACE,))
+    seqs = backend.side_indexes.keyword_query(  # type: ignore[union-attr]
+        (SPACE,), vs, query_forms(query_terms(word)), 10, every=True)
+    assert seqs is not None, "the keyword side index did not answer"
+    rows = backend.store.rows_by_seq(seqs)
+    return [rows[s].id for s in seqs if s in rows]
+
+
+def test_the_keyword_index_is_saved_loaded_and_caught_up(tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 300)
+    a = _keyword_engine(path)
+    assert _keyword_ids(a, "17") == [rows[17][0]]
+    a.close()
+    (record_path,) = index_folder(path).glob("keyword-*.json")
+    record = json.loads(record_path.read_text())
+    assert record["count"] == 300 and (index_folder(path) / record["file"]).is_dir()
+
+    other = EmbeddedBackend(path)  # after the save: a forget, a purge, a new row
+    memory = other.store.get(rows[17][0])
+    assert memory is not None
+    other.store.forget(memory)
+    other.store.purge(rows[18][0])
+    other.close()
+    added = fill(path, 1, seed=3, start=7000)
+
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = _keyword_engine(path)
+    assert _keyword_ids(b, "17") == []
+    assert _keyword_ids(b, "18") == []
+    assert _keyword_ids(b, "7000") == [added[0][0]]
+    assert _keyword_ids(b, "19") == [rows[19][0]]
+    assert "keyword side index loaded: 300 rows" in caplog.text
+    assert "re-syncing" not in caplog.text and "side index ready" not in caplog.text
+    works = [p for p in index_folder(path).iterdir() if p.name.endswith(".work")]
+    assert len(works) == 1  # this process's copy, which it may change
+    b.close()
+    assert [p for p in index_folder(path).iterdir() if p.name.endswith(".work")] == []
+
+
+def test_a_damaged_keyword_save_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 200)
+    a = _keyword_engine(path)
+    _keyword_ids(a, "5")
+    a.close()
+    (record_path,) = index_folder(path).glob("keyword-*.json")
+    saved = index_folder(path) / json.loads(record_path.read_text())["file"]
+    for f in saved.iterdir():
+        if f.name != "seqs":
+            f.write_bytes(b"\0" * 16)
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    b = _keyword_engine(path)
+    assert _keyword_ids(b, "5") == [rows[5][0]]
+    assert "saved keyword side index ignored" in caplog.text
+    assert "keyword side index ready: 200 rows" in caplog.text
+    b.close()
