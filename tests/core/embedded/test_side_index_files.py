@@ -313,3 +313,29 @@ def test_a_damaged_keyword_save_is_rebuilt(tmp_path: Path, caplog: pytest.LogCap
     assert "saved keyword side index ignored" in caplog.text
     assert "keyword side index ready: 200 rows" in caplog.text
     b.close()
+
+
+def test_a_reembed_to_another_model_never_loads_the_old_index(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    from bli_memory.core.embedded.reembed import reembed
+    from tests.core.test_hookspecs import _ToyEmbedder
+
+    path = tmp_path / "m.sqlite"
+    toy = EmbeddedBackend(path, embedder=_ToyEmbedder(), keyword_index_min_rows=10**9,
+                          vector_index_min_rows=0)
+    toy.enable_side_indexes(background=False)
+    ids = [toy.save(f"Fact {i}: the svc{i} service listens on port {8000 + i}.", space=SPACE).memory.id
+           for i in range(30)]
+    assert toy.search("svc3 port", space=SPACE).hits  # built and saved with the toy model's vectors
+    toy.close()
+    assert _record(path)["model"] == "toy-trigram-16"
+
+    shipped = EmbeddedBackend(path, keyword_index_min_rows=10**9, vector_index_min_rows=0)
+    reembed(shipped.store, shipped.embedder)
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
+    shipped.enable_side_indexes(background=False)
+    hits = shipped.search("which service listens on port 8007", space=SPACE).hits
+    assert hits[0].memory.id == ids[7]
+    assert "model changed" in caplog.text and "vector side index ready: 30 rows" in caplog.text
+    assert _record(path)["model"] == shipped.model_name
+    shipped.close()
