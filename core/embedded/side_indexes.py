@@ -153,14 +153,23 @@ class SideIndexes:
             return None
         if not slot.lock.acquire(timeout=0.25):  # a save holds it: answer exactly this time
             return None
+        error: Exception | None = None
+        purged, found = False, None
         try:
-            self._sync(kind, slot, spaces, vs)
-            found = ask(slot.index)
+            purged = self._purged(spaces, slot.index)
+            if not purged:
+                self._sync(kind, slot, spaces, vs)
+                found = ask(slot.index)
         except Exception as exc:  # never fail a search over a derived index
-            self._drop(kind, spaces, exc)
-            return None
+            error = exc
         finally:
             slot.lock.release()
+        if error is not None:
+            self._drop(kind, spaces, error)
+            return None
+        if purged or found is None:
+            self._forget_slot(kind, spaces, "a row was purged")
+            return None
         if slot.moved >= max(1000, SAVE_SHARE * len(slot.index)):
             self._save_later(kind, slot, spaces)
         return found
@@ -260,11 +269,23 @@ class SideIndexes:
 
     def _drop(self, kind: str, spaces: Sequence[str], exc: BaseException) -> None:
         """Forget a broken index (the next search builds it again) and log one line."""
+        self._forget_slot(kind, spaces, None)
+        _log.warning("%s side index dropped (%s: %s); rebuilt on a later search",
+                     kind, type(exc).__name__, exc)
+
+    def _forget_slot(self, kind: str, spaces: Sequence[str], why: str | None) -> None:
         with self._lock:
             slot = self._slots.pop((kind, ",".join(sorted(spaces))), None)
         self._discard(slot)
-        _log.warning("%s side index dropped (%s: %s); rebuilt on a later search",
-                     kind, type(exc).__name__, exc)
+        if why is not None:
+            _log.info("%s side index dropped (%s); rebuilt from the table", kind, why)
+
+    def _purged(self, spaces: Sequence[str], index: Any) -> bool:
+        """True when a row of ``spaces`` was purged since ``index`` was level with the store:
+        an index may keep a removed row's terms or vector, so it is rebuilt, never patched."""
+        if self._store is None or index is None or index.mark is None:
+            return False
+        return bool(self._store().purged_since(spaces, index.mark[1]))
 
     def _evict(self, kind: str) -> None:
         """Drop the least recently used idle index of ``kind`` when at :data:`MAX_SLOTS`."""
@@ -347,6 +368,10 @@ class SideIndexes:
                 else:
                     index = files.load_keyword(spaces, _plain(identity), write_seq=vs.write_seq,
                                                epoch=vs.epoch, threads=self._threads)
+            if index is not None and self._purged(spaces, index):
+                _log.info("saved %s side index predates a purge; rebuilding", kind)
+                self._discard_index(index)
+                index = None
             if index is not None:  # a long way behind (a bulk import since): build instead
                 live, gone = self._store().changes(spaces, index.mark[1])  # type: ignore[misc]
                 if len(live) + len(gone) > max(10_000, RESYNC_SHARE * len(index)):
@@ -377,8 +402,8 @@ class SideIndexes:
             files, identity = found
             with slot.lock:
                 index = slot.index
-                if index is None or index.mark is None:
-                    return
+                if index is None or index.mark is None or self._purged(spaces, index):
+                    return  # a purge since: the next search rebuilds, and saves that
                 if kind == "vector":
                     files.save_vector(index, spaces, identity)
                 else:

@@ -1,10 +1,11 @@
 """The in-process cache of a space's live vectors, kept level with the store's write sequence.
 
 A write never reloads the cached matrix: rows saved since the cache was read are
-appended into spare capacity, rows that left the live set (update, forget, purge) are
+appended into spare capacity, rows that left the live set (update, forget) are
 tombstoned in place (a False in :attr:`VectorSet.alive`), and the matrix is compacted
-once tombstones pass a quarter of it. Which rows moved is read from the write sequence
-(``memories.write_seq``, ``memory_removals``; see
+once tombstones pass a quarter of it. A purge reads the set again from the table, so no
+copy of the purged vector (in memory or in a mapped saved matrix) is kept. Which rows
+moved is read from the write sequence (``memories.write_seq``, ``memory_removals``; see
 :func:`bli_memory.core.embedded.migrations.m007_write_sequence`). At 1M rows a reload
 read 1.5 GB of blobs (4-11 s, ``docs/benchmarks.md``); an in-place update reads the rows
 that moved.
@@ -150,6 +151,19 @@ class VectorCache(StoreBase):
         gone = sorted({int(s) for s, ok in rows if not ok} | {int(r[0]) for r in purged})
         return live, gone
 
+    def purged_since(self, spaces: Sequence[str], since: int) -> bool:
+        """True when a row of ``spaces`` was purged after write sequence ``since``.
+
+        Data derived before a purge may hold the purged text or vector: it is rebuilt
+        from the table, never patched (:mod:`bli_memory.core.embedded.side_indexes`).
+        """
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            return conn.execute(
+                f"SELECT 1 FROM memory_removals WHERE write_seq > ? AND space IN ({marks}) LIMIT 1",
+                (since, *spaces),
+            ).fetchone() is not None
+
     def vectors(self, spaces: Sequence[str]) -> VectorSet:
         """Live vectors of these spaces, from the in-process cache when still current.
 
@@ -229,10 +243,12 @@ class VectorCache(StoreBase):
         if any(ok and int(s) <= snap_max for s, ok in moved):
             return False  # a cached row got a new vector, or an old row came back: reload
         gone = [int(s) for s, ok in moved if not ok]
-        gone += [int(r[0]) for r in conn.execute(
-            f"SELECT seq FROM memory_removals WHERE write_seq > ? AND space IN ({marks})",
+        purged = conn.execute(
+            f"SELECT 1 FROM memory_removals WHERE write_seq > ? AND space IN ({marks}) LIMIT 1",
             (cached.write_seq, *key),
-        )]
+        ).fetchone()
+        if purged is not None:
+            return False  # a purge: read the table again, so no copy of the purged vector is kept
         for lo in range(0, len(new), 5000):  # under SQLite's bound on bound parameters
             chunk = new[lo : lo + 5000]
             q = ",".join("?" * len(chunk))

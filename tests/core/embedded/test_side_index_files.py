@@ -75,7 +75,7 @@ def test_a_restart_loads_the_saved_index_instead_of_rebuilding(tmp_path: Path,
     b.close()
 
 
-def test_rows_forgotten_or_purged_after_the_save_never_come_back(tmp_path: Path,
+def test_rows_forgotten_after_the_save_never_come_back(tmp_path: Path,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "m.sqlite"
     rows = fill(path, 300)
@@ -84,13 +84,13 @@ def test_rows_forgotten_or_purged_after_the_save_never_come_back(tmp_path: Path,
     a.close()
     saved = _record(path)
 
-    # Another process forgets one row, purges another and saves new ones; the saved
-    # index still holds the old rows and knows nothing of the new.
+    # Another process forgets two rows and saves new ones; the saved index still holds
+    # the old rows and knows nothing of the new.
     other = EmbeddedBackend(path)
-    forgotten = other.store.get(rows[0][0])
-    assert forgotten is not None
-    other.store.forget(forgotten)
-    assert other.store.purge(rows[1][0]) == 1
+    for memory_id, _ in rows[:2]:
+        forgotten = other.store.get(memory_id)
+        assert forgotten is not None
+        other.store.forget(forgotten)
     other.close()
     added = fill(path, 5, seed=9, start=300)
     assert _record(path) == saved
@@ -199,11 +199,11 @@ def test_a_restart_maps_the_saved_matrix_and_catches_it_up(tmp_path: Path,
     nearest(a, rows[0][1])
     a.close()
     assert len(list(index_folder(path).glob("matrix-*.f32"))) == 1
-    other = EmbeddedBackend(path)  # after the save: a forget, a purge, new rows
-    memory = other.store.get(rows[0][0])
-    assert memory is not None
-    other.store.forget(memory)
-    other.store.purge(rows[1][0])
+    other = EmbeddedBackend(path)  # after the save: two forgets, new rows
+    for memory_id, _ in rows[:2]:
+        memory = other.store.get(memory_id)
+        assert memory is not None
+        other.store.forget(memory)
     other.close()
     fill(path, 4, seed=8, start=300)
 
@@ -274,11 +274,11 @@ def test_the_keyword_index_is_saved_loaded_and_caught_up(tmp_path: Path,
     record = json.loads(record_path.read_text())
     assert record["count"] == 300 and (index_folder(path) / record["file"]).is_dir()
 
-    other = EmbeddedBackend(path)  # after the save: a forget, a purge, a new row
-    memory = other.store.get(rows[17][0])
-    assert memory is not None
-    other.store.forget(memory)
-    other.store.purge(rows[18][0])
+    other = EmbeddedBackend(path)  # after the save: two forgets, a new row
+    for memory_id in (rows[17][0], rows[18][0]):
+        memory = other.store.get(memory_id)
+        assert memory is not None
+        other.store.forget(memory)
     other.close()
     added = fill(path, 1, seed=3, start=7000)
 
@@ -339,3 +339,38 @@ def test_a_reembed_to_another_model_never_loads_the_old_index(tmp_path: Path,
     assert "model changed" in caplog.text and "vector side index ready: 30 rows" in caplog.text
     assert _record(path)["model"] == shipped.model_name
     shipped.close()
+
+
+def _saved_keyword_matches(path: Path, word: str) -> list[int]:
+    """Seqs the saved keyword index (opened in place, read only) finds for ``word``."""
+    from bli_memory.core.embedded.keyword_index import KeywordIndex
+    from bli_memory.core.memory.terms import query_forms, query_terms
+
+    (record_path,) = index_folder(path).glob("keyword-*.json")
+    index = KeywordIndex(path=str(index_folder(path) / json.loads(record_path.read_text())["file"]))
+    index.adopt([1])  # any: query() answers from the committed segments
+    return index.query(query_forms(query_terms(word)), 10)
+
+
+def test_a_purge_removes_the_saved_indexes_and_no_copy_serves_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    b = EmbeddedBackend(path, keyword_index_min_rows=0, vector_index_min_rows=0)
+    b.enable_side_indexes(background=False)
+    for i in range(20):
+        b.save(f"Note {i}: the gateway rollout plan step {i} is documented.", space=SPACE)
+    secret = b.save("The prod door code is zebra7731.", space=SPACE).memory
+    assert b.search("zebra7731", space=SPACE).hits  # both indexes built and saved with it
+    assert _saved_keyword_matches(path, "zebra7731")  # the saved copy does hold it
+
+    other = EmbeddedBackend(path)  # purged by another process while this one runs
+    assert other.purge(secret.id) == 1
+    other.close()
+    assert not index_folder(path).exists()
+    assert not b.search("zebra7731", space=SPACE).hits
+    assert secret.id not in [h.memory.id for h in b.search("what is the prod door code", space=SPACE).hits]
+    b.save("The staging door code rotates weekly.", space=SPACE)
+    assert b.search("staging door code", space=SPACE).hits
+    b.close()  # rebuilt after the purge from the table, and saved again
+    assert index_folder(path).is_dir()
+    assert _saved_keyword_matches(path, "zebra7731") == []
+    assert len(_saved_keyword_matches(path, "gateway")) == 10
