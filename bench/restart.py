@@ -42,8 +42,9 @@ SPACE = "bench_scale"
 
 # A new process as the daemon starts: store, model, side indexes on; then timed searches.
 CHILD = """
-import json, sys, time
+import json, logging, sys, time
 from pathlib import Path
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(relativeCreated)d ms %(message)s")
 t0 = time.perf_counter()
 from bli_memory.core.embedded.engine import EmbeddedBackend
 from bli_memory.core.settings import load_settings
@@ -110,7 +111,9 @@ def _restart(path: Path, queries: list[str], wait_s: float) -> dict[str, Any]:
                           capture_output=True, text=True, env=env, timeout=wait_s + 900)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    out = dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    out["log"] = [line for line in proc.stderr.splitlines() if "side index" in line or "matrix" in line]
+    return out
 
 
 def _forgets(path: Path, n: int) -> dict[str, Any]:

@@ -29,7 +29,11 @@ from typing import Any
 
 from bli_memory.core.errors import StoreError
 
-__all__ = ["KeywordIndex", "available", "fold"]
+__all__ = ["TOMBSTONES", "KeywordIndex", "available", "fold"]
+
+#: Removed rows kept as tombstones (skipped by :meth:`KeywordIndex.query`) before their
+#: documents are deleted in one batch (see :meth:`KeywordIndex.remove`).
+TOMBSTONES = 64
 
 #: Writer heap for bulk builds and for small incremental syncs (Tantivy needs at least
 #: 15 MB a thread). The writer lives only until the next commit, so an idle index holds
@@ -118,6 +122,8 @@ class KeywordIndex:
         #: ``(epoch, write_seq)`` of the store this index is level with, or None
         #: (see :mod:`bli_memory.core.embedded.side_indexes`).
         self.mark: tuple[int, int] | None = None
+        self._dead: set[int] = set()  # tombstoned seqs whose documents are still indexed
+        self._deleting: set[int] = set()  # of those, the ones deleted in the open writer
         #: The working folder of an index opened from a saved copy (removed with it).
         self.work: Any = None
         self.max_seq = 0
@@ -152,11 +158,16 @@ class KeywordIndex:
         Returns:
             How many rows were added. Visible to :meth:`query` after :meth:`commit`.
         """
-        tv, writer, added = self._tv, self._w(len(rows)), 0
+        tv, writer, added = self._tv, None, 0
         for seq, text in rows:
             seq = int(seq)
             if seq in self._seqs:
                 continue
+            if writer is None:
+                writer = self._w(len(rows))
+            if seq in self._dead:  # a tombstoned row indexed again: its old document goes
+                writer.delete_documents_by_term("seq", seq)
+                self._deleting.add(seq)
             writer.add_document(tv.Document(seq=seq, terms=fold(text or "")))
             self._seqs.add(seq)
             self.max_seq = max(self.max_seq, seq)
@@ -164,14 +175,26 @@ class KeywordIndex:
         return added
 
     def remove(self, seqs: Iterable[int]) -> int:
-        """Drop rows by seq (unknown seqs are ignored); returns how many were known."""
-        writer, removed = self._w(), 0
+        """Drop rows by seq (unknown seqs are ignored); returns how many were known.
+
+        Rows are tombstoned: :meth:`query` skips them at once, and their documents are
+        deleted in one batch once :data:`TOMBSTONES` are pending, so a forget does not
+        cost the next search a Tantivy commit (40 ms measured on a 200k-row index on
+        disk; see :mod:`bli_memory.core.embedded.side_index_files`).
+        """
+        removed = 0
         for seq in seqs:
             seq = int(seq)
             if seq in self._seqs:
-                writer.delete_documents_by_term("seq", seq)
                 self._seqs.discard(seq)
+                self._dead.add(seq)
                 removed += 1
+        pending = self._dead - self._deleting
+        if len(pending) > TOMBSTONES:
+            writer = self._w()
+            for seq in pending:
+                writer.delete_documents_by_term("seq", seq)
+            self._deleting |= pending
         return removed
 
     def apply(self, live: Sequence[int], fetch: Any, gone: Sequence[int]) -> None:
@@ -191,6 +214,8 @@ class KeywordIndex:
             writer.wait_merging_threads()  # ends the writer's threads; the next change opens one
             self._index.reload()
             self._searcher = None
+            self._dead -= self._deleting
+            self._deleting = set()
 
     def _query(self, groups: Sequence[Sequence[str]], *, every: bool) -> Any:
         tv, schema = self._tv, self._schema
@@ -219,11 +244,12 @@ class KeywordIndex:
         if self._searcher is None:
             self._searcher = self._index.searcher()
         searcher = self._searcher
-        result = searcher.search(self._query(groups, every=every), int(k), count=False)
+        dead = self._dead
+        result = searcher.search(self._query(groups, every=every), int(k) + len(dead), count=False)
         addresses = [address for _, address in result.hits]
         if not addresses:
             return []
-        return [int(s) for s in searcher.fast_field_values("seq", addresses)]
+        return [int(s) for s in searcher.fast_field_values("seq", addresses) if int(s) not in dead][:k]
 
     def sync(self, live: Sequence[int], fetch: Any, generation: Any = None) -> None:
         """Bring the index level with the live rows of its spaces.
