@@ -260,3 +260,21 @@ def test_indexes_kept_per_process_are_bounded(tmp_path: Path) -> None:
     assert len(side.status()) == side_indexes.MAX_SLOTS
     assert f"keyword:space_{side_indexes.MAX_SLOTS + 2}" in side.status()
     b.close()
+
+
+def test_keyword_removals_are_tombstones_until_a_batch_is_deleted() -> None:
+    index = keyword_index.KeywordIndex()
+    index.add([(i, index_text(f"deploy note {i} zeta")) for i in range(1, 101)])
+    index.commit()
+    index.remove([1, 2, 3])
+    index.commit()  # nothing to write: only tombstones
+    assert len(index) == 97 and index.num_docs() == 100
+    found = index.query(query_forms(query_terms("zeta")), 100)
+    assert len(found) == 97 and not {1, 2, 3} & set(found)
+    index.add([(2, index_text("deploy note two omega"))])  # back, with other terms
+    index.commit()
+    assert index.query(query_forms(query_terms("omega")), 5) == [2]
+    assert 2 not in index.query(query_forms(query_terms("zeta")), 100)
+    index.remove(range(10, 10 + keyword_index.TOMBSTONES + 1))
+    index.commit()
+    assert index.num_docs() == len(index) == 100 - 2 - keyword_index.TOMBSTONES - 1

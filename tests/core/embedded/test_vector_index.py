@@ -52,3 +52,20 @@ def test_same_generation_is_a_no_op_and_recall_is_close_to_exact() -> None:
         overlap.append(len(exact & set(index.query(q, 10))) / 10)
     assert np.mean(overlap) > 0.8
     assert index.query(queries[0], 0) == []
+
+
+def test_removed_rows_are_skipped_at_once_and_leave_the_graph_in_batches() -> None:
+    rng = np.random.default_rng(5)
+    vectors = _unit(rng, 400)
+    seqs = np.arange(1, 401, dtype=np.int64)
+    index = vector_index.VectorIndex(32, quantisation="f32")
+    index.add(seqs, vectors)
+    index.remove(seqs[:10])
+    assert len(index) == 390 and len(index._index) == 400  # tombstoned, still in the graph
+    for i in range(10):
+        assert int(seqs[i]) not in index.query(vectors[i], 5)
+    assert len(index.query(vectors[20], 390)) == 390
+    index.add(seqs[:1], vectors[1:2])  # a tombstoned row comes back with a new vector
+    assert len(index) == 391 and index.query(vectors[1], 1) == [1]
+    index.remove(seqs[100 : 100 + vector_index.TOMBSTONES + 1])
+    assert len(index._index) == len(index) == 391 - vector_index.TOMBSTONES - 1  # one batch
