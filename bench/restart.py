@@ -67,6 +67,7 @@ out["status_after_wait"] = b.side_indexes.status()
 t = time.perf_counter()
 b.search(json.loads(sys.argv[2])[0], space=sys.argv[3], limit=10)
 out["search_when_ready_ms"] = (time.perf_counter() - t) * 1000
+b.close()
 print(json.dumps(out))
 """
 

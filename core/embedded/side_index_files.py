@@ -312,6 +312,7 @@ class SideIndexFiles:
         if record is None:
             return None
         stem = self._stem("keyword", spaces)
+        self._sweep(stem, keep=str(record["file"]))  # copies left by processes that died
         work = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.work"
         try:
             shutil.copytree(self.folder / str(record["file"]), work)

@@ -374,3 +374,28 @@ def test_a_purge_removes_the_saved_indexes_and_no_copy_serves_the_row(tmp_path: 
     assert index_folder(path).is_dir()
     assert _saved_keyword_matches(path, "zebra7731") == []
     assert len(_saved_keyword_matches(path, "gateway")) == 10
+
+
+def test_a_working_copy_left_by_a_killed_process_is_swept_by_the_next_load(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.sqlite"
+    fill(path, 100)
+    a = _keyword_engine(path)
+    _keyword_ids(a, "5")
+    a.close()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    (record_path,) = index_folder(path).glob("keyword-*.json")
+    stem = record_path.stem
+    left = index_folder(path) / f".{stem}.{int(dead.stdout)}.0badc0de.work"
+    left.mkdir()
+    (left / "seqs").write_bytes(b"")
+    mine = index_folder(path) / f".{stem}.{os.getpid()}.0badc0de.work"  # a live process's copy
+    mine.mkdir()
+    b = _keyword_engine(path)
+    assert _keyword_ids(b, "5")
+    assert not left.exists() and mine.exists()
+    b.close()
