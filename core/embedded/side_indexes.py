@@ -16,9 +16,11 @@ searched (the search that started the build, and those during it, take the exact
 path). Each index is stamped with the store's ``(epoch, write_seq)``
 (:func:`~bli_memory.core.embedded.migrations.m007_write_sequence`) and caught up before
 every use with the rows that moved since (:meth:`~bli_memory.core.embedded.vector_cache.VectorCache.changes`):
-rows saved are added, rows updated, forgotten or purged removed, in O(rows moved), so
-the next search sees every write of every process. Many moved rows, an epoch change or
-a count that disagrees with the live set mean a full re-sync from the live set.
+rows saved are added, rows updated or forgotten tombstoned (skipped at once, removed in
+batches), in O(rows moved), so the next search sees every write of every process. Many
+moved rows, an epoch change or a count that disagrees with the live set mean a full
+re-sync from the live set; a purge means a rebuild from the table, since an index keeps
+a removed row's terms or vector until it is rebuilt.
 
 Both are saved beside the store (:mod:`bli_memory.core.embedded.side_index_files`;
 the vector index with the vector matrix) after a build and again after every
@@ -57,7 +59,7 @@ RETRY_S = 600.0
 #: Rows moved since the last sync, as a share of the index (at least 10,000), past which
 #: a full re-sync from the live set replaces the catch-up.
 RESYNC_SHARE = 0.25
-#: Rows moved since the vector index was saved, as a share of it (at least 1,000), past
+#: Rows moved since an index was saved, as a share of it (at least 1,000), past
 #: which it is saved again in the background: a restart then catches up at most that many.
 SAVE_SHARE = 0.02
 #: Parameters of the HNSW index (:class:`~bli_memory.core.embedded.vector_index.VectorIndex`;
