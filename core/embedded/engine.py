@@ -143,7 +143,7 @@ class EmbeddedBackend(EngineControls):
         for term in query_terms(q)[:MAX_QUERY_TERMS]:
             expr = fts_any_query([term])
             present.append(expr is not None and bool(expr) and self.store.has_match(spaces, expr))
-        return present, len(self.store.vectors(spaces).seqs)
+        return present, self.store.vectors(spaces).size
 
     def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
         """In how many live memories of the space each content term of ``query`` occurs.
@@ -160,7 +160,7 @@ class EmbeddedBackend(EngineControls):
         for term in query_terms(q)[:MAX_QUERY_TERMS]:
             expr = fts_any_query([term])
             counts.append((term, self.store.match_count(spaces, expr) if expr else 0))
-        return counts, len(self.store.vectors(spaces).seqs)
+        return counts, self.store.vectors(spaces).size
 
     def save(
         self,
@@ -258,11 +258,11 @@ class EmbeddedBackend(EngineControls):
             return ForgetResult(memory=self.store.forget(found), matched_by="content")
         assert query is not None
         vs = self.store.vectors(spaces)
-        if not len(vs.seqs):
+        if not vs.size:
             raise NotFoundError(f"space {spaces[0]} holds no memories")
         import numpy as np
 
-        sims = vs.matrix @ self._embed_one(query.strip())
+        sims = vs.similarities(self._embed_one(query.strip()))
         order = np.argsort(-sims)[:20]
         rows = self.store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
         best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)

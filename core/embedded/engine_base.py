@@ -89,6 +89,8 @@ class EngineBase:
                         self.store_path, model_name=self._model_name, dimensions=self._dimensions
                     )
                     self._store_file_id = self._file_id()
+                    if self.side_indexes is not None:
+                        self._store.saved_vectors = self.side_indexes.load_matrix
                     if self._store.migrations_applied:
                         # stdlib logging: silent unless a process configured it (the MCP
                         # server sends it to stderr); a hook's stdout must stay clean.
@@ -137,11 +139,15 @@ class EngineBase:
                 vector_min_rows=VECTOR_MIN_ROWS if vector_min is None else vector_min,
                 background=background,
                 threads=threads,
+                store=lambda: self.store,
             )
+            self.store.saved_vectors = self.side_indexes.load_matrix
         return self.side_indexes
 
     def close(self) -> None:
-        """Close the store."""
+        """Save side indexes with unsaved changes, then close the store."""
+        if self.side_indexes is not None and self._store is not None:
+            self.side_indexes.close()
         if self._store is not None:
             self._store.close()
 

@@ -181,6 +181,54 @@ def m007_purge_marks(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX purge_marks_space ON purge_marks (space, seq)")
 
 
+@_migration
+def m008_write_sequence(conn: sqlite3.Connection) -> None:
+    """A store-wide write sequence, stamped on every row it moves, for derived indexes.
+
+    ``write_sequence.value`` grows by one for every row inserted, moved in or out of the
+    live set (state, vector, model or space changed) or deleted, in the writing
+    transaction, by triggers, so no write path can forget it (save, update, forget,
+    purge, import, reembed, audit repair). ``memories.write_seq`` is the value of the
+    row's last such change and ``memory_removals`` keeps the seq of each deleted row:
+    together they answer "which rows changed since sequence N", which is how the
+    vector cache and the persisted side indexes catch up
+    (:mod:`bli_memory.core.embedded.side_indexes`). ``side_index_epoch`` in
+    ``store_meta`` moves when derived data changed without a row moving (the keyword
+    index rewritten by an audit repair) and invalidates every persisted side index;
+    ``store_id`` tells this store from another file at the same path (a restore).
+    """
+    conn.execute(
+        "CREATE TABLE write_sequence (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL)"
+    )
+    conn.execute("INSERT INTO write_sequence (id, value) VALUES (1, 0)")
+    conn.execute("ALTER TABLE memories ADD COLUMN write_seq INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX memories_write_seq ON memories (write_seq)")
+    conn.execute(
+        "CREATE TABLE memory_removals (write_seq INTEGER PRIMARY KEY, seq INTEGER NOT NULL, "
+        "space TEXT NOT NULL)"
+    )
+    stamp = (
+        "UPDATE write_sequence SET value = value + 1 WHERE id = 1; "
+        "UPDATE memories SET write_seq = (SELECT value FROM write_sequence WHERE id = 1) "
+        "WHERE seq = NEW.seq;"
+    )
+    conn.execute(f"CREATE TRIGGER memories_write_seq_insert AFTER INSERT ON memories BEGIN {stamp} END")
+    conn.execute(
+        "CREATE TRIGGER memories_write_seq_update AFTER UPDATE OF state, embedding, embedding_model, "
+        f"space ON memories BEGIN {stamp} END"
+    )
+    conn.execute(
+        "CREATE TRIGGER memories_write_seq_delete AFTER DELETE ON memories BEGIN "
+        "UPDATE write_sequence SET value = value + 1 WHERE id = 1; "
+        "INSERT INTO memory_removals (write_seq, seq, space) "
+        "SELECT value, OLD.seq, OLD.space FROM write_sequence WHERE id = 1; END"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('side_index_epoch', '0'), "
+        "('store_id', lower(hex(randomblob(16))))"
+    )
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction.
 

@@ -58,7 +58,7 @@ class EmbeddedChannels:
 
         rankings: dict[str, list[int]] = {}
         vs = self._vs
-        if len(vs.seqs):  # similarities are reported even when the vector channel is off
+        if vs.size:  # similarities are reported even when the vector channel is off
             self._qv = self._embed(query)
             side = self._side
             approx = None
@@ -67,9 +67,9 @@ class EmbeddedChannels:
             if approx is not None:
                 rankings["vector"] = approx
             else:
-                sims = self._sims = vs.matrix @ self._qv
+                sims = self._sims = vs.similarities(self._qv)
                 if config.weight("vector") > 0:
-                    k = min(n, len(sims))
+                    k = min(n, vs.size)
                     top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
                     top = top[np.argsort(-sims[top], kind="stable")]
                     rankings["vector"] = [int(vs.seqs[i]) for i in top]
@@ -100,15 +100,13 @@ class EmbeddedChannels:
 
     def similarity(self, item: int) -> float | None:
         """Exact cosine of the query with the row's cached vector (None without one)."""
-        import numpy as np
-
         vs = self._vs
         if self._qv is None:
             return None
-        pos = int(np.searchsorted(vs.seqs, item))
-        if pos < len(vs.seqs) and int(vs.seqs[pos]) == item:
-            return float(self._sims[pos] if self._sims is not None else vs.matrix[pos] @ self._qv)
-        return None
+        pos = vs.position(item)
+        if pos is None:
+            return None
+        return float(self._sims[pos] if self._sims is not None else vs.matrix[pos] @ self._qv)
 
     def pair_similarity(self, hits: Sequence[tuple[str, int]]) -> dict[tuple[str, str], float]:
         """Cosine similarity of every pair of hits from the cached vectors."""
@@ -120,14 +118,12 @@ def pair_similarity(hits: Sequence[tuple[str, int]], vs: VectorSet) -> dict[tupl
 
     The stored vectors are unit length, so the dot product is the cosine.
     """
-    import numpy as np
-
-    if len(hits) < 2 or not len(vs.seqs):
+    if len(hits) < 2 or not vs.size:
         return {}
     ids, rows = [], []
     for memory_id, seq in hits:
-        pos = int(np.searchsorted(vs.seqs, seq))
-        if pos < len(vs.seqs) and int(vs.seqs[pos]) == seq:
+        pos = vs.position(seq)
+        if pos is not None:
             ids.append(memory_id)
             rows.append(pos)
     if len(rows) < 2:

@@ -69,6 +69,9 @@ class StoreAudit(StoreReads):
                 conn.execute(
                     "UPDATE space_generation SET generation = generation + 1, removals = removals + 1"
                 )
+                # The keyword index was rewritten without a row moving: saved side indexes are stale.
+                conn.execute("UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 "
+                             "WHERE key = 'side_index_epoch'")
             report["repaired"] = True
         return report
 

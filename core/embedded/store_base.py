@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core.embedded.migrations import migrate
-from bli_memory.core.embedded.vector_codec import VectorSet
 from bli_memory.core.errors import ModelMismatchError, StoreError
 from bli_memory.core.models import Memory
 from bli_memory.core.private_files import make_private_file
@@ -95,7 +94,8 @@ class StoreBase:
         self.model_name = model_name
         self.dimensions = dimensions
         self._lock = threading.RLock()
-        self._vector_cache: dict[tuple[str, ...], VectorSet] = {}
+        #: Per set of spaces, the vector cache's buffers (:mod:`bli_memory.core.embedded.vector_cache`).
+        self._vector_cache: dict[tuple[str, ...], Any] = {}
         try:
             # Created 0600 before SQLite opens it; -wal and -shm then get the same mode.
             make_private_file(self.path)

@@ -7,12 +7,14 @@ entry and its vector agree.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.embedded.side_index_files import index_folder
 from bli_memory.core.embedded.store_base import COLUMNS, NEXT_SEQ, StoreBase, now_iso, row_to_memory
 from bli_memory.core.embedded.store_reads import StoreReads
 from bli_memory.core.embedded.vector_codec import encode_vector
@@ -178,10 +180,12 @@ class StoreWrites(StoreReads):
         """Erase a memory and every version of it from the file, for secrets saved by mistake.
 
         Uses ``secure_delete`` and checkpoints the WAL so the bytes leave the disk
-        files, not just the live set. Each distinct text of the chain leaves a purge
-        mark (:func:`bli_memory.core.extraction.tombstones.fingerprint`: keyed hashes, no
-        text), so automatic capture does not bring the memory back from a queued job
-        or a later restatement.
+        files, not just the live set, and removes the saved side indexes of the store
+        (:func:`~bli_memory.core.embedded.side_index_files.index_folder`), which long-lived
+        processes then rebuild from the table. Each distinct text of the chain leaves a
+        purge mark (:func:`bli_memory.core.extraction.tombstones.fingerprint`: keyed
+        hashes, no text), so automatic capture does not bring the memory back from a
+        queued job or a later restatement.
 
         Returns:
             Number of rows erased.
@@ -222,4 +226,6 @@ class StoreWrites(StoreReads):
                     )
             self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # Saved side indexes and vector matrices may hold the purged terms and vector.
+        shutil.rmtree(index_folder(self.path), ignore_errors=True)
         return len(chain)

@@ -66,6 +66,6 @@ def test_removed_rows_are_skipped_at_once_and_leave_the_graph_in_batches() -> No
         assert int(seqs[i]) not in index.query(vectors[i], 5)
     assert len(index.query(vectors[20], 390)) == 390
     index.add(seqs[:1], vectors[1:2])  # a tombstoned row comes back with a new vector
-    assert index.query(vectors[1], 2)[:2] in ([1, 2], [2, 1])
+    assert len(index) == 391 and index.query(vectors[1], 1) == [1]
     index.remove(seqs[100 : 100 + vector_index.TOMBSTONES + 1])
-    assert len(index._index) == len(index) == 400 - 9 - vector_index.TOMBSTONES - 1  # one batch
+    assert len(index._index) == len(index) == 391 - vector_index.TOMBSTONES - 1  # one batch
