@@ -179,7 +179,8 @@ def read_verified_model_files(model_dir: Traversable | Path) -> dict[str, bytes]
         if actual != expected:
             raise EmbedderError(
                 f"model file {name} fails its checksum (sha256 {actual[:12]}..., expected "
-                f"{expected[:12]}...); reinstall bli-memory-mcp"
+                f"{expected[:12]}...); reinstall bli-memory-mcp, or for an installed model run "
+                "bli-memory-mcp model install NAME --force"
             )
         files[name] = data
     return files
