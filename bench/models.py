@@ -168,6 +168,11 @@ def render(results: dict[str, Any]) -> str:
             "block_rate"),
         row("hook (c) code near miss: false injection", "hook", "report", "code_near", "hook", "block_rate"),
         row("hook, own codebase: recall", "hook", "report", "code_own", "gate", "hook_recall"),
+        row("gate refit on this model's calibration split: own conversation recall", "hook",
+            "feature_sets", "v2", "own", "hook_recall"),
+        row("gate refit: (a) other conversation", "hook", "feature_sets", "v2", "cross", "block_rate"),
+        row("gate refit: (c) code near miss", "hook", "feature_sets", "v2", "code_near", "block_rate"),
+        row("gate refit: own codebase recall", "hook", "feature_sets", "v2", "code_own", "hook_recall"),
     ]
     for n in names:
         tool = get(n, "hook", "mcp", "save_ms")
@@ -214,7 +219,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--fast-rounds", type=int, default=30)
     parser.add_argument("--json", type=Path, default=RESULTS_DIR / "models.json")
+    parser.add_argument("--render-only", action="store_true", help="rewrite models.md from models.json")
     args = parser.parse_args(argv)
+    if args.render_only:
+        text = render(json.loads(args.json.read_text()))
+        args.json.with_suffix(".md").write_text(text)
+        print(text)
+        return 0
     sections = [s for s in args.sections.split(",") if s]
     models = {"all-MiniLM-L6-v2": SHIPPED, "all-mpnet-base-v2": str(args.mpnet.resolve())}
     results: dict[str, Any] = json.loads(args.json.read_text()) if args.json.exists() else {}

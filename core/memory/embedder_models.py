@@ -57,7 +57,7 @@ class InstallableModel:
 
 
 INSTALLABLE: dict[str, InstallableModel] = {
-    "mpnet": InstallableModel("mpnet", "all-mpnet-base-v2-int8", 768, download_mb=1100, disk_mb=112),
+    "mpnet": InstallableModel("mpnet", "all-mpnet-base-v2-int8", 768, download_mb=740, disk_mb=121),
 }
 """Installable models by short name (sizes: docs/benchmarks.md, "Embedding models")."""
 
