@@ -82,7 +82,7 @@ def _install(short: str, *, parts: Path | None, torch: str, force: bool, keep_bu
         embedder_models.load_installed(short, paths.data_dir())  # raises when it is damaged
         _out(f"{model.model_id} is already installed in {target}; --force builds it again")
         return 0
-    import onnxruntime
+    from importlib.metadata import version
 
     target.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f".build-{short}-", dir=target.parent))
@@ -94,7 +94,7 @@ def _install(short: str, *, parts: Path | None, torch: str, force: bool, keep_bu
         python = str(venv / "bin" / "python")
         _run("[2/3] installing the export's packages from the package index...",
              [python, "-m", "pip", "install", "--progress-bar", "on", torch,
-              f"onnxruntime=={onnxruntime.__version__}", *EXPORT_PACKAGES])
+              f"onnxruntime=={version('onnxruntime')}", *EXPORT_PACKAGES])
         exporter = resources.files("bli_memory.core.memory") / "model_export.py"
         argv = [python, str(exporter), "--out", str(target)]
         if parts is not None:
