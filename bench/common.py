@@ -23,6 +23,7 @@ __all__ = [
     "REPO_ROOT",
     "RESULTS_DIR",
     "CachingEmbedder",
+    "bench_embedder",
     "cached_embeddings",
     "log",
     "machine_description",
@@ -141,6 +142,22 @@ def machine_description() -> dict[str, Any]:
         "commit": commit + (" (+ local changes)" if dirty else ""),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
+
+
+def bench_embedder() -> Any:
+    """The embedder under test: ``BLI_MEMORY_EMBEDDER`` (``bench/run --embedder``), else the shipped one.
+
+    The value is what the product takes (a registered name such as ``mpnet``, or the path
+    of a model folder), resolved the product's way (``load_embedder``).
+    """
+    spec = os.environ.get("BLI_MEMORY_EMBEDDER", "").strip()
+    from bli_memory.core.memory.embeddings import MODEL_NAME, get_embedder
+
+    if not spec or spec == MODEL_NAME:
+        return get_embedder()
+    from bli_memory.core.embedded.engine import load_embedder
+
+    return load_embedder(spec)
 
 
 def cached_embeddings(texts: Sequence[str], embed: Callable[[Sequence[str]], Any], tag: str) -> Any:

@@ -32,6 +32,7 @@ Protocol (issue "Automatic recall the agent can trust"):
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import math
 import sys
@@ -343,8 +344,13 @@ def run(
     quick: bool = False,
     reuse: bool = False,
     process_step: int = PROCESS_STEP,
+    prompt_step: int = 1,
 ) -> dict[str, Any]:
-    """Build the spaces over MCP, run every prompt, and summarise (see the module doc)."""
+    """Build the spaces over MCP, run every prompt, and summarise (see the module doc).
+
+    ``prompt_step`` > 1 keeps every n-th prompt of each condition (bench/models.py, which
+    runs the section once per model on two shared cores); the saves are not sampled.
+    """
     import locomo_mcp
     import noise
 
@@ -373,7 +379,10 @@ def run(
         saved.write_text(spaces[name])
         log(f"hook: saved {name} ({len(group)} docstrings) into {spaces[name]}")
     home.apply()
-    backend = EmbeddedBackend(Path(home.env["BLI_MEMORY_DATA_DIR"]) / "memory.sqlite3")
+    from common import bench_embedder
+
+    backend = EmbeddedBackend(Path(home.env["BLI_MEMORY_DATA_DIR"]) / "memory.sqlite3",
+                              embedder=bench_embedder())
     dia: dict[str, str] = {}
     import json
     import sqlite3
@@ -387,6 +396,14 @@ def run(
     pm = get_plugin_manager(host="claude")
     ctx = HookContext.build(pm)
     all_prompts = prompts(conversations, (a, b), repos)
+    if prompt_step > 1:
+        seen: collections.Counter = collections.Counter()
+        kept = []
+        for p in all_prompts:
+            if seen[p.cond] % prompt_step == 0:
+                kept.append(p)
+            seen[p.cond] += 1
+        all_prompts = kept
     t0 = time.perf_counter()
     for n, p in enumerate(all_prompts):
         _features(backend, space_of_repo[p.repo], p, dia)

@@ -45,7 +45,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CACHE_DIR, REPO_ROOT, RESULTS_DIR, cached_embeddings, log, machine_description, percentile
+from common import (
+    CACHE_DIR,
+    REPO_ROOT,
+    RESULTS_DIR,
+    bench_embedder,
+    cached_embeddings,
+    log,
+    machine_description,
+    percentile,
+)
 
 __all__ = ["main"]
 
@@ -63,6 +72,8 @@ def clean_env(home: Path) -> dict[str, str]:
         if not k.startswith(("BLI_MEMORY_", "XDG_")) and k != "PYTHONDONTWRITEBYTECODE"
     }
     env["HOME"] = str(home)
+    if os.environ.get("BLI_MEMORY_EMBEDDER"):  # bench/run --embedder: the model under test
+        env["BLI_MEMORY_EMBEDDER"] = os.environ["BLI_MEMORY_EMBEDDER"]
     return env
 
 
@@ -81,11 +92,10 @@ def populate(home: Path, project: Path, size: int) -> str:
     from scale import make_texts
 
     from bli_memory.core.embedded.store import SQLiteStore, now_iso
-    from bli_memory.core.memory.embeddings import get_embedder
     from bli_memory.core.memory.spaces import derive_space
     from bli_memory.core.models import Memory
 
-    embedder = get_embedder()
+    embedder = bench_embedder()
     pool_texts = make_texts(2000)
     pool_vecs = cached_embeddings(pool_texts, embedder.embed, f"{embedder.name}/batched")
     space = derive_space(project).tag
@@ -232,8 +242,12 @@ def heaviest(
 # --- MCP cold start -------------------------------------------------------------------------
 
 
-def mcp_cold_start(env: dict[str, str], cwd: Path, query: str) -> tuple[float, float]:
-    """Spawn the MCP server; ms to ``initialize`` answered and to the first search answered."""
+def mcp_cold_start(env: dict[str, str], cwd: Path, query: str,
+                   rss: list[float] | None = None) -> tuple[float, float]:
+    """Spawn the MCP server; ms to ``initialize`` answered and to the first search answered.
+
+    With ``rss``, the server's resident set (MB) after its first search is appended to it.
+    """
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [BIN], env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -281,6 +295,8 @@ def mcp_cold_start(env: dict[str, str], cwd: Path, query: str) -> tuple[float, f
         t_search = (time.perf_counter() - t0) * 1000
         if reply.get("result", {}).get("isError") or "error" in reply:
             raise SystemExit(f"search failed: {reply}")
+        if rss is not None:
+            rss.append(daemon_rss_mb(proc.pid))
     finally:
         proc.stdin.close()
         try:
@@ -358,10 +374,11 @@ def run_size(size: int, args: argparse.Namespace, queries: list[str]) -> dict[st
         )
         imports_bare = import_profile(["-c", "pass"], env, project, b"") if size == args.sizes[0] else None
         mcp = []
+        mcp_rss: list[float] = []
         if size == args.sizes[0]:
             for i in range(args.mcp_runs):
                 # In process, as this figure always was: bench/mcp_daemon.py has the daemon route.
-                mcp.append(mcp_cold_start(off, project, queries[i]))
+                mcp.append(mcp_cold_start(off, project, queries[i], mcp_rss))
             log(f"hooks: MCP cold start x{args.mcp_runs} done")
         daemon.terminate()
         daemon.wait(timeout=30)
@@ -394,6 +411,7 @@ def run_size(size: int, args: argparse.Namespace, queries: list[str]) -> dict[st
             result["mcp"] = {
                 "initialize": summary([a for a, _ in mcp]),
                 "first_search": summary([b for _, b in mcp]),
+                "rss_mb": max(mcp_rss),
                 "raw": mcp,
             }
         return result

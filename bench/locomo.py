@@ -34,10 +34,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from common import CACHE_DIR, CachingEmbedder, cached_embeddings, log
+from common import CACHE_DIR, CachingEmbedder, bench_embedder, cached_embeddings, log
 
 __all__ = [
     "CATEGORIES",
+    "IMPORT_TIMES",
     "Conversation",
     "Question",
     "Turn",
@@ -53,6 +54,8 @@ __all__ = [
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
 _DIA = re.compile(r"D\d+:\d+")
+#: Rows per second of the last build_store import (the store's save, vectors precomputed).
+IMPORT_TIMES: dict[str, float] = {}
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,9 @@ def build_store(store_path: Path, conversations: Sequence[Conversation], embedde
             at = now - (last - turn.session_date) - timedelta(seconds=len(c.turns) - n)
             timeline.append((at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), memory.id))
             i += 1
-    log(f"locomo: imported {i} memories in {time.perf_counter() - t0:.1f}s")
+    import_s = time.perf_counter() - t0
+    log(f"locomo: imported {i} memories in {import_s:.1f}s")
+    IMPORT_TIMES["rows_per_s"] = i / max(import_s, 1e-9)
     conn = sqlite3.connect(str(store_path))
     with conn:
         conn.executemany("UPDATE memories SET created_at = ?, updated_at = ? WHERE id = ?",
@@ -285,10 +290,8 @@ def run(
         ``{"systems": {name: metrics}, "questions": n, "turns": n, "conversations": [...],
         "search_ms": {name: mean ms}}``.
     """
-    from bli_memory.core.memory.embeddings import get_embedder
-
     conversations = load(data_path, limit=2 if quick else None)
-    embedder = get_embedder()
+    embedder = bench_embedder()
     store_path = CACHE_DIR / ("locomo-quick" if quick else "locomo") / "store.sqlite"
     backend = build_store(store_path, conversations, embedder)
     questions = [q for c in conversations for q in c.questions]
@@ -314,4 +317,6 @@ def run(
         "questions": len(questions),
         "turns": sum(len(c.turns) for c in conversations),
         "conversations": [c.sample_id for c in conversations],
+        "model": embedder.name,
+        "import_rows_per_s": IMPORT_TIMES["rows_per_s"],
     }

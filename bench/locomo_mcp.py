@@ -43,6 +43,8 @@ class BenchHome:
             "BLI_MEMORY_DATA_DIR": str(root / "data"),
             "BLI_MEMORY_DAEMON": "0",
         }
+        if os.environ.get("BLI_MEMORY_EMBEDDER"):  # bench/run --embedder: the model under test
+            self.env["BLI_MEMORY_EMBEDDER"] = os.environ["BLI_MEMORY_EMBEDDER"]
 
     def reset(self) -> None:
         """Start from nothing (a previous run's store and state are removed)."""

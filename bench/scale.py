@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import CACHE_DIR, cached_embeddings, log, percentile, rss_mb
+from common import CACHE_DIR, bench_embedder, cached_embeddings, log, percentile, rss_mb
 
 __all__ = ["make_queries", "make_texts", "plot", "run"]
 
@@ -161,8 +161,11 @@ def _summary(ms: list[float]) -> dict[str, float]:
 
 
 def run(*, quick: bool = False, sizes: Sequence[int] | None = None, queries: int | None = None,
-        on_size: Any = None) -> dict[str, Any]:
+        on_size: Any = None, pool: int | None = None) -> dict[str, Any]:
     """Grow one space through ``sizes`` and measure search, save and store size at each.
+
+    ``pool`` overrides the number of distinct embedded texts (bench/models.py lowers it
+    for the larger model); the embedder is ``BLI_MEMORY_EMBEDDER``'s (common.bench_embedder).
 
     Returns:
         ``{"sizes": [per-size dict], "pool": n, "embed_per_s": x, "save_one": ..., ...}``.
@@ -171,7 +174,6 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, queries: int
 
     from bli_memory.core.embedded import keyword_index, side_indexes, vector_index
     from bli_memory.core.embedded.engine import EmbeddedBackend
-    from bli_memory.core.memory.embeddings import get_embedder
     from bli_memory.core.memory.ranking import RankingConfig
     from bli_memory.core.memory.terms import fts_any_query, query_forms, query_terms
 
@@ -179,9 +181,9 @@ def run(*, quick: bool = False, sizes: Sequence[int] | None = None, queries: int
     keyword_min = 5_000 if quick else side_indexes.KEYWORD_MIN_ROWS
     vector_min = 10_000 if quick else side_indexes.VECTOR_MIN_ROWS
     have_side = keyword_index.available() and vector_index.available()
-    pool = min(2_000 if quick else 20_000, max(sizes))
+    pool = min(pool or (2_000 if quick else 20_000), max(sizes))
     nq = queries or (50 if quick else 100)
-    embedder = get_embedder()
+    embedder = bench_embedder()
 
     pool_texts = make_texts(pool)
     t0 = time.perf_counter()

@@ -98,7 +98,8 @@ class Settings(BaseSettings):
     )
     embedder: str = Field(
         default="all-MiniLM-L6-v2-int8",
-        description="Embedding model by registered name (register_embedders plugin hook).",
+        description="Embedding model by registered name (register_embedders plugin hook; "
+        "mpnet once installed) or the path of a model folder (docs/configuration.md).",
     )
     experience_tz: str = Field(
         default="ICT",

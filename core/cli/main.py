@@ -37,6 +37,8 @@ commands:
                          the team memory service (HTTP, Postgres + pgvector)
   memory list|get|forget|purge|export|import|audit|reembed|recordings|clear-recordings
                          inspect and manage the stored memories
+  model list|install NAME
+                         embedding models: install mpnet (all-mpnet-base-v2) to use it
   ui [--no-open] [--port N]
                          a local web page to see, search, correct and forget memories
   hook EVENT [--host H] [--probe]
@@ -130,6 +132,7 @@ _SUBCOMMANDS = {
     "worker": "bli_memory.core.cli.worker",
     "service": "bli_memory.core.cli.service",
     "memory": "bli_memory.core.cli.memory",
+    "model": "bli_memory.core.cli.model",
     "ui": "bli_memory.core.ui.cli",
 }
 

@@ -378,10 +378,14 @@ def memory_backend(settings: Settings, plugin_manager: Any) -> EmbeddedBackend |
 
 @hookimpl
 def register_embedders(register: Any) -> None:
-    """Register the shipped model (all-MiniLM-L6-v2, int8 ONNX), loaded on first use."""
-    from bli_memory.core.memory import embeddings
+    """Register the shipped model (all-MiniLM-L6-v2, int8 ONNX) and the installable ones
+    (``mpnet``, from ``<data dir>/models``), each loaded on first use."""
+    from bli_memory.core import paths
+    from bli_memory.core.memory import embedder_models, embeddings
 
     register(embeddings.MODEL_NAME, embeddings.get_embedder)
+    for short in embedder_models.INSTALLABLE:
+        register(short, lambda s=short: embedder_models.load_installed(s, paths.data_dir()))
 
 
 def available_embedders(pm: Any | None = None) -> dict[str, Any]:
@@ -396,13 +400,17 @@ def available_embedders(pm: Any | None = None) -> dict[str, Any]:
 
 
 def load_embedder(name: str, pm: Any | None = None) -> Any:
-    """Build the embedder registered as ``name``.
+    """Build the embedder registered as ``name``, or the one in the model folder ``name``.
 
     Raises:
         ConfigError: no plugin registers that name.
+        EmbedderError: the model is not installed or its folder fails to load.
     """
     from bli_memory.core.errors import ConfigError
+    from bli_memory.core.memory import embedder_models
 
+    if embedder_models.is_model_path(name):
+        return embedder_models.load_model_dir(name)
     factories = available_embedders(pm)
     if name not in factories:
         known = ", ".join(sorted(factories))
