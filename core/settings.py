@@ -20,7 +20,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bli_memory.core import paths
 
-__all__ = ["KEYWORD_MIN_ROWS", "VECTOR_MIN_ROWS", "Settings", "load_settings"]
+__all__ = ["KEYWORD_MIN_ROWS", "SHIPPED_EMBEDDER", "VECTOR_MIN_ROWS", "Settings", "load_settings"]
+
+#: The embedding model inside the package (``core/memory/embeddings.py`` ``MODEL_NAME``).
+SHIPPED_EMBEDDER = "all-MiniLM-L6-v2-int8"
 
 #: Default side-index thresholds (live rows in the spaces searched; core/embedded/side_indexes.py).
 #: Measured in docs/benchmarks.md: at 10k rows the two FTS5 queries are about half of a 7-13 ms
@@ -97,7 +100,7 @@ class Settings(BaseSettings):
         "search from the HNSW side index (usearch) instead of the exact scan.",
     )
     embedder: str = Field(
-        default="all-MiniLM-L6-v2-int8",
+        default=SHIPPED_EMBEDDER,
         description="Embedding model by registered name (register_embedders plugin hook; "
         "mpnet once installed) or the path of a model folder (docs/configuration.md).",
     )
@@ -128,6 +131,14 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value.strip() if isinstance(value, str) else value
+
+    @field_validator("embedder", mode="before")
+    @classmethod
+    def _blank_is_shipped(cls, value: object) -> object:
+        # An empty BLI_MEMORY_EMBEDDER (a shell's `export BLI_MEMORY_EMBEDDER=`) means unset.
+        if isinstance(value, str):
+            return value.strip() or SHIPPED_EMBEDDER
+        return value
 
     @field_validator("data_dir")
     @classmethod

@@ -385,7 +385,7 @@ def register_embedders(register: Any) -> None:
 
     register(embeddings.MODEL_NAME, embeddings.get_embedder)
     for short in embedder_models.INSTALLABLE:
-        register(short, lambda s=short: embedder_models.load_installed(s, paths.data_dir()))
+        register(short, lambda s=short: embedder_models.lazy_installed(s, paths.data_dir()))
 
 
 def available_embedders(pm: Any | None = None) -> dict[str, Any]:
@@ -410,7 +410,7 @@ def load_embedder(name: str, pm: Any | None = None) -> Any:
     from bli_memory.core.memory import embedder_models
 
     if embedder_models.is_model_path(name):
-        return embedder_models.load_model_dir(name)
+        return embedder_models.lazy_model_dir(name)
     factories = available_embedders(pm)
     if name not in factories:
         known = ", ".join(sorted(factories))

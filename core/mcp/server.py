@@ -195,12 +195,24 @@ def default_state(settings: Settings, pm: pluggy.PluginManager | None = None) ->
 def run_stdio(settings: Settings) -> None:
     """Run the MCP server on stdio until the client closes it.
 
+    Raises:
+        SystemExit: 1, after one line on stderr, when the settings cannot build a backend
+            (:class:`~bli_memory.core.errors.BliMemoryError` from the plugins).
+
     Every line read is answered: not JSON gets -32700, not JSON-RPC gets -32600 with
     the request's id, and lone surrogates become U+FFFD (:mod:`bli_memory.core.mcp.stdio`).
     """
     from bli_memory.core.mcp.stdio import robust_stdio_server
 
-    server = build_server(lambda: default_state(settings))
+    # Built before serving, so a setting that cannot work (an unknown BLI_MEMORY_EMBEDDER, a
+    # model folder without its manifest) ends the process with its one sentence on stderr,
+    # which the host shows or logs, instead of a traceback from inside the task group.
+    try:
+        state = default_state(settings)
+    except BliMemoryError as exc:
+        sys.stderr.write(f"[bli-memory] the MCP server cannot start: {exc.reason}: {exc}\n")
+        raise SystemExit(1) from None
+    server = build_server(lambda: state)
     # MCPServer.run_stdio_async with our transport, which answers every line
     # (mcp 2.3.0 drops unparsable ones without a response).
     lowlevel = server._lowlevel_server

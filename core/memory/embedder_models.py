@@ -16,9 +16,10 @@ memory reembed`` moves it. Nothing here downloads anything.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import EmbedderError
 
@@ -30,6 +31,8 @@ __all__ = [
     "InstallableModel",
     "installed_model_dir",
     "is_model_path",
+    "lazy_installed",
+    "lazy_model_dir",
     "load_installed",
     "load_model_dir",
     "models_dir",
@@ -127,3 +130,91 @@ def load_installed(short_name: str, data_dir: Path) -> OnnxEmbedder:
         raise EmbedderError(f"{folder} holds the model {embedder.name!r}, not {expected!r}; "
                             f"run: bli-memory-mcp model install {short_name}")
     return embedder
+
+
+class LazyEmbedder:
+    """An embedder that knows its model id and width at once and loads the model on the
+    first embedding.
+
+    A process that never embeds (an MCP server whose calls the daemon answers, ``memory
+    list``, a skipped prompt) then never pays the load (1.4 s and about 280 MB for mpnet,
+    docs/benchmarks.md "Embedding models"), and a model that is not installed yet fails
+    the first search or save with its own message instead of the process's start.
+
+    Args:
+        name: The model id the store records (``model.json``'s ``name``).
+        dimensions: Vector width.
+        load: Builds the real embedder; called once, under a lock.
+
+    Raises:
+        EmbedderError: from :meth:`embed` (or any other attribute), when ``load`` fails
+            or builds a model of another id or width than announced.
+    """
+
+    def __init__(self, name: str, dimensions: int, load: Callable[[], Any]) -> None:
+        self.name = name
+        self.dimensions = dimensions
+        self._load = load
+        self._model: Any | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> Any:
+        """The real embedder, loaded now if it was not yet."""
+        with self._lock:
+            if self._model is None:
+                model = self._load()
+                if (model.name, model.dimensions) != (self.name, self.dimensions):
+                    raise EmbedderError(
+                        f"the model loaded is {model.name!r} ({model.dimensions} dimensions), "
+                        f"not {self.name!r} ({self.dimensions}) as its manifest said")
+                self._model = model
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Embeddings of ``texts`` (see :meth:`OnnxEmbedder.embed`), loading the model first."""
+        return self.loaded.embed(texts)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        return getattr(self.loaded, attribute)
+
+
+def lazy_installed(short_name: str, data_dir: Path) -> LazyEmbedder:
+    """The installable model ``short_name`` as a :class:`LazyEmbedder`: its id from
+    :data:`INSTALLABLE`, its width from the installed ``model.json`` (else from
+    :data:`INSTALLABLE`); :func:`load_installed` runs on the first embedding."""
+    from bli_memory.core.memory import embeddings
+
+    model = INSTALLABLE[short_name]
+    dimensions = model.dimensions
+    try:  # an installed folder's manifest is the authority on its width
+        found = embeddings.ModelManifest.parse(
+            (installed_model_dir(short_name, data_dir) / embeddings.MANIFEST_FILE).read_bytes())
+        if found.name == model.model_id:
+            dimensions = found.dimensions
+    except (OSError, EmbedderError):
+        pass  # not installed (or damaged): the first embedding says so and how to fix it
+    return LazyEmbedder(model.model_id, dimensions, lambda: load_installed(short_name, data_dir))
+
+
+def lazy_model_dir(path: Path | str) -> LazyEmbedder:
+    """The model folder ``path`` as a :class:`LazyEmbedder`: only its ``model.json`` is
+    read now; the checksums and the model are checked and loaded on the first embedding.
+
+    Raises:
+        EmbedderError: the folder or its manifest is missing or invalid (without it the
+            model's id is unknown, and a store must never record a guessed one).
+    """
+    from bli_memory.core.memory import embeddings
+
+    folder = Path(path).expanduser().resolve()
+    manifest = folder / embeddings.MANIFEST_FILE
+    try:
+        data = manifest.read_bytes()
+    except OSError as exc:
+        what = "does not exist" if not folder.is_dir() else f"has no {embeddings.MANIFEST_FILE}"
+        raise EmbedderError(f"the embedding model folder {folder} {what}") from exc
+    found = embeddings.ModelManifest.parse(data)
+    return LazyEmbedder(found.name, found.dimensions, lambda: load_model_dir(folder))

@@ -73,7 +73,9 @@ def test_bad_manifests_are_refused(doc: bytes) -> None:
 def test_a_model_path_loads_once_and_a_folder_without_manifest_is_refused(tmp_path: Path) -> None:
     folder = write_tiny_model(tmp_path / "by-path")
     first = load_embedder(str(folder))
-    assert first.name == "tiny-bag-16" and load_embedder(str(folder)) is first
+    assert (first.name, first.dimensions) == ("tiny-bag-16", 16)
+    assert first.embed(["a cat"]).shape == (1, 16)
+    assert load_embedder(str(folder)).loaded is first.loaded  # one model per folder and process
     bare = tmp_path / "bare"
     bare.mkdir()
     for name in ("model.onnx", "tokenizer.json"):
@@ -86,15 +88,19 @@ def test_a_model_path_loads_once_and_a_folder_without_manifest_is_refused(tmp_pa
 
 def test_mpnet_is_registered_and_says_how_to_install_it() -> None:
     assert {"all-MiniLM-L6-v2-int8", "mpnet"} <= set(available_embedders())
+    # Not installed: the process still starts (id and width are known without the folder);
+    # the first embedding says how to install it.
+    missing = load_embedder("mpnet")
+    assert (missing.name, missing.dimensions) == ("all-mpnet-base-v2-int8", 768)
     with pytest.raises(EmbedderError, match="bli-memory-mcp model install mpnet"):
-        load_embedder("mpnet")
+        missing.embed(["a question"])
 
 
 def test_an_installed_folder_must_hold_the_model_it_is_named_for() -> None:
     folder = embedder_models.installed_model_dir("mpnet", data_dir())
     write_tiny_model(folder, name="something-else")
     with pytest.raises(EmbedderError, match="not 'all-mpnet-base-v2-int8'"):
-        load_embedder("mpnet")
+        load_embedder("mpnet").embed(["a question"])
 
 
 def test_an_installed_folder_loads_by_its_short_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,6 +110,7 @@ def test_an_installed_folder_loads_by_its_short_name(tmp_path: Path, monkeypatch
     write_tiny_model(folder, name="all-mpnet-base-v2-int8")
     embedder = load_embedder("mpnet")
     assert (embedder.name, embedder.dimensions) == ("all-mpnet-base-v2-int8", 16)
+    assert embedder.embed(["a cat"]).shape == (1, 16)
 
 
 @pytest.mark.parametrize(("spec", "is_path"), [("mpnet", False), ("all-MiniLM-L6-v2-int8", False),
