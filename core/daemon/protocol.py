@@ -17,7 +17,7 @@ from typing import Any
 from bli_memory.core._version import VERSION
 from bli_memory.core.hooks import daemon_client
 
-__all__ = ["read_request", "reply_line", "rss_bytes"]
+__all__ = ["is_newer", "read_request", "reply_line", "rss_bytes"]
 
 
 def reply_line(reply: dict[str, Any], *, pid: int) -> bytes:
@@ -64,3 +64,35 @@ def rss_bytes() -> int:
     except (OSError, ValueError, IndexError):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return int(peak) if os.uname().sysname == "Darwin" else int(peak) * 1024
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    parts: list[int] = []
+    for piece in version.split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            return None
+        parts.append(int(digits))
+        if len(digits) < len(piece):
+            break  # "1rc2", "0+local": the release is what came before
+    return tuple(parts) if parts else None
+
+
+def is_newer(caller: object, daemon: str) -> bool:
+    """Whether a caller's ``version`` is a later release than the daemon's (``VERSION``).
+
+    Releases compare by their leading numbers (``0.10.0`` after ``0.9.1``). A version that
+    does not parse counts as newer, so an unknown caller still makes an old daemon leave
+    rather than serve it with old code.
+    """
+    if not isinstance(caller, str):
+        return True
+    theirs, ours = _release(caller), _release(daemon)
+    if theirs is None or ours is None:
+        return True
+    return theirs > ours
+

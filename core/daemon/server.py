@@ -19,9 +19,10 @@ function the hook's direct path runs; there is no second implementation of recal
   nobody listening) is detected and replaced.
 - **Stops** after :data:`IDLE_SECONDS` without a hook request (2 h, spec;
   ``BLI_MEMORY_DAEMON_IDLE_SECONDS`` or ``--idle-seconds`` override), on SIGTERM /
-  SIGINT / SIGHUP, on a ``stop`` request, and when a request carries another version
+  SIGINT / SIGHUP, on a ``stop`` request, and when a request carries a later version
   or the machine was paired or unpaired since it started (it answers ``stand_down``
-  first, and the hook starts a current daemon).
+  first, and the hook starts a current daemon). A request of an earlier version (a
+  session left running across an upgrade) gets ``outdated_caller`` and answers itself.
 - **Warm**: the store is opened and the model loaded in a background thread right
   after the socket is bound; until then requests are answered ``warming_up`` (the
   hook goes direct) while pings already answer. If the store file is replaced or
@@ -60,7 +61,7 @@ from bli_memory.core.daemon.calls import WRITE_CALLS, answer_call, check_call
 from bli_memory.core.daemon.drain import DRAIN_AFTER_STOP_S, DRAIN_INTERVAL_S, DRAIN_MAX_JOBS, drain_loop
 from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.oplog import log
-from bli_memory.core.daemon.protocol import read_request, reply_line, rss_bytes
+from bli_memory.core.daemon.protocol import is_newer, read_request, reply_line, rss_bytes
 from bli_memory.core.daemon.warm import WarmContext
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import daemon_client, daemon_start
@@ -278,6 +279,10 @@ class Daemon:
             return {"error": "malformed"}
         version = message.get("version")
         if version is not None and version != VERSION:
+            if not is_newer(version, VERSION):
+                # A session still running the release before an upgrade: it answers itself,
+                # and the current daemon stays for every current caller.
+                return {"error": "outdated_caller"}
             log("stand_down", caller_version=str(version)[:40])
             self.request_stop("stand_down")
             return {"error": "stand_down"}

@@ -27,16 +27,18 @@ connection closes; UTF-8, ASCII-escaped)::
 every other variable that changes what the engine does (the other ``BLI_MEMORY_*``,
 ``HOME``, ``XDG_DATA_HOME``, ``XDG_CONFIG_HOME``), with the device token replaced by
 its SHA-256 so it never crosses the socket. A daemon whose own config differs answers
-``env_mismatch`` and the hook goes direct. Any message whose ``version`` differs from
-the daemon's makes it answer ``stand_down`` and exit; the hook then starts a current
-one.
+``env_mismatch`` and the hook goes direct. A message of a later ``version`` than the
+daemon's makes it answer ``stand_down`` and exit, and the hook then starts a current
+one; a message of an earlier version (a session still running the release before an
+upgrade) gets ``outdated_caller`` and answers itself, so it never stops the current
+daemon.
 
 Fallback reasons (the ``daemon`` field of a direct run's receipt), :data:`REASONS`:
 ``no_socket``, ``stale_socket`` (a socket file nobody listens on, e.g. after
 ``kill -9`` or a reboot), ``foreign_socket`` (the path is not a socket owned by this
 user: never connected to), ``connect_timeout``, ``unreachable``, ``reply_timeout``,
 ``bad_reply``, and the daemon's refusals ``warming_up``, ``stand_down``,
-``env_mismatch``, ``busy``, ``malformed``, ``too_large``, ``internal``, and
+``outdated_caller``, ``env_mismatch``, ``busy``, ``malformed``, ``too_large``, ``internal``, and
 ``not_local`` (an MCP server's call to a daemon whose backend keeps no local store).
 
 MCP servers use the same socket, version and config checks for their memory-contract
@@ -94,8 +96,8 @@ MAX_LINE_BYTES = 4 * 1024 * 1024 + 64 * 1024
 
 #: Error codes a daemon may answer with; anything else reads as ``bad_reply``.
 DAEMON_ERRORS = frozenset(
-    {"warming_up", "stand_down", "env_mismatch", "busy", "malformed", "too_large", "internal",
-     "not_local"}
+    {"warming_up", "stand_down", "outdated_caller", "env_mismatch", "busy", "malformed", "too_large",
+     "internal", "not_local"}
 )
 REASONS = DAEMON_ERRORS | {
     "no_socket",

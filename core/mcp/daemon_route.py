@@ -187,7 +187,8 @@ class DaemonRoute:
         return False, None  # pragma: no cover - the loop always returns
 
     def _fell_back(self, reason: str) -> None:
-        pause = REPROBE_AFTER_TIMEOUT_S if reason == "reply_timeout" else REPROBE_S
+        # A hung daemon, or one of a later release than this server: neither answers soon.
+        pause = REPROBE_AFTER_TIMEOUT_S if reason in ("reply_timeout", "outdated_caller") else REPROBE_S
         self._retry_at = time.monotonic() + pause
         if self.last_route != "in-process" or self.last_reason != reason:
             _log("in-process", reason=reason)

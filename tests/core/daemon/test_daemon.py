@@ -307,6 +307,21 @@ def test_version_mismatch_stands_down_and_the_hook_starts_a_current_daemon(daemo
     assert again.receipt[1]["via"] == "daemon" and again.stdout == r.stdout
 
 
+def test_a_caller_of_an_earlier_release_answers_itself_and_the_daemon_stays(daemons: Daemons,
+                                                                             project: Path) -> None:
+    # The daemon is of a later release than this hook: a session left running across an
+    # upgrade must not make the current daemon leave (every old call would restart it).
+    save(project, "The user's favourite colour is teal.")
+    newer = ("import sys, bli_memory.core._version as v; v.VERSION = '99.0.0'\n"
+             "from bli_memory.core.daemon.server import main\nsys.exit(main([]))\n")
+    proc = daemons.start(argv=[sys.executable, "-c", newer])
+    for _ in range(2):
+        r = prompt_hook(project)
+        assert r.returncode == 0 and r.receipt[1]["via"] == "direct"
+        assert r.receipt[1]["daemon"] == "outdated_caller" and "teal" in (r.context or "")
+    assert proc.poll() is None and daemon_client.ping()["pid"] == proc.pid
+
+
 # --- stopping -----------------------------------------------------------------------------
 
 
