@@ -110,9 +110,9 @@ def _install(short: str, *, parts: Path | None, torch: str, force: bool, keep_bu
     _out(f"\nInstalled {embedder.name} ({embedder.dimensions} dimensions, {size:.0f} MB) in {target}.")
     _out("To use it, set it where your agent hosts and the daemon start from, then move the store:")
     _out(f"  export BLI_MEMORY_EMBEDDER={short}")
-    _out("  bli-memory-mcp daemon --stop      # the next prompt starts it with the new model")
     _out("  bli-memory-mcp memory reembed     # same ids and history; run again if interrupted")
-    _out("To go back: unset BLI_MEMORY_EMBEDDER, stop the daemon, and run memory reembed again.")
+    _out("  bli-memory-mcp daemon --restart   # the daemon loads the new model")
+    _out("To go back: unset BLI_MEMORY_EMBEDDER, run memory reembed again, then daemon --restart.")
     return 0
 
 

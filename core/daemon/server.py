@@ -87,7 +87,7 @@ READ_TIMEOUT_S = 5.0
 _EVENTS = ("session-start", "prompt", "stop")
 
 USAGE = """\
-usage: bli-memory-mcp daemon [--idle-seconds N] | --status | --stop
+usage: bli-memory-mcp daemon [--idle-seconds N] | --status | --stop | --restart
 
 Resident daemon that keeps the memory store and the embedding model warm and answers
 the lifecycle hooks on a Unix socket (the prompt hook starts it for you).
@@ -95,7 +95,9 @@ the lifecycle hooks on a Unix socket (the prompt hook starts it for you).
   --idle-seconds N   exit after N seconds without a hook request (default 7200;
                      env BLI_MEMORY_DAEMON_IDLE_SECONDS)
   --status           print whether a daemon answers on the socket (JSON) and exit
-  --stop             ask the running daemon to exit
+  --stop             ask the running daemon to exit (hooks start one again after an hour)
+  --restart          stop the running daemon and start a new one now, with this shell's
+                     settings (after changing BLI_MEMORY_EMBEDDER or another setting)
 """
 
 
@@ -405,7 +407,7 @@ def _configure_logging() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Run ``bli-memory-mcp daemon [--idle-seconds N] | --status | --stop``.
+    """Run ``bli-memory-mcp daemon [--idle-seconds N] | --status | --stop | --restart``.
 
     Returns:
         0 after serving (or when a daemon is already running, or for ``--status`` /
@@ -422,6 +424,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"[bli-memory] daemon {'stopping' if pid else 'not_running'} "
                          f"{json.dumps({'pid': pid})}\n")
         return 0
+    if "--restart" in argv:
+        return _restart()
     unknown = [a for a in argv if a.startswith("-") and not a.startswith("--idle-seconds")]
     idle = _idle_seconds(argv, os.environ)
     if unknown or idle is None:
@@ -440,6 +444,39 @@ def main(argv: list[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: daemon.request_stop("signal"))
     return daemon.run()
+
+
+def _restart(wait_s: float = 30.0) -> int:
+    """``daemon --restart``: stop the running daemon, start one now, wait until it answers.
+
+    Returns 0 once the new daemon answers a ping; 1 when none answered within ``wait_s``.
+    """
+    from bli_memory.core.hooks import daemon_start
+
+    old = daemon_client.stop()
+    give_up = time.monotonic() + wait_s
+    while old is not None and time.monotonic() < give_up:
+        try:
+            if daemon_client.ping(timeout=0.2).get("pid") != old:
+                break
+        except daemon_client.DaemonUnavailable:
+            break
+        time.sleep(0.05)
+    daemon_start.start_now()
+    while time.monotonic() < give_up:
+        try:
+            pong = daemon_client.ping(timeout=0.5)
+        except daemon_client.DaemonUnavailable:
+            time.sleep(0.1)
+            continue
+        if pong.get("pid") != old:
+            started = json.dumps({"stopped": old, "pid": pong.get("pid")})
+            sys.stderr.write(f"[bli-memory] daemon restarted {started}\n")
+            return 0
+        time.sleep(0.1)
+    sys.stderr.write(f"[bli-memory] daemon did not answer within {wait_s:.0f} s after its start; "
+                     "hooks and MCP servers answer in their own process meanwhile\n")
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -42,6 +42,7 @@ __all__ = [
     "ready_marker_path",
     "spawn",
     "spawn_stamp_path",
+    "start_now",
 ]
 
 #: The prompt hook starts the daemon at most this often per user (spec: once an hour).
@@ -107,8 +108,19 @@ def _last_run(started: float, env: Mapping[str, str]) -> str | None:
         return None
 
 
+def start_now(environ: Mapping[str, str] | None = None, *, now: float | None = None) -> bool:
+    """Start ``bli-memory-mcp daemon`` detached at once, whatever the hourly rule: the
+    person asked (``daemon --restart``). Records the start as :func:`spawn` does.
+
+    Returns:
+        True when a daemon process was started (False: the stamp could not be written,
+        another start holds its lock, or the process could not be spawned).
+    """
+    return spawn(environ=environ, now=now, _asked=True)
+
+
 def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
-          now: float | None = None) -> bool:
+          now: float | None = None, _asked: bool = False) -> bool:
     """Start ``bli-memory-mcp daemon`` detached, unless the rules above say wait.
 
     Never blocks and never raises: the child gets its own session, ``/dev/null`` for
@@ -150,6 +162,8 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
             interval = FAILED_START_BACKOFF_S[min(failures, len(FAILED_START_BACKOFF_S)) - 1]
         if force:
             interval = min(interval, RECOVERY_SPAWN_INTERVAL_S)
+        if _asked:
+            interval, failures = 0.0, 0
         if 0 <= now - started < interval:
             return False
         os.lseek(fd, 0, os.SEEK_SET)

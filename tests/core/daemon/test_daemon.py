@@ -332,6 +332,24 @@ def test_idle_daemon_exits_and_removes_its_socket(daemons: Daemons) -> None:
     assert '"reason":"idle"' in daemons.stderr(proc)
 
 
+def test_restart_after_a_stop_starts_a_daemon_now_with_this_shells_settings(daemons: Daemons,
+                                                                            project: Path) -> None:
+    # After `daemon --stop` the hooks wait an hour before they start one (spec); a person who
+    # changed a setting restarts it at once instead.
+    save(project, "The user's favourite colour is teal.")
+    first = daemons.start()
+    assert subprocess.run([bin_path(), "daemon", "--stop"], capture_output=True, timeout=30).returncode == 0
+    wait_until(lambda: _gone(first.pid), what="the daemon to stop")
+    assert prompt_hook(project).receipt[1]["daemon"] == "no_socket"  # and no start for an hour
+    r = subprocess.run([bin_path(), "daemon", "--restart"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "daemon restarted" in r.stderr, r.stderr
+    pid = json.loads(r.stderr.split("daemon restarted ", 1)[1])["pid"]
+    assert pid != first.pid and daemon_client.ping()["pid"] == pid
+    wait_until(ping_ready, what="the new daemon to be ready")
+    hook = prompt_hook(project)
+    assert hook.receipt[1]["via"] == "daemon" and "teal" in (hook.context or "")
+
+
 def test_sigterm_and_stop_request_exit_cleanly(daemons: Daemons) -> None:
     proc = daemons.start()
     proc.send_signal(signal.SIGTERM)
