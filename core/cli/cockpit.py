@@ -122,7 +122,7 @@ def _doctor(argv: list[str]) -> int:
         _check_route(rows, settings)
     else:
         rows.append(("info", "memory store", "not checked: fix the settings first"))
-    _check_model(rows)
+    _check_model(rows, settings.embedder if settings is not None else None)
     daemon = _daemon_ping()
     rows.append(("info", "memory-daemon", _daemon_state(daemon)))
     rows.append(("info", "mcp route", _mcp_route(settings, daemon)))
@@ -209,22 +209,38 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
         rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
                      f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"))
         return
-    rows.append(("ok", "memory store", f"embedded {path}: {live} live memories, model {model}"))
+    count = f"{live} live {'memory' if live == 1 else 'memories'}"
+    rows.append(("ok", "memory store", f"embedded {path}: {count}, model {model}"))
 
 
-def _check_model(rows: list[tuple[str, str, str]]) -> None:
+def _check_model(rows: list[tuple[str, str, str]], configured: str | None) -> None:
+    """The configured embedding model (``BLI_MEMORY_EMBEDDER``), loaded and checked as the
+    first embedding would: the shipped files' checksums, or another model's folder."""
     from importlib.resources import files
 
     from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.settings import SHIPPED_EMBEDDER
 
-    try:
-        from bli_memory.core.memory.embeddings import read_verified_model_files
+    if configured is None or configured == SHIPPED_EMBEDDER:
+        try:
+            from bli_memory.core.memory.embeddings import read_verified_model_files
 
-        read_verified_model_files(files("bli_memory.core.model"))
-    except BliMemoryError as exc:
-        rows.append(("fail", "embedding model", exc.message))
+            read_verified_model_files(files("bli_memory.core.model"))
+        except BliMemoryError as exc:
+            rows.append(("fail", "embedding model", exc.message))
+            return
+        rows.append(("ok", "embedding model", "all-MiniLM-L6-v2 int8 files present, checksums match"))
         return
-    rows.append(("ok", "embedding model", "all-MiniLM-L6-v2 int8 files present, checksums match"))
+    try:
+        from bli_memory.core.embedded.engine import load_embedder
+
+        embedder = load_embedder(configured)
+        loaded = getattr(embedder, "loaded", embedder)  # a model folder loads on first use
+    except BliMemoryError as exc:
+        rows.append(("fail", "embedding model", f"BLI_MEMORY_EMBEDDER={configured}: {exc.message}"))
+        return
+    rows.append(("ok", "embedding model", f"{loaded.name} ({loaded.dimensions} dimensions; "
+                 f"BLI_MEMORY_EMBEDDER={configured}) loads, checksums match"))
 
 
 def _daemon_ping() -> dict[str, Any] | None:

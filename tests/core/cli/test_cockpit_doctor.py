@@ -109,3 +109,19 @@ def test_a_running_daemon_is_named_with_its_memory_and_the_mcp_route_through_it(
                 BLI_MEMORY_DEVICE_TOKEN="x")
     rows = {row["check"]: row["detail"] for row in json.loads(r.stdout)}
     assert rows["mcp route"].startswith("in process, to the team service")
+
+
+def test_the_embedding_model_row_checks_the_configured_model(tmp_path: Path) -> None:
+    from tests.core.memory.tiny_model import write_tiny_model
+
+    r = _doctor(tmp_path, "--json", BLI_MEMORY_EMBEDDER="mpnet")  # configured, not installed
+    rows = {row["check"]: row for row in json.loads(r.stdout)}
+    assert r.returncode == 1 and rows["embedding model"]["mark"] == "fail"
+    assert "bli-memory-mcp model install mpnet" in rows["embedding model"]["detail"]
+    r = _doctor(tmp_path, "--json", BLI_MEMORY_EMBEDDER="mpnt")
+    row = {row["check"]: row for row in json.loads(r.stdout)}["embedding model"]
+    assert row["mark"] == "fail" and "not a registered embedder" in row["detail"]
+    folder = write_tiny_model(tmp_path / "tiny")
+    r = _doctor(tmp_path, "--json", BLI_MEMORY_EMBEDDER=str(folder))
+    row = {row["check"]: row for row in json.loads(r.stdout)}["embedding model"]
+    assert row["mark"] == "ok" and "tiny-bag-16 (16 dimensions" in row["detail"]
