@@ -209,6 +209,9 @@ _add("password flag digits", "tool --password=" + _p(12), _p(12))
 _add("kubectl literal", "kubectl create secret generic db --from-literal=password=" + _p(13), _p(13))
 _add("helm set", "helm install app --set db.password=" + _p(14), _p(14))
 _add("redis-cli -a", "redis-cli -h cache -a " + _p(15) + " ping", _p(15))
+_add("pw pair", "login with user=bob pw=" + _p(50) + " on the vpn", _p(50))
+_add("pwd pair", "db_host=db.internal db_pwd: '" + _p(51) + "'", _p(51))
+_add("pwd upper", "DB_PWD=" + _p(52), _p(52))
 
 # -- prose ---------------------------------------------------------------------------------
 _add("wifi password prose", "the staging wifi password is kkcglHpqS&3", "kkcglHpqS&3")
@@ -269,6 +272,11 @@ BENIGN: list[str] = [
     "the password is hunter, said nobody",
     "We decided to keep the port at 8443 for the staging proxy.",
     "Use `uv run pytest -q` to run the tests.",
+    "PWD=/home/alice/src/api",
+    "OLDPWD=/tmp",
+    "cd $(pwd)/build && make",
+    "pwd = os.getcwd()",
+    "pw = getpass.getpass()",
 ]
 
 

@@ -181,10 +181,12 @@ class StoreBase:
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
         recorded = row[0] if row else self.model_name
         if recorded != self.model_name:
+            from bli_memory.core.memory.model_mismatch import mismatch_advice
+
             raise ModelMismatchError(
                 f"the store at {self.path} holds vectors of the embedding model {recorded!r}, "
-                f"but this process uses {self.model_name!r}; run `bli-memory-mcp memory reembed` "
-                "to re-embed it, or point BLI_MEMORY_DATA_DIR at another store"
+                f"but this process uses {self.model_name!r}; {mismatch_advice(recorded, self.model_name)}"
+                ", or point BLI_MEMORY_DATA_DIR at another store"
             )
         return None
 

@@ -94,8 +94,11 @@ async def memory_info(
         f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route} ({held})."
     )
     if out.storeEmbeddingModel:
+        from bli_memory.core.memory.model_mismatch import mismatch_advice
+
+        advice = mismatch_advice(out.storeEmbeddingModel, out.embeddingModel)
         text += (f"\nThe store holds vectors of {out.storeEmbeddingModel}: searches and saves are "
-                 "refused until `bli-memory-mcp memory reembed` re-embeds it.")
+                 f"refused. To go on, {advice}.")
     return tool_result(text, out)
 
 

@@ -154,7 +154,8 @@ class InfoOutput(BaseModel):
     embeddingModel: str
     storeEmbeddingModel: str | None = Field(
         default=None, description="Set when the store holds another model's vectors: searches and "
-        "saves refuse it until `bli-memory-mcp memory reembed` runs.")
+        "saves refuse it until BLI_MEMORY_EMBEDDER names that model (the store as it is) or "
+        "`bli-memory-mcp memory reembed` moves the store to embeddingModel.")
     route: str
     via: Literal["daemon", "in-process"] = Field(
         default="in-process", description="Who answered: the resident daemon, or this server process.")

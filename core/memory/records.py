@@ -15,11 +15,12 @@ numpy for :func:`usable_vector`.
 from __future__ import annotations
 
 import json
-import math
 import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+
+from bli_memory.core.memory.storable_text import MAX_METADATA_DEPTH, text_problem
 
 __all__ = [
     "MAX_KEY_CHARS",
@@ -173,9 +174,6 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
     return supersede_cycle(records)
 
 
-#: Deepest nesting of a record's metadata that import accepts.
-MAX_METADATA_DEPTH = 32
-
 #: Largest metadata, in UTF-8 bytes of its compact JSON (``separators=(",", ":")``).
 #: Metadata annotates a memory (tags, ids, a kind, a link); it is not a second body,
 #: so it gets less room than the content (:data:`~bli_memory.core.embedded.store.MAX_CONTENT_CHARS`,
@@ -205,40 +203,6 @@ def metadata_problem(metadata: Any) -> str | None:
         return f"metadata is not JSON: {exc}"
     if size > MAX_METADATA_BYTES:
         return f"metadata is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}"
-    return None
-
-
-def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:
-    """Why a JSON value cannot be stored as text (NUL, lone surrogate, too deep), or None.
-
-    SQLite would keep such text but Postgres refuses NUL and both refuse to encode a
-    lone surrogate as UTF-8, so a value that would break the move to the service is
-    refused at the door of either store. Walks nested lists and dicts without
-    recursion, to ``max_depth`` levels (default :data:`MAX_METADATA_DEPTH`).
-
-    Returns:
-        The problem as a predicate (``"contains a NUL character"``), or None.
-    """
-    limit = MAX_METADATA_DEPTH if max_depth is None else max_depth
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return f"is nested more than {limit} levels deep"
-        if isinstance(item, float) and not math.isfinite(item):
-            return "holds NaN or Infinity, which JSON cannot carry"
-        if isinstance(item, str):
-            if "\x00" in item:
-                return "contains a NUL character"
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "contains a lone surrogate (not valid UTF-8)"
-        elif isinstance(item, dict):
-            stack.extend((k, depth + 1) for k in item)
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
     return None
 
 

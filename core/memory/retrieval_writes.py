@@ -65,13 +65,22 @@ def checked_content(content: str) -> str:
     Secrets are masked here (:func:`bli_memory.core.memory.redaction.redact`), so no store
     keeps one, whoever saves: the tools, the service's doors, the worker, the library.
 
+    Content must be storable text (:func:`bli_memory.core.memory.storable_text.text_problem`:
+    no NUL character, no lone surrogate), the rule import and metadata already follow, so
+    a memory saved on one store can always be exported and imported on either.
+
     Raises:
-        InvalidInputError: empty content, or longer than :data:`MAX_CONTENT_CHARS`.
+        InvalidInputError: empty content, text no store can keep (``content contains a
+            NUL character``), or longer than :data:`MAX_CONTENT_CHARS`.
     """
     from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.storable_text import text_problem
 
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is empty: there is nothing to remember")
+    problem = text_problem(content)
+    if problem:
+        raise InvalidInputError(f"content {problem}; nothing was saved")
     text = normalise_content(content)
     if len(text) <= MAX_CONTENT_CHARS:
         text = redact(text).text  # a placeholder can be longer than its secret: checked below

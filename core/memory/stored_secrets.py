@@ -11,8 +11,11 @@ rules (:func:`bli_memory.core.memory.redaction.redact`):
   so a masked copy would silently name another memory.
 
 ``memory import`` reads records that may come from anywhere (an older version, another
-tool, a hand edit), so :func:`masked_records` puts every version's content and metadata
-through the same rules before either store writes a row.
+tool, a hand edit), so :func:`masked_records` puts every version's content, metadata,
+``sessionId`` and ``source`` through the same rules before either store writes a row.
+A ``sessionId`` or ``source`` is a label (which session saved the memory, which door it
+came through), not a key a later write looks up, so a secret in one is masked and the
+record kept, where a secret ``customId`` is refused.
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ def masked_records(
     records: list[dict[str, Any]], *, offset: int = 0
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Export records (already valid: :func:`~bli_memory.core.memory.records.record_problem`)
-    with secrets masked in every version's content and metadata, as a save masks them.
+    with secrets masked in every version's content, metadata, ``sessionId`` and
+    ``source``, as a save masks content and metadata.
 
     A record with nothing to mask is returned as the same object, so clean data imports
     byte-identical. A record whose content changed loses its ``embedding``: the vector of
@@ -101,8 +105,10 @@ def masked_records(
     Raises:
         InvalidInputError: ``record N: ...; nothing was imported`` for a ``customId``
             holding a secret (refused as :func:`check_custom_id` refuses it on a save),
-            or content whose placeholders make it longer than the content limit.
+            or content, a ``sessionId`` or a ``source`` whose placeholders make it
+            longer than its limit.
     """
+    from bli_memory.core.memory.records import MAX_KEY_CHARS
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS
 
@@ -118,11 +124,25 @@ def masked_records(
                                     f"secrets are masked; the limit is {MAX_CONTENT_CHARS}; "
                                     "nothing was imported")
         metadata, in_metadata = masked_metadata(rec.get("metadata"))
-        counts.append(content.masked + in_metadata)
+        labels: dict[str, str] = {}
+        in_labels = 0
+        for key in ("sessionId", "source"):
+            if not rec.get(key):
+                continue
+            label = redact(rec[key])
+            if not label.masked:
+                continue
+            if len(label.text) > MAX_KEY_CHARS:
+                raise InvalidInputError(f"record {n}: {key} is {len(label.text)} characters once its "
+                                        f"secrets are masked; the limit is {MAX_KEY_CHARS}; "
+                                        "nothing was imported")
+            labels[key] = label.text
+            in_labels += label.masked
+        counts.append(content.masked + in_metadata + in_labels)
         if not counts[-1]:
             out.append(rec)
             continue
-        fixed = {**rec, "content": content.text, "metadata": metadata}
+        fixed = {**rec, "content": content.text, "metadata": metadata, **labels}
         if content.masked:
             fixed["embedding"] = fixed["embeddingModel"] = None
         out.append(fixed)

@@ -52,6 +52,26 @@ def test_import_masks_secrets_in_content_and_metadata(backend, space: str) -> No
     assert hits and GITHUB not in hits[0].memory.content
 
 
+def test_import_masks_secrets_in_session_id_and_source_and_pw_pairs(subject, space: str) -> None:
+    backend = subject.backend
+    session_secret = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
+    source_secret = "sk-proj-" + "Ab3Cd4Ef5Gh6" * 4
+    pw = "Tr0ub4dor&3"
+    dirty = _record(space, f"The VPN login is user=bob pw={pw} for now.", sessionId=session_secret,
+                    source=f"src {source_secret}", metadata={"note": f"db_pwd: '{pw}'"})
+    res = backend.import_records([dirty])
+    assert res == {"imported": 1, "skipped": 0, "masked": 4}
+    (row,) = backend.export(space=space)
+    assert row["sessionId"] == "[REDACTED:github_token]"
+    assert row["source"] == "src [REDACTED:openai_api_key]"
+    assert row["content"] == "The VPN login is user=bob pw=[REDACTED:env_secret] for now."
+    assert pw not in json.dumps(row["metadata"])
+    if subject.kind == "embedded":  # nothing of them in the file or its write-ahead log
+        backend.close()
+        raw = b"".join(p.read_bytes() for p in backend.store_path.parent.glob(backend.store_path.name + "*"))
+        assert raw and all(s.encode() not in raw for s in (session_secret, source_secret, pw))
+
+
 def test_import_refuses_a_secret_custom_id(backend, space: str) -> None:
     with pytest.raises(InvalidInputError, match="record 1: customId"):
         backend.import_records([_record(space, "A memory keyed by a credential.", customId=GITHUB)])

@@ -3,6 +3,8 @@
 - Metadata has a size limit with a clear error. Content is capped at 20,000
   characters; metadata was not, and 200 KB was accepted.
 - No store keeps a secret: content is masked on save and update, whoever calls.
+- Content no store can keep (a NUL character) is refused on save and update with the
+  error import gives, so one memory never blocks restoring an export.
 """
 
 from __future__ import annotations
@@ -67,3 +69,15 @@ def test_secrets_in_metadata_are_masked_and_a_secret_custom_id_is_refused(backen
     keyed = backend.save("A token was pasted as a metadata key.", space=space,
                          metadata={GITHUB_TOKEN: "seen", "nested": {f"x {GITHUB_TOKEN}": 1}})
     assert GITHUB_TOKEN not in json.dumps(keyed.memory.metadata)
+
+
+def test_every_store_refuses_nul_in_content_as_import_does(backend, space: str) -> None:
+    with pytest.raises(InvalidInputError, match="content contains a NUL character"):
+        backend.save("The deploy \x00runs on Fridays.", space=space)
+    assert backend.profile(space=space).recent == ()
+    saved = backend.save("The deploy runs on Fridays.", space=space).memory
+    with pytest.raises(InvalidInputError, match="content contains a NUL character"):
+        backend.update("The deploy runs on \x00Mondays.", space=space, id=saved.id)
+    assert [m.content for m in backend.history(saved.id)] == ["The deploy runs on Fridays."]
+    # What was saved exports and imports back on any store.
+    assert backend.import_records(list(backend.export(space=space)))["skipped"] == 1

@@ -35,8 +35,9 @@ Rules run in a fixed order, most specific first:
    JSON-ish ``"key": "value"`` pairs. A name qualifies when it contains SECRET,
    TOKEN, PASSWORD, PASSWD, PASSPHRASE, API_KEY/APIKEY, PRIVATE_KEY,
    ACCESS_KEY, CREDENTIAL(S) or a ``<purpose>_KEY`` such as SIGNING_KEY, in any
-   case and with ``_``, ``-`` or camelCase word breaks. The name is kept; only
-   the value is masked. Command lines too: registry, ``az`` and ``sshpass``
+   case and with ``_``, ``-`` or camelCase word breaks, or ends in the word PW
+   or PWD (``pw=``, ``db_pwd:``; not the shell's ``PWD=/home/me``). The name is
+   kept; only the value is masked. Command lines too: registry, ``az`` and ``sshpass``
    logins, ``mysql -pX``, ``redis-cli -a X``, ``--password word``.
    (:mod:`~bli_memory.core.memory.redaction.named`, :mod:`~bli_memory.core.memory.redaction.commands`)
 7. Passwords told in prose: "the staging wifi password is kkcglHpqS&3".

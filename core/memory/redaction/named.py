@@ -28,6 +28,23 @@ from bli_memory.core.memory.redaction.patterns import (
 
 __all__ = []
 
+# What follows a secret name in "any other assignment" (the last rules below): the
+# separator (``=``, ``:``, ``:=``, ``=>``, a type annotation then ``=``), then a quoted
+# value whole, or an unquoted one holding a digit or symbol.
+_ASSIGNED_VALUE = (
+    r"(?:[ \t]*(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
+    r"|:=|=>|=(?![=~])|:(?![:/]))[ \t]*(?(in_quote)(?!))"
+    r"(?P<q>[\"'`])(?![ \t+,;.)])"
+    r"|(?P<eq>=)(?![=~$])"
+    r"|:[ \t]*(?![$]))"
+    r"(?P<value>(?(q)(?:(?!(?P=q))[^\\\r\n]|\\[^\r\n])*"
+    rf"|(?(eq)(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$-])"
+    rf"|(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$])){_INLINE_VALUE}))"
+    r"(?(q)(?P=q))"
+)
+# pw or pwd as a whole word of a name: after a separator or a camelCase hump, at its end.
+_SHORT_PASSWORD_WORD = r"(?:(?<![A-Za-z0-9])|(?<=[a-z])(?=P))(?i:pwd?)(?![A-Za-z0-9])"
+
 _NAMED_SECRET_RULES = (
     _rule(
         "aws_secret_access_key",
@@ -91,16 +108,17 @@ _NAMED_SECRET_RULES = (
     # count, so a hyphenated word in prose stays.
     _rule(
         "env_secret",
-        _name(extra=r"(?:(?<=[\"'`].)(?P<in_quote>))?")
-        + r"(?:[ \t]*(?::[ \t]*[A-Za-z_][\w.\[\], |]{0,60}?[ \t]*=(?![=>~])"
-        r"|:=|=>|=(?![=~])|:(?![:/]))[ \t]*(?(in_quote)(?!))"
-        r"(?P<q>[\"'`])(?![ \t+,;.)])"
-        r"|(?P<eq>=)(?![=~$])"
-        r"|:[ \t]*(?![$]))"
-        r"(?P<value>(?(q)(?:(?!(?P=q))[^\\\r\n]|\\[^\r\n])*"
-        rf"|(?(eq)(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$-])"
-        rf"|(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$])){_INLINE_VALUE}))"
-        r"(?(q)(?P=q))",
+        _name(extra=r"(?:(?<=[\"'`].)(?P<in_quote>))?") + _ASSIGNED_VALUE,
+        "value",
+    ),
+    # pw and pwd, short for password, as a name or its last part: pw=VALUE,
+    # db_pwd: 'VALUE', adminPwd = "VALUE", with values as above. Not the shell's
+    # working directory (PWD=/home/me, OLDPWD=...) nor a path or a variable as the value.
+    _rule(
+        "env_secret",
+        _name(words=_SHORT_PASSWORD_WORD, descriptive=False,
+              extra=r"(?<=(?!(?:OLD)?PWD(?![\w.-])).)(?:(?<=[\"'`].)(?P<in_quote>))?")
+        + r"(?=[ \t]*(?::=|=>|=|:)[ \t]*[\"'`]?(?![/~.$]))" + _ASSIGNED_VALUE,
         "value",
     ),
 )

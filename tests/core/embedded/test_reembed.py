@@ -148,3 +148,7 @@ def test_the_mcp_server_answers_memory_info_and_list_on_a_store_of_another_model
     assert "gateway" in text_of(listed) and "memory reembed" in text_of(info)
     assert info.structured_content["storeEmbeddingModel"] == "toy-trigram-16"
     assert found.is_error and "memory reembed" in text_of(found)
+    for result in (info, found):  # both ways out, for a model with no known setting too
+        assert ("set BLI_MEMORY_EMBEDDER to the model toy-trigram-16 (its name or model folder) to use "
+                "the store as it is, or run `bli-memory-mcp memory reembed` to move it to " + SHIPPED
+                ) in text_of(result)

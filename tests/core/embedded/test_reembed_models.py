@@ -103,10 +103,29 @@ def test_a_store_switches_models_both_ways_with_nothing_lost(project: Path, tmp_
         backend.close()
     old = EmbeddedBackend(path)  # the shipped model is refused now
     try:
-        with pytest.raises(ModelMismatchError, match="memory reembed"):
+        with pytest.raises(ModelMismatchError, match="memory reembed") as err:
             old.search("port 8000", space="s1")
     finally:
         old.close()
+    # A shell without the variable must not be told only to re-embed: that would move
+    # the store back. The advice names the setting that uses the store as it is.
+    use = ("BLI_MEMORY_EMBEDDER=mpnet" if by == "installed name"
+           else f"BLI_MEMORY_EMBEDDER to the model {model_id} (its name or model folder)")
+    advice = (f"{use} to use the store as it is, "
+              f"or run `bli-memory-mcp memory reembed` to move it to {SHIPPED}")
+    assert advice in str(err.value)
+    if by == "installed name":
+        from tests.mcp_client import run_session, text_of
+
+        async def body(client):
+            info = await client.call_tool("memory_info", {"containerTag": "s1"})
+            found = await client.call_tool("search_memory", {"query": "port 8000", "containerTag": "s1"})
+            return info, found
+
+        info, found = run_session(project, body)
+        for result in (info, found):
+            assert "BLI_MEMORY_EMBEDDER=mpnet to use the store as it is" in text_of(result), text_of(result)
+            assert f"`bli-memory-mcp memory reembed` to move it to {SHIPPED}" in text_of(result)
 
     back = _cli("memory", "reembed", "--json")
     assert back.returncode == 0 and json.loads(back.stdout)["previous"] == model_id, back.stderr

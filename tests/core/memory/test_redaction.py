@@ -710,6 +710,8 @@ ADVERSARIAL = {
     "header-run": "x-api-key" + "-a" * 50_000,
     "assign-chain": "token=" * 16_000,
     "colon-chain": "token:" * 16_000,
+    "pw-quote-chain": "pw='" * 25_000,
+    "pwd-colon-chain": "db_pwd:" * 14_000,
     "weak-assign-chain": "key=" * 25_000,
     "weak-plus-chain": "+key=" * 20_000,
     "quote-chain": 'token="' * 14_000,
