@@ -53,24 +53,33 @@ def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
         kill_daemons_of(home)
 
 
-def kill_daemons_of(home: Path) -> None:
-    """SIGKILL every live ``bli-memory-mcp daemon`` process whose HOME is ``home``."""
-    import signal
-
+def daemon_pids(home: Path) -> list[int]:
+    """Live (not zombie) ``bli-memory-mcp daemon`` processes whose HOME is ``home``."""
     needle = b"HOME=" + os.fsencode(home)
+    pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"daemon" in cmdline and needle in environ:
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if b"daemon" in cmdline and needle in environ and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_daemons_of(home: Path) -> None:
+    """SIGKILL every live ``bli-memory-mcp daemon`` process whose HOME is ``home``."""
+    import signal
+
+    for pid in daemon_pids(home):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.fixture

@@ -119,10 +119,7 @@ def fetch(backend: Any, space: str) -> list[str]:
     Returns:
         Up to :data:`TOMBSTONE_LIMIT` texts.
     """
-    method = getattr(backend, "tombstones", None)
-    if method is None:
-        return []
-    return list(method(space, limit=TOMBSTONE_LIMIT))
+    return _newest(backend, "tombstones", space)
 
 
 def fetch_marks(backend: Any, space: str) -> list[dict[str, Any]]:
@@ -135,10 +132,12 @@ def fetch_marks(backend: Any, space: str) -> list[dict[str, Any]]:
     Returns:
         Up to :data:`TOMBSTONE_LIMIT` marks.
     """
-    method = getattr(backend, "purge_marks", None)
-    if method is None:
-        return []
-    return list(method(space, limit=TOMBSTONE_LIMIT))
+    return _newest(backend, "purge_marks", space)
+
+
+def _newest(backend: Any, method_name: str, space: str) -> list[Any]:
+    method = getattr(backend, method_name, None)  # optional methods (module docstring)
+    return [] if method is None else list(method(space, limit=TOMBSTONE_LIMIT))
 
 
 def fingerprint(text: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INSTALLABLE",
     "InstallableModel",
+    "LazyEmbedder",
     "installed_model_dir",
     "is_model_path",
     "lazy_installed",

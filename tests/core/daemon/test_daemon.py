@@ -23,7 +23,7 @@ import pytest
 from bli_memory.core._version import VERSION
 from bli_memory.core.hooks import daemon_client
 from bli_memory.core.paths import daemon_socket_path, hook_stats_path, state_dir, store_path
-from tests.conftest import FIXTURES, bin_path
+from tests.conftest import FIXTURES, bin_path, daemon_pids
 from tests.hooks_util import HookRun, run_hook
 
 CLAUDE = FIXTURES / "claude"
@@ -51,22 +51,7 @@ def save(project: Path, *contents: str) -> None:
 # --- processes ---------------------------------------------------------------------
 
 
-def _daemon_pids(home: Path) -> list[int]:
-    """Live daemon processes whose HOME is this test's temporary home."""
-    needle = b"HOME=" + os.fsencode(home)
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if b"daemon" in cmdline and needle in environ and state != "Z":
-            pids.append(int(entry.name))
-    return pids
+_daemon_pids = daemon_pids  # live daemons of this test's temporary home (tests/conftest.py)
 
 
 def _gone(pid: int) -> bool:

@@ -64,7 +64,10 @@ def test_removed_rows_are_skipped_at_once_and_leave_the_graph_in_batches() -> No
     assert len(index) == 390 and len(index._index) == 400  # tombstoned, still in the graph
     for i in range(10):
         assert int(seqs[i]) not in index.query(vectors[i], 5)
-    assert len(index.query(vectors[20], 390)) == 390
+    # Asked for every live row, the tombstones do not eat into the answer (HNSW is
+    # approximate and its build is threaded, so a few rows may be out of reach).
+    every = index.query(vectors[20], 390)
+    assert len(every) >= 385 and not set(every) & set(seqs[:10].tolist())
     index.add(seqs[:1], vectors[1:2])  # a tombstoned row comes back with a new vector
     assert len(index) == 391 and index.query(vectors[1], 1) == [1]
     index.remove(seqs[100 : 100 + vector_index.TOMBSTONES + 1])
