@@ -16,14 +16,15 @@ import time
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp.client import Client
 from mcp.client.stdio import stdio_client
 
 from bli_memory.core.hooks import daemon_client
 from bli_memory.core.mcp.daemon_route import REPROBE_S
-from tests.core.daemon.test_daemon import Daemons, wait_until
+from tests.core.daemon.test_daemon import Daemons, daemons, wait_until
 from tests.mcp_client import server_params, text_of
+
+__all__ = ["daemons"]  # the fixture, imported for pytest
 
 HEAVY = ("numpy", "onnxruntime", "tokenizers")
 
@@ -36,16 +37,6 @@ SHIM = (
     "from bli_memory.core.cli.main import main\n"
     "sys.exit(main())\n"
 )
-
-
-@pytest.fixture
-def daemons(temp_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
-    d = Daemons(temp_home, tmp_path)
-    try:
-        yield d
-    finally:
-        d.kill_all()
 
 
 def _rpc(proc: subprocess.Popen, ident: int, method: str, params: dict | None = None) -> dict:
