@@ -180,7 +180,23 @@ def _check_route(rows: list[tuple[str, str, str]], settings: Any) -> None:
     except BliMemoryError as exc:
         rows.append(("fail", "memory store", exc.message))
         return
-    _check_embedded_store(rows, settings.store_path, settings.embedder)
+    _check_embedded_store(rows, settings.store_path, _model_id(settings.embedder))
+
+
+def _model_id(configured: str) -> str:
+    """The model id a store records for ``BLI_MEMORY_EMBEDDER`` (``mpnet`` is
+    ``all-mpnet-base-v2-int8``); the setting itself when it names no known model."""
+    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.settings import SHIPPED_EMBEDDER
+
+    if configured == SHIPPED_EMBEDDER:
+        return configured
+    try:
+        from bli_memory.core.embedded.engine import load_embedder
+
+        return str(load_embedder(configured).name)  # the id only: nothing is loaded yet
+    except BliMemoryError:
+        return configured
 
 
 def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder: str) -> None:

@@ -186,6 +186,9 @@ def main(settings: Settings, *, batch_rows: int = DEFAULT_BATCH_ROWS, as_json: b
     from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.plugins import get_plugin_manager
     embedder = load_embedder(settings.embedder, get_plugin_manager())
+    # Load it now: a model folder loads on its first embedding, and with nothing left to
+    # embed the store would otherwise be switched to a model that is not there.
+    getattr(embedder, "loaded", embedder)
     store = SQLiteStore(settings.store_path, model_name=embedder.name, dimensions=embedder.dimensions)
     try:
         total = pending_rows(store)

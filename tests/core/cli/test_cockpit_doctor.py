@@ -125,3 +125,20 @@ def test_the_embedding_model_row_checks_the_configured_model(tmp_path: Path) -> 
     r = _doctor(tmp_path, "--json", BLI_MEMORY_EMBEDDER=str(folder))
     row = {row["check"]: row for row in json.loads(r.stdout)}["embedding model"]
     assert row["mark"] == "ok" and "tiny-bag-16 (16 dimensions" in row["detail"]
+
+
+def test_reembed_refuses_a_model_that_is_not_installed_and_doctor_knows_mpnets_id(tmp_path: Path) -> None:
+    from tests.core.memory.tiny_model import write_tiny_model
+
+    r = subprocess.run([bin_path(), "memory", "reembed"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "BLI_MEMORY_EMBEDDER": "mpnet"}, cwd=tmp_path)
+    assert r.returncode == 1 and "bli-memory-mcp model install mpnet" in r.stderr
+    # Installed under its short name, mpnet is the store's all-mpnet-base-v2-int8, not a mismatch.
+    data = Path(os.environ["HOME"]) / ".local/share/bli-memory/models/all-mpnet-base-v2-int8"
+    write_tiny_model(data, name="all-mpnet-base-v2-int8")
+    r = subprocess.run([bin_path(), "memory", "reembed"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "BLI_MEMORY_EMBEDDER": "mpnet"}, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    row = {row["check"]: row for row in json.loads(_doctor(tmp_path, "--json", BLI_MEMORY_EMBEDDER="mpnet")
+                                                   .stdout)}["memory store"]
+    assert row["mark"] == "ok" and "all-mpnet-base-v2-int8" in row["detail"], row
