@@ -67,15 +67,16 @@ def rss_bytes() -> int:
 
 
 def _release(version: str) -> tuple[int, ...] | None:
+    """The leading numbers of a version (``0.1.0.dev1`` and ``0.1.0rc1`` are ``(0, 1, 0)``)."""
     parts: list[int] = []
-    for piece in version.split("."):
+    for piece in version.strip().split("."):
         digits = ""
         for ch in piece:
             if not ch.isdigit():
                 break
             digits += ch
         if not digits:
-            return None
+            break  # "dev1", "post2": a suffix of the release before it
         parts.append(int(digits))
         if len(digits) < len(piece):
             break  # "1rc2", "0+local": the release is what came before
@@ -85,14 +86,13 @@ def _release(version: str) -> tuple[int, ...] | None:
 def is_newer(caller: object, daemon: str) -> bool:
     """Whether a caller's ``version`` is a later release than the daemon's (``VERSION``).
 
-    Releases compare by their leading numbers (``0.10.0`` after ``0.9.1``). A version that
-    does not parse counts as newer, so an unknown caller still makes an old daemon leave
-    rather than serve it with old code.
+    Releases compare by their leading numbers (``0.10.0`` after ``0.9.1``; a pre-release
+    or dev build counts as its release). A version that does not parse is not newer: such
+    a caller answers itself and never stops the daemon.
     """
     if not isinstance(caller, str):
-        return True
+        return False
     theirs, ours = _release(caller), _release(daemon)
     if theirs is None or ours is None:
-        return True
+        return False
     return theirs > ours
-

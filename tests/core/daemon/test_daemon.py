@@ -580,3 +580,15 @@ def test_the_daemon_runs_queued_extract_jobs_after_a_stop(daemons: Daemons, proj
 
     state, claimed_by = wait_until(finished, timeout=60, what="the daemon to run the queued job")
     assert state == "done" and claimed_by == f"daemon-{proc.pid}"
+
+
+@pytest.mark.parametrize(("caller", "daemon", "newer"), [
+    ("0.1.1", "0.1.0", True), ("0.10.0", "0.9.1", True), ("0.3.0", "0.2.0.dev1", True),
+    ("0.1.0", "0.1.0", False), ("0.0.9", "0.1.0", False), ("0.1.0.dev1", "0.1.0", False),
+    ("0.1.0rc1", "0.1.0", False), ("0.1.0", "0.2.0.dev1", False),
+    ("", "0.1.0", False), ("v0.1.0", "0.1.0", False), (5, "0.1.0", False),
+])
+def test_only_a_later_release_makes_the_daemon_stand_down(caller: object, daemon: str, newer: bool) -> None:
+    from bli_memory.core.daemon.protocol import is_newer
+
+    assert is_newer(caller, daemon) is newer
