@@ -1,4 +1,4 @@
-"""``bli-memory-mcp memory list|get|forget|purge|export|import|audit|reembed|recordings|...``.
+"""``bli-memory-mcp memory list|search|save|recall|get|forget|purge|export|import|audit|...``.
 
 The same operations the MCP tools run, for a person at a terminal: inspect what is
 kept, read one memory with its history, forget or purge one, back up and restore
@@ -18,6 +18,8 @@ import json
 import os
 import sys
 from typing import Any
+
+from bli_memory.core.cli import memory_recall
 
 __all__ = ["main"]
 
@@ -99,6 +101,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=_limit, default=20, help="how many, 1-100 (default 20)")
     p.add_argument("--json", action="store_true", help="JSON instead of one line per memory")
+    memory_recall.add_parsers(sub, _limit)
     p = sub.add_parser("get", help="one memory with its history")
     p.add_argument("id")
     p.add_argument("--include-inactive", action="store_true",
@@ -150,6 +153,8 @@ def main(argv: list[str]) -> int:
 
     backend = _backend()
     try:
+        if args.cmd in memory_recall.COMMANDS:
+            return memory_recall.run(args, backend, _space(args.space), out)
         if args.cmd == "list":
             space = _space(args.space)
             rows = backend.list_memories(space=space, limit=args.limit)

@@ -170,20 +170,13 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
 def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
             environ: Mapping[str, str] | None = None) -> HookResult:
     from bli_memory.core.hooks.injection_log import already_injected, claim_injected
-    from bli_memory.core.memory.relevance import SMALL_SPACE, decide
-    from bli_memory.core.memory.term_evidence import hit_coverage
+    from bli_memory.core.hooks.prompt_recall import prompt_decision
 
     space = space_of(hook_input)
     prompt = strip_injected(hook_input.prompt or "", wrappers=host_wrappers(ctx.pm)).strip()
-    limit = ctx.settings.recall_limit
-    result = ctx.backend.search(prompt, space=space, limit=limit * 3)
-    coverage = 0.0
-    if result.hits:
-        counts, size = ctx.backend.term_frequencies(prompt, space=space)
-        coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
     session = hook_input.session_id
-    decision = decide(
-        result.hits, coverage=coverage, limit=limit, prompt=prompt,
+    result, decision = prompt_decision(
+        ctx.backend, prompt, space=space, limit=ctx.settings.recall_limit,
         floor=ctx.settings.similarity_floor,
         skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
     )

@@ -1,0 +1,134 @@
+"""``bli-memory-mcp memory search|save|recall``: a person's way to ask the memory directly.
+
+- ``search QUERY``: what ``search_memory`` returns: the broad, ranked search an agent
+  gets when it asks, with each hit's channels and cosine similarity.
+- ``save TEXT``: what ``save_memory`` does: secrets masked first, one memory written to
+  the space (identical text is not written twice).
+- ``recall PROMPT``: what the prompt hook would inject for that prompt in this space,
+  and why: the relevance gate's evidence (best cosine, term coverage, score against
+  threshold) and the block itself. It runs the hook's own decision
+  (:func:`bli_memory.core.hooks.prompt_recall.prompt_decision`) but writes nothing and
+  knows no session, so nothing is left out as "already given". This answers the
+  question of docs/hooks.md, "why did my prompt get nothing?".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["add_parsers", "run"]
+
+COMMANDS = ("search", "save", "recall")
+
+
+def add_parsers(sub: Any, limit_type: Callable[[str], int]) -> None:
+    """Add the three subcommands to the ``memory`` command's subparsers."""
+    p = sub.add_parser("search", help="ranked search of a space, as search_memory answers it")
+    p.add_argument("query")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--limit", type=limit_type, default=10, help="how many, 1-100 (default 10)")
+    p.add_argument("--json", action="store_true", help="JSON, with channels and cosine per hit")
+    p = sub.add_parser("save", help="remember one fact in a space, as save_memory does (secrets masked)")
+    p.add_argument("text")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
+    p = sub.add_parser("recall", help="what the prompt hook would inject for a prompt here, and why")
+    p.add_argument("prompt")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--json", action="store_true", help="the gate's evidence and the block as JSON")
+
+
+def _hit(h: Any) -> dict[str, Any]:
+    return {
+        "id": h.memory.id,
+        "similarity": None if h.similarity is None else round(h.similarity, 4),
+        "channels": list(h.channels),
+        "content": h.memory.content,
+    }
+
+
+def _cos(value: float | None) -> str:
+    return "cos  -  " if value is None else f"cos {value:.2f}"
+
+
+def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
+    """Run one of :data:`COMMANDS`; returns the exit code.
+
+    Raises:
+        BliMemoryError: from the backend (the CLI prints it as one line, exit 1), or
+            :class:`~bli_memory.core.errors.InvalidInputError` (reason ``disabled``) when
+            saving into a space whose memory is switched off.
+    """
+    if args.cmd == "search":
+        res = backend.search(args.query, space=space, limit=args.limit)
+        if args.json:
+            out(json.dumps({"space": res.space, "hits": [_hit(h) for h in res.hits]},
+                           ensure_ascii=False, indent=2) + "\n")
+        else:
+            lines = [f"{h.memory.id}  {_cos(h.similarity)}  {'+'.join(h.channels):<20} "
+                     f"{' '.join(h.memory.content.split())[:140]}" for h in res.hits]
+            out("".join(line + "\n" for line in lines) or f"(nothing found in space {res.space})\n")
+        return 0
+    if args.cmd == "save":
+        from bli_memory.core.errors import InvalidInputError
+        from bli_memory.core.memory.redaction import redact
+        from bli_memory.core.memory.switches import is_enabled
+
+        if not is_enabled(space):
+            raise InvalidInputError(f"memory is switched off for {space} (or globally); nothing was saved. "
+                                    "the enable_memory MCP tool switches it back on", reason="disabled")
+        clean = redact(args.text)
+        res = backend.save(clean.text, space=space, source="cli")
+        if args.json:
+            out(json.dumps({"status": res.status, "space": res.space, "masked": clean.masked,
+                            "memory": res.memory.to_dict() if res.memory else None},
+                           ensure_ascii=False, indent=2) + "\n")
+        else:
+            verb = {"created": "saved", "duplicate": "already remembered (identical text)",
+                    "updated": "saved"}.get(res.status, res.status)
+            ident = f" {res.memory.id}" if res.memory else ""
+            n = clean.masked
+            masked = f"; {n} secret{'s' if n != 1 else ''} masked" if n else ""
+            out(f"{verb}{ident} in space {res.space}{masked}\n")
+        return 0
+    return _recall(args, backend, space, out)
+
+
+def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
+    from bli_memory.core.hooks.blocks import recall_block
+    from bli_memory.core.hooks.prompt_recall import prompt_decision
+    from bli_memory.core.memory.relevance import GATE_THRESHOLD
+    from bli_memory.core.settings import load_settings
+
+    settings = load_settings()
+    res, d = prompt_decision(backend, args.prompt, space=space, limit=settings.recall_limit,
+                             floor=settings.similarity_floor)
+    block = recall_block(d.inject, space=res.space, budget=settings.recall_budget_chars) if d.inject else None
+    if args.json:
+        out(json.dumps({
+            "space": res.space, "reason": d.reason, "score": d.score, "threshold": GATE_THRESHOLD,
+            "top": d.top, "coverage": round(d.coverage, 4), "floor": settings.similarity_floor,
+            "inject": [_hit(h) for h in d.inject], "block": block,
+        }, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    evidence = (f"best cosine {d.top:.2f}, term coverage {d.coverage:.2f}" if d.top is not None
+                else "no memory of the space resembles it")
+    why = {
+        "exact_keyword": "a memory holds every word or identifier of the prompt",
+        "relevant": f"score {d.score:.2f} >= threshold {GATE_THRESHOLD}" if d.score is not None else "",
+        "below_threshold": (f"score {d.score:.2f} < threshold {GATE_THRESHOLD}" if d.score is not None
+                            and d.score < GATE_THRESHOLD else
+                            f"best cosine below the floor {settings.similarity_floor}"),
+        "no_hits": "nothing found",
+    }[d.reason]
+    out(f"space {res.space}\ngate: {d.reason} ({why}; {evidence})\n")
+    if not block:
+        out("nothing would be injected: no memory here bears on this prompt closely enough "
+            "(docs/hooks.md, \"Why a prompt sometimes gets nothing\")\n")
+        return 0
+    out(f"would inject {len(d.inject)} memor{'y' if len(d.inject) == 1 else 'ies'} "
+        f"({len(block)} characters):\n{block}\n")
+    return 0

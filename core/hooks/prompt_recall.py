@@ -1,0 +1,65 @@
+"""What the prompt hook would inject for one prompt, and why: search, term evidence, gate.
+
+The prompt hook (:mod:`bli_memory.core.hooks.events`) and ``bli-memory-mcp memory recall``
+(a person asking "why did this prompt get nothing?") run this one function, so the
+command shows exactly the hook's decision. It reads only: the per-session state (what
+was injected earlier in the session) is the caller's, passed in as ``skip_ids`` /
+``skip_session``.
+
+The rules themselves live in :mod:`bli_memory.core.memory.relevance` (the gate and its
+measurements) and :mod:`bli_memory.core.memory.term_evidence` (term coverage).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.relevance import Decision
+    from bli_memory.core.models import SearchResult
+
+__all__ = ["prompt_decision"]
+
+
+def prompt_decision(
+    backend: Any,
+    prompt: str,
+    *,
+    space: str,
+    limit: int,
+    floor: float,
+    skip_ids: frozenset[str] | set[str] = frozenset(),
+    skip_session: str | None = None,
+) -> tuple[SearchResult, Decision]:
+    """Search ``space`` for ``prompt`` and decide what would be injected.
+
+    Args:
+        backend: A :class:`~bli_memory.core.memory.backend.MemoryBackend`.
+        prompt: The prompt as typed, with any block injected earlier already stripped.
+        space: Container tag searched.
+        limit: Most memories injected (``BLI_MEMORY_RECALL_LIMIT``); the search asks for
+            three times as many, so the gate sees the space around the best hits.
+        floor: Lowest best cosine that may pass the gate (``BLI_MEMORY_SIMILARITY_FLOOR``).
+        skip_ids: Memory ids never injected (given earlier in the session).
+        skip_session: Memories captured in this host session are never injected.
+
+    Returns:
+        ``(search result, decision)``; ``decision.inject`` is empty when the prompt
+        gets nothing, and ``decision.reason`` says why.
+
+    Raises:
+        BliMemoryError: whatever the backend's search raises (the hook fails open on it).
+    """
+    from bli_memory.core.memory.relevance import SMALL_SPACE, decide
+    from bli_memory.core.memory.term_evidence import hit_coverage
+
+    result = backend.search(prompt, space=space, limit=limit * 3)
+    coverage = 0.0
+    if result.hits:
+        counts, size = backend.term_frequencies(prompt, space=space)
+        coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
+    decision = decide(
+        result.hits, coverage=coverage, limit=limit, prompt=prompt, floor=floor,
+        skip_ids=skip_ids, skip_session=skip_session,
+    )
+    return result, decision

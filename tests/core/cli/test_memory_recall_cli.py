@@ -1,0 +1,79 @@
+"""``memory search|save|recall`` through the real console script, against a real store file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from bli_memory.core.paths import store_path
+from tests.conftest import bin_path
+from tests.hooks_util import run_hook
+
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+
+
+def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([bin_path(), "memory", *args], cwd=project, capture_output=True, text=True,
+                          env=dict(os.environ), timeout=120)
+
+
+def test_save_masks_secrets_and_search_finds_what_was_saved(project: Path) -> None:
+    r = cli(project, "save", "We deploy the billing service with blue-green on Fridays")
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"saved [0-9a-f-]{36} in space dir_project__", r.stdout)
+    r = cli(project, "save", f"the staging token is {TOKEN}")
+    assert r.returncode == 0 and "1 secret masked" in r.stdout
+    again = cli(project, "save", "We deploy the billing service with blue-green on Fridays")
+    assert again.stdout.startswith("already remembered")
+    for f in store_path().parent.iterdir():
+        assert TOKEN.encode() not in f.read_bytes(), f.name
+    found = json.loads(cli(project, "search", "blue-green deploys", "--json").stdout)
+    assert found["hits"][0]["content"].startswith("We deploy the billing service")
+    assert "vector" in found["hits"][0]["channels"] and found["hits"][0]["similarity"] > 0.3
+    plain = cli(project, "search", "nothing like this is stored, zebra quantum", "--limit", "3")
+    assert plain.returncode == 0
+
+
+def test_recall_shows_the_hooks_own_decision(project: Path) -> None:
+    for text in ("We deploy the billing service with blue-green on Fridays",
+                 "Use ruff for linting; its settings live in pyproject.toml",
+                 "The staging database is Postgres 16 on port 5433"):
+        assert cli(project, "save", text).returncode == 0
+    prompt = "how do we deploy the billing service?"
+    shown = json.loads(cli(project, "recall", prompt, "--json").stdout)
+    assert shown["reason"] in {"relevant", "exact_keyword"}
+    assert [h["content"] for h in shown["inject"]][0].startswith("We deploy")
+    # The real prompt hook, in a fresh session, injects exactly what recall showed.
+    payload = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+               "prompt": prompt, "transcript_path": "/nonexistent"}
+    hook = run_hook("prompt", payload, cwd=project)
+    block = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert re.findall(r"id ([0-9a-f-]{36})\)", block) == [h["id"] for h in shown["inject"]]
+    # recall writes nothing: the hook's session state is untouched, so a second hook of
+    # another session gets the same block, and recall itself can be asked again.
+    assert json.loads(cli(project, "recall", prompt, "--json").stdout)["inject"] == shown["inject"]
+    text = cli(project, "recall", prompt).stdout
+    assert "would inject" in text and "We deploy the billing service" in text
+
+
+def test_recall_says_why_a_prompt_gets_nothing(project: Path) -> None:
+    assert cli(project, "save", "We deploy the billing service with blue-green on Fridays").returncode == 0
+    r = cli(project, "recall", "what is the capital of France?")
+    assert r.returncode == 0
+    assert "nothing would be injected" in r.stdout and "gate: " in r.stdout
+    shown = json.loads(cli(project, "recall", "what is the capital of France?", "--json").stdout)
+    assert shown["inject"] == [] and shown["block"] is None
+    assert shown["reason"] in {"below_threshold", "no_hits"}
+
+
+def test_save_into_a_switched_off_space_is_refused(project: Path) -> None:
+    from bli_memory.core.memory.spaces import derive_space
+    from bli_memory.core.memory.switches import set_enabled
+
+    set_enabled(False, derive_space(str(project)).tag)
+    r = cli(project, "save", "We deploy on Fridays")
+    assert r.returncode == 1 and "switched off" in r.stderr and "Traceback" not in r.stderr
+    assert cli(project, "search", "deploy", "--json").returncode == 0
