@@ -17,8 +17,10 @@ Protocol (issue "Automatic recall the agent can trust"):
   (a) ``cross``: the same question in the next conversation's repository; (b)
   ``chat_in_code`` / ``code_in_chat``: questions in a codebase repository, docstring
   first lines in a conversation repository; (c) ``code_near``: first lines of one
-  group's docstrings in the other group's repository; and the code positives beside
-  (c), ``code_own`` (:data:`POSITIVE`).
+  group's docstrings in the other group's repository, and ``code_subject``: the same
+  with the modules split by subject (:func:`noise.subject_groups`) instead of by hash,
+  so that no module on the other side shares the prompt's subject; and the code
+  positives beside (c), ``code_own`` (:data:`POSITIVE`).
 - Reported per condition: block rate, mean injected lines and characters per prompt,
   and for ``own`` the hook recall; for the gate (``core/memory/relevance.py``) and for the
   previous rule (cosine floor 0.35 or an exact keyword hit, top 5) side by side.
@@ -82,6 +84,7 @@ class Prompt:
     presence_ms: float = 0.0  # term presence, the first feature set's lexical cost
     weights_ms: float = 0.0  # document frequencies and coverage, the second set's
     exact: bool = False
+    background: float | None = None  # the space's mean pairwise cosine (None: small space)
     gated: list[str] = field(default_factory=list)  # dia ids the gate would inject at any threshold
     old: list[str] = field(default_factory=list)  # dia ids the previous rule injects
     old_chars: int = 0
@@ -96,9 +99,14 @@ def _half(name: str) -> bool:
 
 
 def prompts(
-    conversations: Sequence[Any], groups: tuple[list[Any], list[Any]], repos: dict[str, str]
+    conversations: Sequence[Any], groups: tuple[list[Any], list[Any]], repos: dict[str, str],
+    subjects: tuple[list[Any], list[Any]] = ([], []),
 ) -> list[Prompt]:
-    """Every prompt of every condition, with its split."""
+    """Every prompt of every condition, with its split.
+
+    ``subjects`` are the docstrings split by subject (:func:`noise.subject_groups`):
+    their first lines typed in the other subject's repository are ``code_subject``.
+    """
     out: list[Prompt] = []
     ids = [c.sample_id for c in conversations]
     for i, c in enumerate(conversations):
@@ -121,6 +129,10 @@ def prompts(
         siblings = modules[d.module] - {d.name}
         if siblings:
             out.append(Prompt("code_own", d.first_line, repos[mine], cal, frozenset(siblings), hide=d.name))
+    data, system = subjects
+    for j, d in enumerate([*data, *system]):
+        other = "stdlib-system" if j < len(data) else "stdlib-data"
+        out.append(Prompt("code_subject", d.first_line, repos[other], _half(d.name)))
     return out
 
 
@@ -189,14 +201,15 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
         p.agree = 1.0 if set(sims[0][1].channels) - {"vector"} else 0.0
     p.cands = hook_features.candidates(backend, space, p.text, res.hits, counts, size)
 
-    saved = rel.GATE_THRESHOLD
-    rel.GATE_THRESHOLD = -math.inf
+    p.background = backend.space_background(space=space)
+    saved = rel.GATE_THRESHOLD, rel.DIVERSE_THRESHOLD
+    rel.GATE_THRESHOLD = rel.DIVERSE_THRESHOLD = -math.inf
     try:
         d = decide(
             res.hits, coverage=p.cover, limit=OLD_LIMIT, prompt=p.text, floor=OLD_FLOOR
         )
     finally:
-        rel.GATE_THRESHOLD = saved
+        rel.GATE_THRESHOLD, rel.DIVERSE_THRESHOLD = saved
     p.top = d.top
     p.exact = d.reason == "exact_keyword"
     p.gated = [dia.get(h.memory.id, "") for h in d.inject]
@@ -259,13 +272,40 @@ LABELS = {
 SHIPPED = "v2"  # the set core/memory/relevance.py's GATE_WEIGHTS belong to
 
 
-def gate_pass(p: Prompt, weights: Sequence[float], threshold: float, features: str = SHIPPED) -> bool:
+def gate_pass(
+    p: Prompt, weights: Sequence[float], threshold: float, features: str = SHIPPED,
+    diverse: float | None = None,
+) -> bool:
+    """The gate's verdict; ``diverse`` is the bar of a space of mutually unlike texts
+    (``core/memory/relevance.py``, ``DIVERSE_THRESHOLD``), None for one bar everywhere."""
+    from bli_memory.core.memory.relevance import DIVERSE_BACKGROUND
+
     if p.exact:
         return True
     if p.top is None:
         return False
+    if diverse is not None and p.background is not None and p.background < DIVERSE_BACKGROUND:
+        threshold = diverse
     x = FEATURES[features](p)
     return weights[0] + sum(w * v for w, v in zip(weights[1:], x, strict=True)) >= threshold
+
+
+#: Near misses between unrelated codebases (``code_subject``) the bar of spaces of
+#: mutually unlike texts is chosen for, on the calibration split: half the 0.10 allowed.
+DIVERSE_TARGET = 0.05
+
+
+def fit_diverse(cal: Sequence[Prompt], weights: Sequence[float]) -> float:
+    """The lowest bar (0.05 steps) keeping ``code_subject`` at or below :data:`DIVERSE_TARGET`
+    on the calibration split, for spaces below ``DIVERSE_BACKGROUND``."""
+    import numpy as np
+
+    near = [p for p in cal if p.cond == "code_subject"]
+    for t in np.arange(-3.0, 8.0, 0.05):
+        passed = sum(gate_pass(p, weights, float(t), diverse=float(t)) for p in near)
+        if passed / max(len(near), 1) <= DIVERSE_TARGET:
+            return round(float(t), 2)
+    return 8.0
 
 
 def fit(cal: Sequence[Prompt], features: str = SHIPPED) -> tuple[tuple[float, ...], float]:
@@ -274,7 +314,7 @@ def fit(cal: Sequence[Prompt], features: str = SHIPPED) -> tuple[tuple[float, ..
     :data:`CROSS_TARGET` on the calibration split."""
     import numpy as np
 
-    rows = [p for p in cal if p.top is not None and not p.exact and p.cond in CONDS]
+    rows = [p for p in cal if p.top is not None and not p.exact and p.cond in FIT_CONDS]
     conds = sorted({p.cond for p in rows})
     count = {c: sum(1 for p in rows if p.cond == c) for c in conds}
     negs = [c for c in conds if c != "own"]
@@ -304,6 +344,7 @@ def _rates(
     weights: Sequence[float] | None = None,
     t: float = 0.0,
     features: str = SHIPPED,
+    diverse: float | None = None,
 ) -> dict:
     """Block rate, lines, chars and (own) recall of one rule over prompts."""
     n = len(ps)
@@ -316,7 +357,7 @@ def _rates(
         inj = [p.old for p in ps]
         chars = [p.old_chars for p in ps]
     else:
-        inj = [p.gated if gate_pass(p, weights, t, features) else [] for p in ps]
+        inj = [p.gated if gate_pass(p, weights, t, features, diverse) else [] for p in ps]
         chars = [p.gated_chars if ids else 0 for p, ids in zip(ps, inj, strict=True)]
     out = {
         "n": n,
@@ -329,7 +370,11 @@ def _rates(
     return out
 
 
-CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near")
+CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near", "code_subject")
+#: Conditions the gate's weights are fitted on (``--calibrate`` and the feature-set
+#: table). ``code_subject`` (near misses between unrelated subjects, added after the
+#: gate was fitted) is measured only, so adding it changed no fitted weight.
+FIT_CONDS = ("own", "cross", "chat_in_code", "code_in_chat", "code_near")
 #: Conditions where something bears on the prompt. ``code_own`` (a docstring's first
 #: line in its own group's repository, its own memory left out of the hits, a hit being
 #: another docstring of the same module) has no real-hook run: the hook cannot leave a
@@ -361,12 +406,14 @@ def run(
 
     home = locomo_mcp.BenchHome(CACHE_DIR / ("hook-quick" if quick else "hook"))
     mcp = locomo_mcp.run(conversations, home, reuse=reuse)
-    a, b = noise.split_groups(noise.stdlib_docstrings())
+    docs = noise.stdlib_docstrings()
+    a, b = noise.split_groups(docs)
+    data, system = noise.subject_groups(docs)
     if quick:
-        a, b = a[:120], b[:120]
+        a, b, data, system = a[:120], b[:120], data[:120], system[:120]
     repos = dict(mcp["repos"])
     spaces = dict(mcp["spaces"])
-    for name, group in (("stdlib-a", a), ("stdlib-b", b)):
+    for name, group in (("stdlib-a", a), ("stdlib-b", b), ("stdlib-data", data), ("stdlib-system", system)):
         repo = locomo_mcp.make_repo(home.root, name)
         repos[name] = str(repo)
         saved = home.root / f"{name}.tag"
@@ -395,7 +442,7 @@ def run(
     space_of_repo = {repos[k]: spaces[k] for k in repos}
     pm = get_plugin_manager(host="claude")
     ctx = HookContext.build(pm)
-    all_prompts = prompts(conversations, (a, b), repos)
+    all_prompts = prompts(conversations, (a, b), repos, (data, system))
     if prompt_step > 1:
         seen: collections.Counter = collections.Counter()
         kept = []
@@ -433,6 +480,7 @@ def run(
         process["step"] = process_step
     cal = [p for p in all_prompts if p.calibration]
     fitted = fit(cal) if calibrate else None
+    fitted_diverse = fit_diverse(cal, fitted[0]) if fitted else None
     # Both feature sets fitted on the calibration split in this run, scored on the
     # report split from the same features: the before/after of the feature change.
     sets = {}
@@ -453,10 +501,17 @@ def run(
         "weights_ms_p95": sorted(p.weights_ms for p in all_prompts)[int(0.95 * (n_all - 1))],
     }
     weights, threshold = GATE_WEIGHTS, GATE_THRESHOLD
+    from bli_memory.core.memory.relevance import DIVERSE_BACKGROUND, DIVERSE_THRESHOLD
+
     result: dict[str, Any] = {
         "weights": list(weights),
         "threshold": threshold,
+        "diverse_threshold": DIVERSE_THRESHOLD,
+        "diverse_background": DIVERSE_BACKGROUND,
+        "backgrounds": sorted({(Path(p.repo).name, round(p.background, 3)) for p in all_prompts
+                               if p.background is not None and p.cond in ("own", "code_own")}),
         "fitted": [list(fitted[0]), fitted[1]] if fitted else None,
+        "fitted_diverse": fitted_diverse,
         "mcp": {k: mcp[k] for k in ("metrics", "save_ms", "search_ms")},
         "per_prompt_ms": per_prompt_ms,
         "feature_sets": sets,
@@ -472,9 +527,11 @@ def run(
         rows = {}
         for c in CONDS:
             ps = [p for p in all_prompts if p.cond == c and sel(p)]
-            rows[c] = {"hook": _rates(ps, "hook"), "previous": _rates(ps, "old")}
+            rows[c] = {"hook": _rates(ps, "hook"), "previous": _rates(ps, "old"),
+                       "one_bar": _rates(ps, "gate", weights, threshold)}
         ps = [p for p in all_prompts if p.cond == "code_own" and sel(p)]
-        rows["code_own"] = {"gate": _rates(ps, "gate", weights, threshold), "previous": _rates(ps, "old")}
+        rows["code_own"] = {"gate": _rates(ps, "gate", weights, threshold, diverse=DIVERSE_THRESHOLD),
+                            "previous": _rates(ps, "old")}
         result["splits"][split] = rows
     result["own_top_at_floor"] = sum(1 for p in own if p.top is not None and p.top >= OLD_FLOOR) / max(
         len(own), 1
@@ -493,7 +550,7 @@ def run(
         point = {"threshold": round(float(t), 2)}
         for c in (*CONDS, "code_own"):
             ps = [p for p in all_prompts if p.cond == c and not p.calibration]
-            r = _rates(ps, "gate", weights, float(t))
+            r = _rates(ps, "gate", weights, float(t), diverse=float(t) + DIVERSE_THRESHOLD - threshold)
             point[c] = r.get("hook_recall", r["block_rate"])
         curve.append(point)
     result["curve"] = curve
@@ -513,7 +570,7 @@ def run(
     write_json(
         CACHE_DIR / "hook-features.json",
         [
-            {k: getattr(p, k) for k in ("cond", "calibration", "top", "unseen", "cover", "gap")}
+            {k: getattr(p, k) for k in ("cond", "calibration", "top", "unseen", "cover", "gap", "background")}
             | {"agree": p.agree, "exact": p.exact, "gated": bool(p.gated)}
             | {"cands": p.cands, "repo": Path(p.repo).name, "text": p.text}
             | {"hit": bool(set(p.gated) & p.evidence)}
@@ -538,7 +595,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     rep = result["splits"]["report"]
     for c, label in (
         ("cross", "(a) other conversation"),
-        ("code_near", "(c) near miss in code"),
+        ("code_near", "(c) near miss in code, modules split by hash"),
+        ("code_subject", "(c) near miss in code, unrelated subjects"),
         ("chat_in_code", "(b) chat prompt in code"),
     ):
         ax.plot([p[c] for p in curve], [p["own"] for p in curve], marker=".", label=label)
@@ -576,7 +634,8 @@ def _render_process(proc: dict[str, Any] | None) -> list[str]:
     if not proc:
         return []
     names = {"own": "own repository", "cross": "(a) cross", "chat_in_code": "(b) chat in code",
-             "code_in_chat": "(b) code in chat", "code_near": "(c) near miss"}
+             "code_in_chat": "(b) code in chat", "code_near": "(c) near miss (hash split)",
+             "code_subject": "(c) near miss (subjects)"}
     rows = []
     for cond, r in proc["per_cond"].items():
         rows.append([
@@ -609,7 +668,8 @@ def render(result: dict[str, Any]) -> str:
         "cross": "(a) another conversation's repository",
         "chat_in_code": "(b) chat question in a codebase",
         "code_in_chat": "(b) docstring in a conversation",
-        "code_near": "(c) near miss: other codebase",
+        "code_near": "(c) near miss: other codebase, modules split by hash",
+        "code_subject": "(c) near miss: other codebase, unrelated subjects",
         "code_own": "docstring in its own codebase, itself left out (gate features only)",
     }
     out = []
@@ -619,13 +679,14 @@ def render(result: dict[str, Any]) -> str:
     ):
         rows = []
         for c in (*CONDS, "code_own"):
-            for rule in ("previous", "hook", "gate"):
+            for rule in ("previous", "one_bar", "hook", "gate"):
                 r = result["splits"][split][c].get(rule)
                 if r is None:
                     continue
-                label = (
-                    "previous: floor 0.35 or exact keyword" if rule == "previous" else "gate (this release)"
-                )
+                label = {
+                    "previous": "previous: floor 0.35 or exact keyword",
+                    "one_bar": "gate with one bar for every space (gate features)",
+                }.get(rule, "gate (this release)")
                 rate = r.get("hook_recall")
                 rows.append(
                     [
@@ -671,7 +732,12 @@ def render(result: dict[str, Any]) -> str:
     w = result["weights"]
     out += [
         f"Gate: z = {w[0]} + {w[1]} * top + {w[2]} * coverage, "
-        f"inject when z >= {result['threshold']}.",
+        f"inject when z >= {result['threshold']}; in a space of at least 100 memories whose "
+        f"background (mean cosine between two memories) is below {result.get('diverse_background')}, "
+        f"when z >= {result.get('diverse_threshold')}.",
+        "",
+        "Backgrounds of the spaces in this run: "
+        + ", ".join(f"{name} {bg}" for name, bg in result.get("backgrounds", [])) + ".",
         "",
     ]
     if result.get("feature_sets"):
@@ -689,6 +755,7 @@ def render(result: dict[str, Any]) -> str:
                     r["chat_in_code"]["block_rate"],
                     r["code_in_chat"]["block_rate"],
                     r["code_near"]["block_rate"],
+                    r.get("code_subject", {}).get("block_rate", ""),
                 ]
             )
         cost = result["feature_cost"]
@@ -698,7 +765,7 @@ def render(result: dict[str, Any]) -> str:
             "",
             markdown_table(
                 ["features", "weights", "threshold", "hook recall", "code own", "(a) cross",
-                 "(b) chat in code", "(b) code in chat", "(c) near miss"],
+                 "(b) chat in code", "(b) code in chat", "(c) near miss (hash)", "(c) near miss (subjects)"],
                 rows,
             ),
             "",
@@ -709,14 +776,17 @@ def render(result: dict[str, Any]) -> str:
         ]
     if result.get("fitted"):
         fw, ft = result["fitted"]
-        out += [f"Fitted on the calibration split in this run: weights {fw}, threshold {ft}.", ""]
+        out += [f"Fitted on the calibration split in this run: weights {fw}, threshold {ft}, "
+                f"bar of spaces of mutually unlike texts {result.get('fitted_diverse')}.", ""]
     rows = [
         [p["threshold"], p["own"], p.get("code_own", ""), p["cross"], p["chat_in_code"], p["code_in_chat"],
-         p["code_near"]]
+         p["code_near"], p.get("code_subject", "")]
         for p in result["curve"]
     ]
     out += [
-        "Trade-off over the threshold (report split):",
+        "Trade-off over the threshold (report split; the bar of spaces of mutually unlike texts moves "
+        "with it, kept "
+        f"{result.get('diverse_threshold', 0) - result['threshold']:.2f} above):",
         "",
         markdown_table(
             [
@@ -726,7 +796,8 @@ def render(result: dict[str, Any]) -> str:
                 "(a) cross",
                 "(b) chat in code",
                 "(b) code in chat",
-                "(c) near miss",
+                "(c) near miss (hash)",
+                "(c) near miss (subjects)",
             ],
             rows,
         ),

@@ -21,7 +21,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Docstring", "split_groups", "stdlib_docstrings"]
+__all__ = ["SUBJECTS", "Docstring", "split_groups", "stdlib_docstrings", "subject_groups"]
 
 #: Folders of the standard library that are tests, demos or tool code, not library text.
 _SKIP = frozenset(
@@ -121,3 +121,53 @@ def split_groups(
         h = hashlib.sha256(f"{salt}:{d.group_key}".encode()).digest()[0]
         (a if h % 2 == 0 else b).append(d)
     return a, b
+
+
+#: Top-level standard-library packages by subject, following the chapters of the Python
+#: Library Reference (https://docs.python.org/3/library/index.html), with related
+#: chapters on one side so that the two groups are unrelated codebases of the same kind:
+#: ``data`` holds text processing, binary data, data types, numeric, functional
+#: programming, persistence, compression, file formats, cryptography, internet data
+#: handling, structured markup, multimedia and internationalisation; ``system`` holds
+#: file and directory access, operating-system services, concurrency, networking,
+#: internet protocols, program frameworks, development and debugging tools, packaging,
+#: the runtime, importing and the language services. A package not listed (a newer or
+#: older Python's) is left out of both groups.
+SUBJECTS: dict[str, str] = {
+    **dict.fromkeys(
+        "re string stringprep difflib textwrap codecs encodings calendar datetime collections "
+        "heapq bisect weakref types copy pprint reprlib enum graphlib numbers fractions random "
+        "statistics functools operator pickle copyreg shelve dbm sqlite3 pickletools bz2 gzip "
+        "lzma zipfile tarfile csv configparser netrc plistlib hashlib hmac secrets crypt email "
+        "json mailbox mimetypes base64 quopri uu mailcap xdrlib html xml colorsys imghdr sndhdr "
+        "sunau aifc wave chunk audioop gettext locale unicodedata array decimal itertools "
+        "zoneinfo tomllib binascii struct".split(),
+        "data",
+    ),
+    **dict.fromkeys(
+        "pathlib genericpath posixpath ntpath os stat filecmp tempfile glob fnmatch linecache "
+        "shutil fileinput io argparse optparse getopt logging getpass curses platform ctypes pty "
+        "threading multiprocessing concurrent subprocess sched queue asyncio asynchat asyncore "
+        "socket ssl selectors webbrowser wsgiref urllib nturl2path http ftplib poplib imaplib "
+        "nntplib smtplib smtpd uuid socketserver xmlrpc ipaddress cgi cgitb turtle cmd shlex "
+        "typing pydoc doctest unittest bdb cProfile profile pstats pdb timeit trace tracemalloc "
+        "venv zipapp sysconfig warnings dataclasses contextlib abc traceback inspect site "
+        "antigravity code codeop zipimport pkgutil modulefinder runpy importlib imp ast symtable "
+        "tokenize tabnanny pyclbr py_compile compileall dis opcode token keyword contextvars "
+        "signal mmap select telnetlib pipes tty termios".split(),
+        "system",
+    ),
+}
+
+
+def subject_groups(docs: list[Docstring]) -> tuple[list[Docstring], list[Docstring]]:
+    """Two groups of unrelated subjects (:data:`SUBJECTS`): ``(data, system)``.
+
+    Unlike :func:`split_groups`, whose hash puts ``base64`` and ``binascii``, or
+    ``asyncio`` and ``contextlib``, on opposite sides (so the other group often holds
+    text on the prompt's very subject), related modules stay together here.
+    Docstrings of packages :data:`SUBJECTS` does not list are left out.
+    """
+    data = [d for d in docs if SUBJECTS.get(d.group_key) == "data"]
+    system = [d for d in docs if SUBJECTS.get(d.group_key) == "system"]
+    return data, system

@@ -162,6 +162,36 @@ class EmbeddedBackend(EngineControls):
             counts.append((term, self.store.match_count(spaces, expr) if expr else 0))
         return counts, self.store.vectors(spaces).size
 
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine similarity between two live memories of the space, for the injection gate.
+
+        ``(|sum of the unit vectors|^2 - n) / (n (n - 1))``: the mean over every pair,
+        from one pass over the cached vectors, kept until the next write
+        (:data:`bli_memory.core.memory.relevance.DIVERSE_BACKGROUND` says what it decides).
+
+        Returns:
+            -1.0..1.0, or None below :data:`~bli_memory.core.memory.relevance.SMALL_SPACE`
+            live memories (too few pairs to tell what kind of space it is).
+        """
+        from bli_memory.core.memory.relevance import SMALL_SPACE
+
+        _, spaces = self.store.resolve_space(space)
+        vs = self.store.vectors(spaces)
+        if vs.size < SMALL_SPACE:
+            return None
+        key = (tuple(spaces), vs.write_seq, vs.epoch, vs.size)
+        cache = self._backgrounds
+        if key not in cache:
+            import numpy as np
+
+            live = vs.matrix if vs.alive is None else vs.matrix[vs.alive]
+            total = live.sum(axis=0, dtype=np.float64)
+            n = live.shape[0]
+            if len(cache) >= 16:
+                cache.clear()
+            cache[key] = float((total @ total - n) / (n * (n - 1)))
+        return cache[key]
+
     def save(
         self,
         content: str,

@@ -53,6 +53,8 @@ class EngineBase:
         self._store: SQLiteStore | None = None
         self._store_file_id: tuple[int, int] | None = None
         self._store_lock = threading.Lock()
+        #: Space backgrounds (``space_background``) by spaces and write sequence.
+        self._backgrounds: dict[tuple[Any, ...], float] = {}
 
     # --- resources -----------------------------------------------------------------
 

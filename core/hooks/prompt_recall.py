@@ -6,8 +6,9 @@ command shows exactly the hook's decision. It reads only: the per-session state 
 was injected earlier in the session) is the caller's, passed in as ``skip_ids`` /
 ``skip_session``.
 
-The rules themselves live in :mod:`bli_memory.core.memory.relevance` (the gate and its
-measurements) and :mod:`bli_memory.core.memory.term_evidence` (term coverage).
+The rules themselves live in :mod:`bli_memory.core.memory.relevance` (the gate, its two
+bars and their measurements) and :mod:`bli_memory.core.memory.term_evidence` (term
+coverage); the space's background comes from the backend's ``space_background``.
 """
 
 from __future__ import annotations
@@ -55,11 +56,15 @@ def prompt_decision(
 
     result = backend.search(prompt, space=space, limit=limit * 3)
     coverage = 0.0
+    background = None
     if result.hits:
         counts, size = backend.term_frequencies(prompt, space=space)
         coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
+        # A backend without it (a plugin's) gets the one bar of conversation spaces.
+        measure = getattr(backend, "space_background", None)
+        background = measure(space=space) if measure is not None else None
     decision = decide(
         result.hits, coverage=coverage, limit=limit, prompt=prompt, floor=floor,
-        skip_ids=skip_ids, skip_session=skip_session,
+        skip_ids=skip_ids, skip_session=skip_session, background=background,
     )
     return result, decision

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["LIVE", "PostgresChannels", "PostgresSearch"]
 
 #: The rows of a view a search reads (``%(spaces)s``, ``%(owners)s``).
+#: Seconds a space's background (:meth:`PostgresSearch.space_background`) is kept.
+BACKGROUND_TTL_S = 300.0
 LIVE = "space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) AND state = 'active'"
 
 
@@ -245,3 +247,38 @@ class PostgresSearch(PgCore):
             row = conn.execute(f"SELECT {', '.join(cols)} FROM memories WHERE {LIVE}", args).fetchone()
         assert row is not None  # an aggregate always answers one row
         return [(w, int(c)) for w, c in zip(words, row[1:], strict=True)], int(row[0])
+
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine similarity between two live memories the caller sees in the space.
+
+        As :meth:`EmbeddedBackend.space_background`, from pgvector's ``sum`` and
+        ``vector_norm`` over the view: ``(|sum|^2 - n) / (n (n - 1))``. A space's kind
+        changes slowly, so an answer is kept :data:`BACKGROUND_TTL_S` per view: the
+        aggregate reads every vector of the space.
+
+        Returns:
+            -1.0..1.0, or None below ``SMALL_SPACE`` live memories.
+        """
+        import time
+
+        from bli_memory.core.memory.relevance import SMALL_SPACE
+
+        with self._conn("search") as conn:
+            view = self._view(conn, space)
+            key = (tuple(view.spaces), tuple(view.readers))
+            cache: dict[Any, tuple[float, float | None]] = self.__dict__.setdefault("_backgrounds", {})
+            hit = cache.get(key)
+            if hit is not None and time.monotonic() - hit[0] < BACKGROUND_TTL_S:
+                return hit[1]
+            row = conn.execute(
+                "SELECT count(*), vector_norm(sum(embedding)) FROM memories "
+                f"WHERE {LIVE} AND embedding IS NOT NULL",
+                {"spaces": list(view.spaces), "owners": list(view.readers)},
+            ).fetchone()
+        assert row is not None  # an aggregate always answers one row
+        n = int(row[0])
+        value = None if n < SMALL_SPACE or row[1] is None else (float(row[1]) ** 2 - n) / (n * (n - 1))
+        if len(cache) >= 256:
+            cache.clear()
+        cache[key] = (time.monotonic(), value)
+        return value

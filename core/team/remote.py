@@ -239,6 +239,28 @@ class RemoteBackend:
 
         return parsed(parse, data)
 
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine between two live memories of the space (``POST /api/memory/background``).
+
+        As :meth:`EmbeddedBackend.space_background`; kept 300 s per space, as the
+        service keeps it (one round trip per prompt is the terms door's already).
+        """
+        import time
+
+        cache: dict[str, tuple[float, float | None]] = self.__dict__.setdefault("_backgrounds", {})
+        hit = cache.get(space)
+        if hit is not None and time.monotonic() - hit[0] < 300.0:
+            return hit[1]
+        data = self._call("POST", "/api/memory/background", {"containerTag": space})
+
+        def parse(d: dict[str, Any]) -> float | None:
+            value = d["background"]
+            return None if value is None else float(value)
+
+        value = parsed(parse, data)
+        cache[space] = (time.monotonic(), value)
+        return value
+
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """Newest live memories of a space (``POST /api/memory/list``); ``limit`` is clamped to 1..100."""
         limit = max(1, min(int(limit), 100))

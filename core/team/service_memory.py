@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from bli_memory.core.team.pg_access import Principal
 
 __all__ = [
+    "background",
     "forget",
     "get",
     "history",
@@ -159,6 +160,11 @@ def terms(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, An
     counts, size = acting(request, p).term_frequencies(body_str(body, "q", alt="query") or "",
                                                        space=body_tag(body))
     return 200, {"terms": [{"term": t, "count": c} for t, c in counts], "live": size}
+
+
+def background(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /api/memory/background``: mean cosine between two live memories of a space."""
+    return 200, {"background": acting(request, p).space_background(space=body_tag(body))}
 
 
 def list_(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:

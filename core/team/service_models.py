@@ -21,6 +21,7 @@ __all__ = [
     "Audit",
     "AuditAfter",
     "AuditRequest",
+    "BackgroundAnswer",
     "ClearRecordingsAnswer",
     "Erased",
     "Error",
@@ -329,6 +330,12 @@ class TermsAnswer(_Answer):
 
     terms: list[TermCount]
     live: int
+
+
+class BackgroundAnswer(_Answer):
+    """Mean cosine between two live memories of the space (null below 100 memories)."""
+
+    background: float | None
 
 
 class ListAnswer(_Answer):
