@@ -10,11 +10,15 @@ forget and for any later capture that says the same thing again.
 
 An explicit ``save_memory`` never comes here: the agent asked for it, so it is saved.
 
-A statement restates a tombstone when, after normalising case and spaces:
+A statement restates a tombstone when, after making their surface forms one (case,
+spaces, digit grouping: ``8,443``, ``8_443`` and ``8\u202f443`` are 8443; full-width and
+other compatibility characters by NFKC; typographic quotes):
 
 - the texts are equal; or
 - they have the same polarity, name the same specific values (paths, numbers, names:
-  :func:`~bli_memory.core.extraction.statement_terms.specific_terms`), and either the tombstone's subject
+  :func:`~bli_memory.core.extraction.statement_terms.specific_terms`; a value one of them
+  names only by its case, ``PORT`` shouted or ``Staging`` capitalised, is the same value
+  when the other writes that word), and either the tombstone's subject
   words are nearly all in the statement (:data:`CONTAINED_SHARE`), so a lead-in such as
   "Reminder:" or "As agreed," does not make it new; or, when they name at least one value,
   most of the statement's subject words are in the tombstone (:data:`SHORTER_SHARE`), so
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -70,22 +75,52 @@ SHORTER_SHARE = 0.6
 TOMBSTONE_LIMIT = 500
 
 
+#: A digit-group separator: ``8,443``, ``8_443``, ``8'443``, ``8\u202f443`` (thin or no-break
+#: space) all write 8443. Only between a digit and exactly three more, so ``1,2,3`` and
+#: ``80, 443`` stay lists.
+_GROUP = r"(?<=\d)[,_'\u00a0\u2009\u202f](?=\d{3}(?!\d))"
+
+#: Typographic quotes written as the plain ones (``don\u2019t`` is ``don't``, a negation).
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def _surface(text: str) -> str:
+    """``text`` with its surface forms made one: compatibility characters (NFKC: full-width
+    digits, ligatures), typographic quotes and digit grouping (:data:`_GROUP`)."""
+    text = re.sub(_GROUP, "", text)  # before NFKC, which makes a thin space a plain one
+    return re.sub(_GROUP, "", unicodedata.normalize("NFKC", text).translate(_QUOTES))
+
+
 def _norm(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).lower().split()).rstrip(".!")
+    """The form two texts are equal in: :func:`_surface`, lower case, one space, no final stop."""
+    return " ".join(_surface(text).lower().split()).rstrip(".!")
+
+
+#: A word of a statement as :mod:`~bli_memory.core.extraction.statement_terms` reads one.
+_WORD = r"[a-z0-9][a-z0-9_.:/@+#-]*[a-z0-9+#]|[a-z0-9]"
 
 
 @dataclass(frozen=True)
 class _Said:
-    """What a statement says, in the form the rule compares (words, or their hashes)."""
+    """What a statement says, in the form the rule compares (words, or their hashes).
+
+    ``forms`` is every word it writes, lower case, and its specific values: a value the
+    other statement names only through case (``PORT`` shouted, ``Staging`` capitalised
+    mid-sentence) is a word this one writes too, so it is no other value.
+    """
 
     norm: str
     terms: frozenset[str]
     specifics: frozenset[str]
     negated: bool
+    forms: frozenset[str]
 
 
 def _said(text: str) -> _Said:
-    return _Said(_norm(text), content_terms(text), specific_terms(text), negated(text))
+    plain = _surface(text)
+    specifics = specific_terms(plain)
+    forms = frozenset(re.findall(_WORD, plain.lower())) | specifics
+    return _Said(_norm(text), content_terms(plain), specifics, negated(plain), forms)
 
 
 def _hash(salt: bytes, word: str) -> str:
@@ -93,15 +128,23 @@ def _hash(salt: bytes, word: str) -> str:
 
 
 def _hashed(said: _Said, salt: bytes) -> _Said:
-    return _Said(_hash(salt, said.norm), frozenset(_hash(salt, t) for t in said.terms),
-                 frozenset(_hash(salt, t) for t in said.specifics), said.negated)
+    def each(words: frozenset[str]) -> frozenset[str]:
+        return frozenset(_hash(salt, w) for w in words)
+
+    return _Said(_hash(salt, said.norm), each(said.terms), each(said.specifics), said.negated,
+                 each(said.forms))
+
+
+def _same_values(new: _Said, old: _Said) -> bool:
+    """Both name the same specific values, a value written in another case included."""
+    return new.specifics - old.specifics <= old.forms and old.specifics - new.specifics <= new.forms
 
 
 def _same(new: _Said, old: _Said) -> bool:
     """The rule of the module docstring: ``new`` restates ``old``."""
     if old.norm == new.norm:
         return True
-    if not old.terms or old.negated != new.negated or old.specifics != new.specifics:
+    if not old.terms or old.negated != new.negated or not _same_values(new, old):
         return False
     shared = len(old.terms & new.terms)
     if shared / len(old.terms) >= CONTAINED_SHARE:
@@ -145,13 +188,14 @@ def fingerprint(text: str) -> dict[str, Any]:
 
     Returns:
         JSON-ready ``{"salt": 32 hex, "norm": 16 hex, "terms": [16 hex, ...],
-        "specifics": [16 hex, ...], "negated": bool}``; each hash is BLAKE2b (8 bytes)
-        keyed with the random salt, so two marks of one word differ.
+        "specifics": [16 hex, ...], "forms": [16 hex, ...], "negated": bool}``; each hash
+        is BLAKE2b (8 bytes) keyed with the random salt, so two marks of one word differ.
+        A mark made before ``forms`` was kept reads its terms and values as its forms.
     """
     salt = os.urandom(16)
     said = _hashed(_said(text), salt)
     return {"salt": salt.hex(), "norm": said.norm, "terms": sorted(said.terms),
-            "specifics": sorted(said.specifics), "negated": said.negated}
+            "specifics": sorted(said.specifics), "forms": sorted(said.forms), "negated": said.negated}
 
 
 def restates(statement: str, tombstones: list[str]) -> str | None:
@@ -181,8 +225,9 @@ def restates_mark(statement: str, marks: list[dict[str, Any]]) -> bool:
     for mark in marks:
         try:
             salt = bytes.fromhex(mark["salt"])
-            old = _Said(str(mark["norm"]), frozenset(mark["terms"]), frozenset(mark["specifics"]),
-                        bool(mark["negated"]))
+            terms, specifics = frozenset(mark["terms"]), frozenset(mark["specifics"])
+            old = _Said(str(mark["norm"]), terms, specifics, bool(mark["negated"]),
+                        frozenset(mark.get("forms") or terms | specifics))
         except (KeyError, TypeError, ValueError):
             continue
         if len(salt) == 16 and _same(_hashed(new, salt), old):
