@@ -274,17 +274,17 @@ class EmbeddedBackend(EngineControls):
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
         )
 
-    def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
-        """Forgotten contents of ``space`` and its aliases, newest first.
+    def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
+        """Forgotten contents of ``space`` and its aliases, newest first (``limit`` None: all).
 
         Automatic capture does not write them again (:mod:`bli_memory.core.extraction.tombstones`).
         """
         _, spaces = self.store.resolve_space(space)
         return self.store.forgotten(spaces, limit=limit)
 
-    def purge_marks(self, space: str, *, limit: int = 500) -> list[dict[str, Any]]:
-        """Purge marks of ``space`` and its aliases, newest first: what a purge leaves so
-        capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
+    def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]:
+        """Purge marks of ``space`` and its aliases, newest first (``limit`` None: all): what a
+        purge leaves so capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
         _, spaces = self.store.resolve_space(space)
         return self.store.purge_marks(spaces, limit=limit)
 
