@@ -183,14 +183,15 @@ class EmbeddedBackend(EngineControls):
         Raises:
             InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
         """
-        text, metadata, custom_id = checked_save_fields(content, metadata, custom_id)
+        text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
         # What the export format allows, so whatever is saved here can move to the service.
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
                 raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
         from bli_memory.core.memory.stored_secrets import checked_extras
 
-        metadata = checked_extras(metadata, custom_id)
+        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source)
+        metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
         from bli_memory.core.memory.expiry import parse_expiry
 
         expires_at = parse_expiry(expires_at, future=True)
@@ -200,7 +201,8 @@ class EmbeddedBackend(EngineControls):
             text, vector, space=canonical, spaces=spaces, custom_id=custom_id, metadata=metadata,
             source=source, session_id=session_id, expires_at=expires_at,
         )
-        return SaveResult(memory=memory, space=memory.space, status=status, previous=previous)  # type: ignore[arg-type]
+        return SaveResult(memory=memory, space=memory.space, status=status, previous=previous,  # type: ignore[arg-type]
+                          masked=in_content + extras.masked)
 
     def update(
         self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None

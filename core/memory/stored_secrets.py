@@ -5,10 +5,13 @@ any store writes it. Metadata and the ``customId`` reach the same row (and, on t
 service, everyone who can read the space), so the stores run them through the same
 rules (:func:`bli_memory.core.memory.redaction.redact`):
 
-- every string value inside the metadata object (at any depth; keys are names, not
-  values, and stay as given) is masked like content;
+- every string value inside the metadata object (at any depth; keys too, since a secret
+  pasted as a key is still a secret) is masked like content;
 - a ``customId`` that holds a secret is refused: it is the key a later save upserts on,
-  so a masked copy would silently name another memory.
+  so a masked copy would silently name another memory;
+- a secret in a save's ``sessionId`` or ``source`` is masked, as import masks it.
+
+Each store reports the secrets it masked there in :attr:`~bli_memory.core.models.SaveResult.masked`.
 
 ``memory import`` reads records that may come from anywhere (an older version, another
 tool, a hand edit), so :func:`masked_records` puts every version's content, metadata,
@@ -20,11 +23,11 @@ record kept, where a secret ``customId`` is refused.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from bli_memory.core.errors import InvalidInputError
 
-__all__ = ["check_custom_id", "checked_extras", "masked_metadata", "masked_records"]
+__all__ = ["SaveExtras", "check_custom_id", "checked_extras", "masked_metadata", "masked_records"]
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
@@ -65,23 +68,70 @@ def check_custom_id(custom_id: str | None) -> None:
                                 "not a credential (nothing was saved)")
 
 
-def checked_extras(metadata: Any, custom_id: str | None) -> dict[str, Any] | None:
-    """The metadata a store may keep for a save, after the rules both stores share.
+class SaveExtras(NamedTuple):
+    """What a store keeps of a save besides its content (:func:`checked_extras`)."""
+
+    metadata: dict[str, Any] | None
+    session_id: str | None
+    source: str | None
+    masked: int  # secrets masked in the metadata, the sessionId and the source
+
+
+def _label(name: str, value: str | None) -> tuple[str | None, int]:
+    """A ``sessionId`` or ``source`` as a store keeps it: storable, secrets masked."""
+    from bli_memory.core.memory.records import MAX_KEY_CHARS
+    from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.storable_text import text_problem
+
+    if value is None:
+        return None, 0
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInputError(f"{name} {problem}; nothing was saved")
+    clean = redact(value) if value else None
+    if clean is None or not clean.masked:
+        return value, 0
+    if len(clean.text) > MAX_KEY_CHARS:
+        raise InvalidInputError(f"{name} is {len(clean.text)} characters once its secrets are masked; "
+                                f"the limit is {MAX_KEY_CHARS}; nothing was saved")
+    return clean.text, clean.masked
+
+
+def checked_extras(
+    metadata: Any, custom_id: str | None, *, session_id: str | None = None, source: str | None = None
+) -> SaveExtras:
+    """What a store may keep of a save besides its content, after the rules both stores share.
 
     Metadata must pass :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
-    within the size limit); its string values are masked (:func:`masked_metadata`), and
-    a ``customId`` holding a secret is refused (:func:`check_custom_id`).
+    within the size limit); its string values are masked (:func:`masked_metadata`). A
+    ``customId`` must be storable text (no NUL character, no lone surrogate, as import
+    requires) and hold no secret (:func:`check_custom_id`). A ``sessionId`` or ``source``
+    must be storable text too; a secret in one is masked, as import masks it
+    (:func:`masked_records`).
+
+    Returns:
+        :class:`SaveExtras`: the metadata, ``sessionId`` and ``source`` to write, and the
+        number of secrets masked in them.
 
     Raises:
-        InvalidInputError: metadata that cannot be stored, or a secret ``customId``.
+        InvalidInputError: metadata that cannot be stored, a ``customId``, ``sessionId``
+            or ``source`` that is not storable text, a secret ``customId``, or a label
+            whose placeholders make it longer than its limit; nothing is saved.
     """
     from bli_memory.core.memory.records import metadata_problem
+    from bli_memory.core.memory.storable_text import text_problem
 
     problem = metadata_problem(metadata)
     if problem:
         raise InvalidInputError(problem)
+    problem = text_problem(custom_id) if custom_id is not None else None
+    if problem:
+        raise InvalidInputError(f"customId {problem}; nothing was saved")
     check_custom_id(custom_id)
-    return masked_metadata(metadata)[0]
+    clean, in_metadata = masked_metadata(metadata)
+    session_id, in_session = _label("sessionId", session_id)
+    source, in_source = _label("source", source)
+    return SaveExtras(clean, session_id, source, in_metadata + in_session + in_source)
 
 
 def masked_records(

@@ -81,3 +81,30 @@ def test_every_store_refuses_nul_in_content_as_import_does(backend, space: str) 
     assert [m.content for m in backend.history(saved.id)] == ["The deploy runs on Fridays."]
     # What was saved exports and imports back on any store.
     assert backend.import_records(list(backend.export(space=space)))["skipped"] == 1
+
+
+def test_secrets_in_a_session_id_or_source_are_masked_on_save_and_counted(backend, space: str) -> None:
+    saved = backend.save("The nightly job rebuilds the search index.", space=space,
+                         session_id=f"session {GITHUB_TOKEN}", source=f"cli Bearer {GITHUB_TOKEN}",
+                         metadata={"token": GITHUB_TOKEN})
+    memory = saved.memory
+    assert GITHUB_TOKEN not in f"{memory.session_id} {memory.source}"
+    assert "[REDACTED:" in memory.session_id and "[REDACTED:" in memory.source
+    assert saved.masked == 3  # the session id, the source, the metadata value
+    exported = json.dumps(list(backend.export(space=space)))
+    assert GITHUB_TOKEN not in exported
+    plain = backend.save("The nightly job runs at 02:00.", space=space, session_id="s-1", source="mcp")
+    assert plain.masked == 0 and (plain.memory.session_id, plain.memory.source) == ("s-1", "mcp")
+
+
+def test_a_save_counts_the_secrets_it_masked_in_the_content(backend, space: str) -> None:
+    saved = backend.save(f"CI pushes with {GITHUB_TOKEN}.", space=space)
+    assert saved.masked == 1 and GITHUB_TOKEN not in saved.memory.content
+
+
+@pytest.mark.parametrize("field", ["custom_id", "session_id", "source"])
+def test_a_nul_in_a_key_or_label_is_refused_on_save_as_import_does(backend, space: str, field: str) -> None:
+    name = {"custom_id": "customId", "session_id": "sessionId", "source": "source"}[field]
+    with pytest.raises(InvalidInputError, match=f"{name} contains a NUL character"):
+        backend.save("The deploy runs on Fridays.", space=space, **{field: "deploy\x00day"})
+    assert backend.profile(space=space).recent == ()
