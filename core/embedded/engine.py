@@ -190,7 +190,7 @@ class EmbeddedBackend(EngineControls):
                 raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
         from bli_memory.core.memory.stored_secrets import checked_extras
 
-        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source)
+        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
         metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
         from bli_memory.core.memory.expiry import parse_expiry
 
@@ -339,10 +339,14 @@ class EmbeddedBackend(EngineControls):
             The job id.
 
         Raises:
-            InvalidInputError: nothing left to extract, or more than
-                :data:`MAX_EXTRACT_CHARS` characters.
+            InvalidInputError: nothing left to extract, more than
+                :data:`MAX_EXTRACT_CHARS` characters, or a container tag that looks like
+                a secret (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
         """
         from bli_memory.core.memory.injected_tags import strip_injected
+        from bli_memory.core.memory.stored_secrets import check_container_tag
+
+        check_container_tag(space)
 
         body = strip_injected(text or "").strip()
         if not body:

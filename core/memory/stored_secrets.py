@@ -27,7 +27,14 @@ from typing import Any, NamedTuple
 
 from bli_memory.core.errors import InvalidInputError
 
-__all__ = ["SaveExtras", "check_custom_id", "checked_extras", "masked_metadata", "masked_records"]
+__all__ = [
+    "SaveExtras",
+    "check_container_tag",
+    "check_custom_id",
+    "checked_extras",
+    "masked_metadata",
+    "masked_records",
+]
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
@@ -68,6 +75,24 @@ def check_custom_id(custom_id: str | None) -> None:
                                 "not a credential (nothing was saved)")
 
 
+def check_container_tag(tag: str) -> None:
+    """Refuse a container tag that holds a secret (``ghp_...`` as a space's name).
+
+    A container tag is a name: it is shown in listings, named in receipts and logs, and
+    on the team service seen by everyone the space is shared with, so a credential there
+    is neither masked nor kept.
+
+    Raises:
+        InvalidInputError: the tag looks like a secret; nothing is written.
+    """
+    from bli_memory.core.memory.redaction import redact
+
+    if tag and redact(tag).masked:
+        raise InvalidInputError("containerTag holds what looks like a secret; a container tag is a "
+                                "name shown in listings and shared on the team service: use a name, "
+                                "not a credential (nothing was saved)")
+
+
 class SaveExtras(NamedTuple):
     """What a store keeps of a save besides its content (:func:`checked_extras`)."""
 
@@ -98,7 +123,8 @@ def _label(name: str, value: str | None) -> tuple[str | None, int]:
 
 
 def checked_extras(
-    metadata: Any, custom_id: str | None, *, session_id: str | None = None, source: str | None = None
+    metadata: Any, custom_id: str | None, *, session_id: str | None = None, source: str | None = None,
+    space: str | None = None,
 ) -> SaveExtras:
     """What a store may keep of a save besides its content, after the rules both stores share.
 
@@ -107,7 +133,8 @@ def checked_extras(
     ``customId`` must be storable text (no NUL character, no lone surrogate, as import
     requires) and hold no secret (:func:`check_custom_id`). A ``sessionId`` or ``source``
     must be storable text too; a secret in one is masked, as import masks it
-    (:func:`masked_records`).
+    (:func:`masked_records`). A ``space`` (the container tag asked for) that looks like
+    a secret is refused (:func:`check_container_tag`).
 
     Returns:
         :class:`SaveExtras`: the metadata, ``sessionId`` and ``source`` to write, and the
@@ -115,7 +142,8 @@ def checked_extras(
 
     Raises:
         InvalidInputError: metadata that cannot be stored, a ``customId``, ``sessionId``
-            or ``source`` that is not storable text, a secret ``customId``, or a label
+            or ``source`` that is not storable text, a secret ``customId`` or container
+            tag, or a label
             whose placeholders make it longer than its limit; nothing is saved.
     """
     from bli_memory.core.memory.records import metadata_problem
@@ -128,6 +156,8 @@ def checked_extras(
     if problem:
         raise InvalidInputError(f"customId {problem}; nothing was saved")
     check_custom_id(custom_id)
+    if space is not None:
+        check_container_tag(space)
     clean, in_metadata = masked_metadata(metadata)
     session_id, in_session = _label("sessionId", session_id)
     source, in_source = _label("source", source)
@@ -154,7 +184,8 @@ def masked_records(
 
     Raises:
         InvalidInputError: ``record N: ...; nothing was imported`` for a ``customId``
-            holding a secret (refused as :func:`check_custom_id` refuses it on a save),
+            or a ``space`` holding a secret (refused as :func:`check_custom_id` and
+            :func:`check_container_tag` refuse them on a save),
             or content, a ``sessionId`` or a ``source`` whose placeholders make it
             longer than its limit.
     """
@@ -168,6 +199,10 @@ def masked_records(
         if rec.get("customId") and redact(rec["customId"]).masked:
             raise InvalidInputError(f"record {n}: customId holds what looks like a secret; use a name "
                                     "for the key, not a credential; nothing was imported")
+        if redact(rec["space"]).masked:  # a name others see (check_container_tag)
+            raise InvalidInputError(f"record {n}: space holds what looks like a secret; a container tag "
+                                    "is a name shown in listings and shared on the team service; "
+                                    "nothing was imported")
         content = redact(rec["content"])
         if len(content.text) > MAX_CONTENT_CHARS:
             raise InvalidInputError(f"record {n}: content is {len(content.text)} characters once its "

@@ -126,7 +126,7 @@ class PostgresWrites(PgCore):
             check_storable(field, value)
         from bli_memory.core.memory.stored_secrets import checked_extras
 
-        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source)
+        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
         metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
         masked = in_content + extras.masked
         expires = expiry_datetime(expires_at, future=True)

@@ -108,3 +108,18 @@ def test_a_nul_in_a_key_or_label_is_refused_on_save_as_import_does(backend, spac
     with pytest.raises(InvalidInputError, match=f"{name} contains a NUL character"):
         backend.save("The deploy runs on Fridays.", space=space, **{field: "deploy\x00day"})
     assert backend.profile(space=space).recent == ()
+
+
+def test_a_container_tag_that_looks_like_a_secret_is_refused_on_save_queue_and_import(backend) -> None:
+    tag = GITHUB_TOKEN  # a valid tag by its characters, and a credential
+    with pytest.raises(InvalidInputError, match="containerTag holds what looks like a secret"):
+        backend.save("The deploy runs on Fridays.", space=tag)
+    with pytest.raises(InvalidInputError, match="containerTag holds what looks like a secret"):
+        backend.enqueue_extract("User: the deploy runs on Fridays.\n\nAssistant: Noted.", space=tag,
+                                source="hook:claude")
+    record = {"id": "6a3c1e0e-8f1b-4c51-9a53-2b9f0d3c5e71", "space": tag,
+              "content": "The deploy runs on Fridays.", "createdAt": "2026-01-01T00:00:00.000000Z",
+              "updatedAt": "2026-01-01T00:00:00.000000Z"}
+    with pytest.raises(InvalidInputError, match="record 1: space holds what looks like a secret"):
+        backend.import_records([record])
+    assert all(GITHUB_TOKEN not in json.dumps(r) for r in backend.export())
