@@ -228,7 +228,9 @@ class EmbeddedBackend(EngineControls):
             previous = found
         if is_unchanged(previous.content, text):
             return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
-        memory = self.store.supersede(previous, text, self._embed_one(text))
+        from bli_memory.core.memory.stored_secrets import with_masked_labels
+
+        memory = self.store.supersede(with_masked_labels(previous), text, self._embed_one(text))
         return UpdateResult(memory=memory, previous=previous, named=named)
 
     def forget(

@@ -9,7 +9,8 @@ rules (:func:`bli_memory.core.memory.redaction.redact`):
   pasted as a key is still a secret) is masked like content;
 - a ``customId`` that holds a secret is refused: it is the key a later save upserts on,
   so a masked copy would silently name another memory;
-- a secret in a save's ``sessionId`` or ``source`` is masked, as import masks it.
+- a secret in a save's ``sessionId`` or ``source`` is masked, as import masks it, and
+  in the ones an update carries to the new version (:func:`with_masked_labels`).
 
 Each store reports the secrets it masked there in :attr:`~bli_memory.core.models.SaveResult.masked`.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.models import Memory
 
 __all__ = [
     "SaveExtras",
@@ -34,6 +36,7 @@ __all__ = [
     "checked_extras",
     "masked_metadata",
     "masked_records",
+    "with_masked_labels",
 ]
 
 
@@ -120,6 +123,26 @@ def _label(name: str, value: str | None) -> tuple[str | None, int]:
         raise InvalidInputError(f"{name} is {len(clean.text)} characters once its secrets are masked; "
                                 f"the limit is {MAX_KEY_CHARS}; nothing was saved")
     return clean.text, clean.masked
+
+
+def with_masked_labels(memory: Memory) -> Memory:
+    """``memory`` with secrets masked in its ``sessionId`` and ``source``: what an update
+    carries to the new version (a row written before saves masked them keeps its own).
+
+    The same object when there is nothing to mask.
+    """
+    from dataclasses import replace
+
+    from bli_memory.core.memory.redaction import redact
+
+    changed: dict[str, str] = {}
+    for field in ("session_id", "source"):
+        value = getattr(memory, field)
+        if value:
+            clean = redact(value)
+            if clean.masked:
+                changed[field] = clean.text
+    return replace(memory, **changed) if changed else memory  # type: ignore[arg-type]
 
 
 def checked_extras(

@@ -243,9 +243,12 @@ class PostgresWrites(PgCore):
                 vector = self._embed_one(text)
             if not self._retire(conn, previous, found[1], "superseded", at):
                 raise NotFoundError(f"memory {previous.id} is no longer live")
+            from bli_memory.core.memory.stored_secrets import with_masked_labels
+
+            labels = with_masked_labels(previous)  # a row saved before labels were masked
             memory = Memory(
                 id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=previous.custom_id,
-                metadata=previous.metadata, source=previous.source, session_id=previous.session_id,
+                metadata=previous.metadata, source=labels.source, session_id=labels.session_id,
                 created_at=iso_utc(at) or "", updated_at=iso_utc(at) or "", version=previous.version + 1,
                 supersedes=previous.id, expires_at=previous.expires_at,
             )
