@@ -193,6 +193,10 @@ class SaveResult:
             (extract mode: a job was queued, nothing saved yet).
         previous: The version a customId upsert replaced.
         job_id: Id of the queued extract job, for ``queued``.
+        masked: Secrets the store replaced by ``[REDACTED:<kind>]`` before writing, in
+            the content, the metadata, the ``sessionId`` and the ``source``
+            (:mod:`bli_memory.core.memory.stored_secrets`); a caller that masked the
+            content first (the MCP tools, the service's doors) adds its own count.
     """
 
     memory: Memory | None
@@ -200,6 +204,7 @@ class SaveResult:
     status: Literal["created", "duplicate", "updated", "queued"]
     previous: Memory | None = None
     job_id: str | None = None
+    masked: int = 0
 
 
 @dataclass(frozen=True)

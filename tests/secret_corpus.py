@@ -212,6 +212,10 @@ _add("redis-cli -a", "redis-cli -h cache -a " + _p(15) + " ping", _p(15))
 _add("pw pair", "login with user=bob pw=" + _p(50) + " on the vpn", _p(50))
 _add("pwd pair", "db_host=db.internal db_pwd: '" + _p(51) + "'", _p(51))
 _add("pwd upper", "DB_PWD=" + _p(52), _p(52))
+_add("PWD upper", "PWD=hunter2", "hunter2")
+_add("export PWD upper", "export PWD=" + _p(53), _p(53))
+_add("PWD quoted", "PWD='" + _p(54) + "'", _p(54))
+_add("PWD yaml", "PWD: " + _p(55), _p(55))
 
 # -- prose ---------------------------------------------------------------------------------
 _add("wifi password prose", "the staging wifi password is kkcglHpqS&3", "kkcglHpqS&3")
@@ -274,6 +278,16 @@ BENIGN: list[str] = [
     "Use `uv run pytest -q` to run the tests.",
     "PWD=/home/alice/src/api",
     "OLDPWD=/tmp",
+    "echo $PWD",
+    "cd $PWD && ls",
+    "PWD=$HOME/src/api",
+    "export PWD=/srv/app",
+    "OLDPWD=$PWD",
+    "PWD=~/src/api",
+    "PWD=`pwd`",
+    "PWD=$(pwd)",
+    "PWD=C:\\Users\\alice\\src",
+    "PWD: /home/alice/src/api",
     "cd $(pwd)/build && make",
     "pwd = os.getcwd()",
     "pw = getpass.getpass()",

@@ -213,14 +213,15 @@ class EmbeddedBackend(EngineControls):
         Raises:
             InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
         """
-        text, metadata, custom_id = checked_save_fields(content, metadata, custom_id)
+        text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
         # What the export format allows, so whatever is saved here can move to the service.
         for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
             if value is not None and len(value) > MAX_KEY_CHARS:
                 raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
         from bli_memory.core.memory.stored_secrets import checked_extras
 
-        metadata = checked_extras(metadata, custom_id)
+        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
+        metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
         from bli_memory.core.memory.expiry import parse_expiry
 
         expires_at = parse_expiry(expires_at, future=True)
@@ -230,7 +231,8 @@ class EmbeddedBackend(EngineControls):
             text, vector, space=canonical, spaces=spaces, custom_id=custom_id, metadata=metadata,
             source=source, session_id=session_id, expires_at=expires_at,
         )
-        return SaveResult(memory=memory, space=memory.space, status=status, previous=previous)  # type: ignore[arg-type]
+        return SaveResult(memory=memory, space=memory.space, status=status, previous=previous,  # type: ignore[arg-type]
+                          masked=in_content + extras.masked)
 
     def update(
         self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
@@ -256,7 +258,9 @@ class EmbeddedBackend(EngineControls):
             previous = found
         if is_unchanged(previous.content, text):
             return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
-        memory = self.store.supersede(previous, text, self._embed_one(text))
+        from bli_memory.core.memory.stored_secrets import with_masked_labels
+
+        memory = self.store.supersede(with_masked_labels(previous), text, self._embed_one(text))
         return UpdateResult(memory=memory, previous=previous, named=named)
 
     def forget(
@@ -304,17 +308,17 @@ class EmbeddedBackend(EngineControls):
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
         )
 
-    def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
-        """Forgotten contents of ``space`` and its aliases, newest first.
+    def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
+        """Forgotten contents of ``space`` and its aliases, newest first (``limit`` None: all).
 
         Automatic capture does not write them again (:mod:`bli_memory.core.extraction.tombstones`).
         """
         _, spaces = self.store.resolve_space(space)
         return self.store.forgotten(spaces, limit=limit)
 
-    def purge_marks(self, space: str, *, limit: int = 500) -> list[dict[str, Any]]:
-        """Purge marks of ``space`` and its aliases, newest first: what a purge leaves so
-        capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
+    def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]:
+        """Purge marks of ``space`` and its aliases, newest first (``limit`` None: all): what a
+        purge leaves so capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
         _, spaces = self.store.resolve_space(space)
         return self.store.purge_marks(spaces, limit=limit)
 
@@ -367,10 +371,14 @@ class EmbeddedBackend(EngineControls):
             The job id.
 
         Raises:
-            InvalidInputError: nothing left to extract, or more than
-                :data:`MAX_EXTRACT_CHARS` characters.
+            InvalidInputError: nothing left to extract, more than
+                :data:`MAX_EXTRACT_CHARS` characters, or a container tag that looks like
+                a secret (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
         """
         from bli_memory.core.memory.injected_tags import strip_injected
+        from bli_memory.core.memory.stored_secrets import check_container_tag
+
+        check_container_tag(space)
 
         body = strip_injected(text or "").strip()
         if not body:

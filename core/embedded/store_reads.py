@@ -125,12 +125,12 @@ class StoreReads(StoreBase):
             ).fetchall()
         return [row_to_memory(r) for r in rows]
 
-    def forgotten(self, spaces: Sequence[str], *, limit: int = 500) -> list[str]:
+    def forgotten(self, spaces: Sequence[str], *, limit: int | None = 500) -> list[str]:
         """Contents of the tombstones of these spaces and of their older versions, newest first.
 
         A forget tombstones the live version; the versions it replaced (``superseded``,
         reached through ``supersedes``) said the same thing in other words, so they count
-        as forgotten too. Each distinct text once; at most ``limit`` texts.
+        as forgotten too. Each distinct text once; at most ``limit`` texts (None: all).
         """
         marks = ",".join("?" * len(spaces))
         with self._read() as conn:
@@ -143,18 +143,18 @@ class StoreReads(StoreBase):
                 " FROM memories m JOIN chain ON m.id = chain.supersedes"
                 " WHERE m.state = 'superseded' AND chain.depth < 100)"
                 " SELECT content FROM chain ORDER BY at DESC, seq DESC, depth LIMIT ?",
-                (*spaces, int(limit)),
+                (*spaces, -1 if limit is None else int(limit)),  # SQLite: LIMIT -1 is none
             ).fetchall()
         return list(dict.fromkeys(str(r[0]) for r in rows))
 
-    def purge_marks(self, spaces: Sequence[str], *, limit: int = 500) -> list[dict[str, Any]]:
+    def purge_marks(self, spaces: Sequence[str], *, limit: int | None = 500) -> list[dict[str, Any]]:
         """Purge marks of these spaces, newest first
-        (:func:`bli_memory.core.extraction.tombstones.fingerprint`); at most ``limit``."""
+        (:func:`bli_memory.core.extraction.tombstones.fingerprint`); at most ``limit`` (None: all)."""
         marks = ",".join("?" * len(spaces))
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT mark FROM purge_marks WHERE space IN ({marks}) ORDER BY seq DESC LIMIT ?",
-                (*spaces, int(limit)),
+                (*spaces, -1 if limit is None else int(limit)),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
 

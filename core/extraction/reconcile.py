@@ -357,13 +357,12 @@ def distil(
     from bli_memory.core.extraction import tombstones
     from bli_memory.core.extraction.rephrase import home_to_tilde
 
-    forgotten = tombstones.fetch(backend, space) if statements else []
-    purged = tombstones.fetch_marks(backend, space) if statements else []
+    forgotten = tombstones.load(backend, space) if statements else tombstones.Forgotten([], [])
     for st in statements:
         content = home_to_tilde(redact(st.text).text.strip())  # any extractor: no home paths kept
         if not content:
             continue
-        if tombstones.restates(content, forgotten) is not None or tombstones.restates_mark(content, purged):
+        if forgotten.suppresses(content):
             counts["unchanged"] += 1  # forgotten on purpose: capture never brings it back
             if trace is not None:
                 trace.append({"text": content, "kind": st.kind, "action": "unchanged", "id": None,

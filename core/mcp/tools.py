@@ -159,7 +159,7 @@ async def save_memory(
         status=res.status, containerTag=res.space,
         memory=memory_out(res.memory) if res.memory else None,
         previousId=res.previous.id if res.previous else None, jobId=res.job_id,
-        masked=clean.masked,
+        masked=clean.masked + res.masked,  # the store's: metadata, the session id
     )
     verb = {
         "created": "Saved",
@@ -171,7 +171,7 @@ async def save_memory(
     if res.space != tag:
         where += f" (the canonical space for {tag})"
     ident = f"; id {res.memory.id}" if res.memory else ""
-    return tool_result(f"{verb}{where}{ident}." + masked_text(clean.masked), out)
+    return tool_result(f"{verb}{where}{ident}." + masked_text(out.masked), out)
 
 
 async def update_memory(

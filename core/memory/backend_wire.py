@@ -107,12 +107,13 @@ def _search_of(d: dict[str, Any]) -> SearchResult:
 
 def _save(r: SaveResult) -> dict[str, Any]:
     return {"memory": _opt_memory(r.memory), "space": r.space, "status": r.status,
-            "previous": _opt_memory(r.previous), "jobId": r.job_id}
+            "previous": _opt_memory(r.previous), "jobId": r.job_id, "masked": r.masked}
 
 
 def _save_of(d: dict[str, Any]) -> SaveResult:
     return SaveResult(memory=_opt_memory_of(d["memory"]), space=str(d["space"]), status=d["status"],
-                      previous=_opt_memory_of(d["previous"]), job_id=d["jobId"])
+                      previous=_opt_memory_of(d["previous"]), job_id=d["jobId"],
+                      masked=int(d.get("masked") or 0))  # a daemon of an older version sends none
 
 
 def _update(r: UpdateResult) -> dict[str, Any]:

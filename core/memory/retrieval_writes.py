@@ -73,6 +73,11 @@ def checked_content(content: str) -> str:
         InvalidInputError: empty content, text no store can keep (``content contains a
             NUL character``), or longer than :data:`MAX_CONTENT_CHARS`.
     """
+    return _checked_content(content)[0]
+
+
+def _checked_content(content: str) -> tuple[str, int]:
+    """:func:`checked_content` and the number of secrets it masked."""
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.storable_text import text_problem
 
@@ -82,34 +87,37 @@ def checked_content(content: str) -> str:
     if problem:
         raise InvalidInputError(f"content {problem}; nothing was saved")
     text = normalise_content(content)
+    masked = 0
     if len(text) <= MAX_CONTENT_CHARS:
-        text = redact(text).text  # a placeholder can be longer than its secret: checked below
+        clean = redact(text)  # a placeholder can be longer than its secret: checked below
+        text, masked = clean.text, clean.masked
     if len(text) > MAX_CONTENT_CHARS:
         raise InvalidInputError(
             f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
             "Save the durable facts, or use extract: true to distil them"
         )
-    return text
+    return text, masked
 
 
 def checked_save_fields(
     content: str, metadata: Any, custom_id: str | None
-) -> tuple[str, dict[str, Any] | None, str | None]:
+) -> tuple[str, dict[str, Any] | None, str | None, int]:
     """A save's content, metadata and ``customId`` as every store takes them.
 
     Returns:
-        ``(text, metadata, custom_id)``: :func:`checked_content`, the metadata object
-        (or None) and the ``customId`` (a blank one is None: no upsert).
+        ``(text, metadata, custom_id, masked)``: :func:`checked_content`, the metadata
+        object (or None), the ``customId`` (a blank one is None: no upsert) and the
+        number of secrets masked in the content.
 
     Raises:
         InvalidInputError: empty or oversized content, metadata that is not a JSON object.
     """
-    text = checked_content(content)
+    text, masked = _checked_content(content)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError("metadata must be a JSON object")
     if custom_id is not None and not str(custom_id).strip():
         custom_id = None
-    return text, metadata, custom_id
+    return text, metadata, custom_id, masked
 
 
 def require_one_of_id_or_custom_id(id: str | None, custom_id: str | None) -> None:

@@ -5,10 +5,14 @@ any store writes it. Metadata and the ``customId`` reach the same row (and, on t
 service, everyone who can read the space), so the stores run them through the same
 rules (:func:`bli_memory.core.memory.redaction.redact`):
 
-- every string value inside the metadata object (at any depth; keys are names, not
-  values, and stay as given) is masked like content;
+- every string value inside the metadata object (at any depth; keys too, since a secret
+  pasted as a key is still a secret) is masked like content;
 - a ``customId`` that holds a secret is refused: it is the key a later save upserts on,
-  so a masked copy would silently name another memory.
+  so a masked copy would silently name another memory;
+- a secret in a save's ``sessionId`` or ``source`` is masked, as import masks it, and
+  in the ones an update carries to the new version (:func:`with_masked_labels`).
+
+Each store reports the secrets it masked there in :attr:`~bli_memory.core.models.SaveResult.masked`.
 
 ``memory import`` reads records that may come from anywhere (an older version, another
 tool, a hand edit), so :func:`masked_records` puts every version's content, metadata,
@@ -20,11 +24,20 @@ record kept, where a secret ``customId`` is refused.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.models import Memory
 
-__all__ = ["check_custom_id", "checked_extras", "masked_metadata", "masked_records"]
+__all__ = [
+    "SaveExtras",
+    "check_container_tag",
+    "check_custom_id",
+    "checked_extras",
+    "masked_metadata",
+    "masked_records",
+    "with_masked_labels",
+]
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
@@ -65,23 +78,113 @@ def check_custom_id(custom_id: str | None) -> None:
                                 "not a credential (nothing was saved)")
 
 
-def checked_extras(metadata: Any, custom_id: str | None) -> dict[str, Any] | None:
-    """The metadata a store may keep for a save, after the rules both stores share.
+def check_container_tag(tag: str) -> None:
+    """Refuse a container tag that holds a secret (``ghp_...`` as a space's name).
 
-    Metadata must pass :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
-    within the size limit); its string values are masked (:func:`masked_metadata`), and
-    a ``customId`` holding a secret is refused (:func:`check_custom_id`).
+    A container tag is a name: it is shown in listings, named in receipts and logs, and
+    on the team service seen by everyone the space is shared with, so a credential there
+    is neither masked nor kept.
 
     Raises:
-        InvalidInputError: metadata that cannot be stored, or a secret ``customId``.
+        InvalidInputError: the tag looks like a secret; nothing is written.
+    """
+    from bli_memory.core.memory.redaction import redact
+
+    if tag and redact(tag).masked:
+        raise InvalidInputError("containerTag holds what looks like a secret; a container tag is a "
+                                "name shown in listings and shared on the team service: use a name, "
+                                "not a credential (nothing was saved)")
+
+
+class SaveExtras(NamedTuple):
+    """What a store keeps of a save besides its content (:func:`checked_extras`)."""
+
+    metadata: dict[str, Any] | None
+    session_id: str | None
+    source: str | None
+    masked: int  # secrets masked in the metadata, the sessionId and the source
+
+
+def _label(name: str, value: str | None) -> tuple[str | None, int]:
+    """A ``sessionId`` or ``source`` as a store keeps it: storable, secrets masked."""
+    from bli_memory.core.memory.records import MAX_KEY_CHARS
+    from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.storable_text import text_problem
+
+    if value is None:
+        return None, 0
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInputError(f"{name} {problem}; nothing was saved")
+    clean = redact(value) if value else None
+    if clean is None or not clean.masked:
+        return value, 0
+    if len(clean.text) > MAX_KEY_CHARS:
+        raise InvalidInputError(f"{name} is {len(clean.text)} characters once its secrets are masked; "
+                                f"the limit is {MAX_KEY_CHARS}; nothing was saved")
+    return clean.text, clean.masked
+
+
+def with_masked_labels(memory: Memory) -> Memory:
+    """``memory`` with secrets masked in its ``sessionId`` and ``source``: what an update
+    carries to the new version (a row written before saves masked them keeps its own).
+
+    The same object when there is nothing to mask.
+    """
+    from dataclasses import replace
+
+    from bli_memory.core.memory.redaction import redact
+
+    changed: dict[str, str] = {}
+    for field in ("session_id", "source"):
+        value = getattr(memory, field)
+        if value:
+            clean = redact(value)
+            if clean.masked:
+                changed[field] = clean.text
+    return replace(memory, **changed) if changed else memory  # type: ignore[arg-type]
+
+
+def checked_extras(
+    metadata: Any, custom_id: str | None, *, session_id: str | None = None, source: str | None = None,
+    space: str | None = None,
+) -> SaveExtras:
+    """What a store may keep of a save besides its content, after the rules both stores share.
+
+    Metadata must pass :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
+    within the size limit); its string values are masked (:func:`masked_metadata`). A
+    ``customId`` must be storable text (no NUL character, no lone surrogate, as import
+    requires) and hold no secret (:func:`check_custom_id`). A ``sessionId`` or ``source``
+    must be storable text too; a secret in one is masked, as import masks it
+    (:func:`masked_records`). A ``space`` (the container tag asked for) that looks like
+    a secret is refused (:func:`check_container_tag`).
+
+    Returns:
+        :class:`SaveExtras`: the metadata, ``sessionId`` and ``source`` to write, and the
+        number of secrets masked in them.
+
+    Raises:
+        InvalidInputError: metadata that cannot be stored, a ``customId``, ``sessionId``
+            or ``source`` that is not storable text, a secret ``customId`` or container
+            tag, or a label
+            whose placeholders make it longer than its limit; nothing is saved.
     """
     from bli_memory.core.memory.records import metadata_problem
+    from bli_memory.core.memory.storable_text import text_problem
 
     problem = metadata_problem(metadata)
     if problem:
         raise InvalidInputError(problem)
+    problem = text_problem(custom_id) if custom_id is not None else None
+    if problem:
+        raise InvalidInputError(f"customId {problem}; nothing was saved")
     check_custom_id(custom_id)
-    return masked_metadata(metadata)[0]
+    if space is not None:
+        check_container_tag(space)
+    clean, in_metadata = masked_metadata(metadata)
+    session_id, in_session = _label("sessionId", session_id)
+    source, in_source = _label("source", source)
+    return SaveExtras(clean, session_id, source, in_metadata + in_session + in_source)
 
 
 def masked_records(
@@ -104,7 +207,8 @@ def masked_records(
 
     Raises:
         InvalidInputError: ``record N: ...; nothing was imported`` for a ``customId``
-            holding a secret (refused as :func:`check_custom_id` refuses it on a save),
+            or a ``space`` holding a secret (refused as :func:`check_custom_id` and
+            :func:`check_container_tag` refuse them on a save),
             or content, a ``sessionId`` or a ``source`` whose placeholders make it
             longer than its limit.
     """
@@ -118,6 +222,10 @@ def masked_records(
         if rec.get("customId") and redact(rec["customId"]).masked:
             raise InvalidInputError(f"record {n}: customId holds what looks like a secret; use a name "
                                     "for the key, not a credential; nothing was imported")
+        if redact(rec["space"]).masked:  # a name others see (check_container_tag)
+            raise InvalidInputError(f"record {n}: space holds what looks like a secret; a container tag "
+                                    "is a name shown in listings and shared on the team service; "
+                                    "nothing was imported")
         content = redact(rec["content"])
         if len(content.text) > MAX_CONTENT_CHARS:
             raise InvalidInputError(f"record {n}: content is {len(content.text)} characters once its "

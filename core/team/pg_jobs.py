@@ -35,9 +35,14 @@ class JobsMixin(PgCore):
         """Write one durable ``memory_extract_jobs`` row for the canonical space; returns its id.
 
         A ``job_id`` of the caller's (a retried capture) is queued once; one another
-        person holds is refused (InvalidInputError), never disclosed or overwritten.
+        person holds is refused (InvalidInputError), never disclosed or overwritten, and
+        so is a container tag that looks like a secret
+        (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
         """
         from bli_memory.core.extraction.job_ids import checked_job_id
+        from bli_memory.core.memory.stored_secrets import check_container_tag
+
+        check_container_tag(space)
 
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")

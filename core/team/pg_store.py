@@ -177,8 +177,8 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
 
     # --- the contract --------------------------------------------------------------
 
-    def tombstones(self, space: str, *, limit: int = 500) -> list[str]:
-        """Forgotten contents this person can read in ``space``, newest first.
+    def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
+        """Forgotten contents this person can read in ``space``, newest first (``limit`` None: all).
 
         Automatic capture does not write them again (:mod:`bli_memory.core.extraction.tombstones`).
         """
@@ -194,18 +194,20 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
                 " FROM memories m JOIN chain ON m.id = chain.supersedes AND m.owner_id = chain.owner_id"
                 " WHERE m.state = 'superseded' AND chain.depth < 100)"
                 " SELECT content FROM chain ORDER BY at DESC NULLS LAST, seq DESC, depth LIMIT %(limit)s",
-                {"spaces": list(view.spaces), "owners": list(view.readers), "limit": int(limit)},
+                {"spaces": list(view.spaces), "owners": list(view.readers),
+                 "limit": None if limit is None else int(limit)},  # LIMIT NULL: no limit
             ).fetchall()
         return list(dict.fromkeys(str(r[0]) for r in rows))
 
-    def purge_marks(self, space: str, *, limit: int = 500) -> list[dict[str, Any]]:
-        """Purge marks this person can read in ``space``, newest first: what a purge
+    def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]:
+        """Purge marks this person can read in ``space``, newest first (``limit`` None: all): what a purge
         leaves so capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
         with self._conn("purge marks") as conn:
             view = self._view(conn, space)
             rows = conn.execute(
                 "SELECT mark FROM memory_purge_marks WHERE space = ANY(%s) AND owner_id = ANY(%s) "
-                "ORDER BY seq DESC LIMIT %s", (list(view.spaces), list(view.readers), int(limit)),
+                "ORDER BY seq DESC LIMIT %s",
+                (list(view.spaces), list(view.readers), None if limit is None else int(limit)),
             ).fetchall()
         return [dict(r[0]) for r in rows]
 

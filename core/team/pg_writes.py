@@ -120,13 +120,15 @@ class PostgresWrites(PgCore):
             InvalidInputError: empty or oversized content, metadata that is not a JSON
                 object, an unreadable ``expires_at`` or one in the past.
         """
-        text, metadata, custom_id = checked_save_fields(content, metadata, custom_id)
+        text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
         for field, value in (("content", text), ("customId", custom_id),
                              ("source", source), ("sessionId", session_id)):
             check_storable(field, value)
         from bli_memory.core.memory.stored_secrets import checked_extras
 
-        metadata = checked_extras(metadata, custom_id)
+        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
+        metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
+        masked = in_content + extras.masked
         expires = expiry_datetime(expires_at, future=True)
         me = self._me()
         vector = self._embed_one(text)
@@ -149,7 +151,8 @@ class PostgresWrites(PgCore):
                     if owner_id != me:
                         self._lock_space(conn, owner_id, previous.space)
                     if is_same_upsert(previous, sha, metadata):
-                        return SaveResult(memory=previous, space=previous.space, status="duplicate")
+                        return SaveResult(memory=previous, space=previous.space, status="duplicate",
+                                          masked=masked)
                     if not self._retire(conn, previous, owner_id, "superseded", at):
                         raise NotFoundError(f"memory {previous.id} is no longer live")
                     memory = upserted_version(
@@ -157,7 +160,8 @@ class PostgresWrites(PgCore):
                         session_id=session_id, at=iso_utc(at) or "", expires_at=iso_utc(expires),
                     )
                     self._insert(conn, memory, owner_id, vector, expires)
-                    return SaveResult(memory=memory, space=memory.space, status="updated", previous=previous)
+                    return SaveResult(memory=memory, space=memory.space, status="updated", previous=previous,
+                                      masked=masked)
             else:
                 row = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE space = ANY(%(spaces)s) "
@@ -167,13 +171,13 @@ class PostgresWrites(PgCore):
                 ).fetchone()
                 if row is not None:
                     found = row_to_memory(row)
-                    return SaveResult(memory=found, space=found.space, status="duplicate")
+                    return SaveResult(memory=found, space=found.space, status="duplicate", masked=masked)
             memory = first_version(
                 space=view.canonical, content=text, custom_id=custom_id, metadata=metadata, source=source,
                 session_id=session_id, at=iso_utc(at) or "", expires_at=iso_utc(expires),
             )
             self._insert(conn, memory, me, vector, expires)
-        return SaveResult(memory=memory, space=memory.space, status="created")
+        return SaveResult(memory=memory, space=memory.space, status="created", masked=masked)
 
     def _find_live(self, conn: psycopg.Connection[Any], view: SpaceView, *, id: str | None = None,
                    custom_id: str | None = None, sha: str | None = None) -> tuple[Memory, int] | None:
@@ -239,9 +243,12 @@ class PostgresWrites(PgCore):
                 vector = self._embed_one(text)
             if not self._retire(conn, previous, found[1], "superseded", at):
                 raise NotFoundError(f"memory {previous.id} is no longer live")
+            from bli_memory.core.memory.stored_secrets import with_masked_labels
+
+            labels = with_masked_labels(previous)  # a row saved before labels were masked
             memory = Memory(
                 id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=previous.custom_id,
-                metadata=previous.metadata, source=previous.source, session_id=previous.session_id,
+                metadata=previous.metadata, source=labels.source, session_id=labels.session_id,
                 created_at=iso_utc(at) or "", updated_at=iso_utc(at) or "", version=previous.version + 1,
                 supersedes=previous.id, expires_at=previous.expires_at,
             )

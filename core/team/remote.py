@@ -164,7 +164,8 @@ class RemoteBackend:
         data = self._call("POST", "/api/memory/save", body)
         return parsed(lambda d: SaveResult(
             memory=optional_memory_of(d.get("memory")), space=str(d["containerTag"]), status=d["status"],
-            previous=optional_memory_of(d.get("previous")), job_id=d.get("jobId")), data)
+            previous=optional_memory_of(d.get("previous")), job_id=d.get("jobId"),
+            masked=int(d.get("masked") or 0)), data)
 
     def update(
         self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None

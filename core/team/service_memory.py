@@ -110,7 +110,7 @@ def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any
     res = be.save(content, space=tag, custom_id=body_str(body, "customId"), metadata=metadata, source=source,
                   session_id=session_id, expires_at=body_str(body, "expiresAt"))
     payload = {"status": res.status, "containerTag": res.space, "memory": _memory_json(res.memory),
-               "previous": _memory_json(res.previous), "jobId": None, "masked": clean.masked}
+               "previous": _memory_json(res.previous), "jobId": None, "masked": clean.masked + res.masked}
     return (200 if res.status == "duplicate" else 201), payload, None
 
 

@@ -81,3 +81,45 @@ def test_every_store_refuses_nul_in_content_as_import_does(backend, space: str) 
     assert [m.content for m in backend.history(saved.id)] == ["The deploy runs on Fridays."]
     # What was saved exports and imports back on any store.
     assert backend.import_records(list(backend.export(space=space)))["skipped"] == 1
+
+
+def test_secrets_in_a_session_id_or_source_are_masked_on_save_and_counted(backend, space: str) -> None:
+    saved = backend.save("The nightly job rebuilds the search index.", space=space,
+                         session_id=f"session {GITHUB_TOKEN}", source=f"cli Bearer {GITHUB_TOKEN}",
+                         metadata={"token": GITHUB_TOKEN})
+    memory = saved.memory
+    assert GITHUB_TOKEN not in f"{memory.session_id} {memory.source}"
+    assert "[REDACTED:" in memory.session_id and "[REDACTED:" in memory.source
+    assert saved.masked == 3  # the session id, the source, the metadata value
+    exported = json.dumps(list(backend.export(space=space)))
+    assert GITHUB_TOKEN not in exported
+    plain = backend.save("The nightly job runs at 02:00.", space=space, session_id="s-1", source="mcp")
+    assert plain.masked == 0 and (plain.memory.session_id, plain.memory.source) == ("s-1", "mcp")
+
+
+def test_a_save_counts_the_secrets_it_masked_in_the_content(backend, space: str) -> None:
+    saved = backend.save(f"CI pushes with {GITHUB_TOKEN}.", space=space)
+    assert saved.masked == 1 and GITHUB_TOKEN not in saved.memory.content
+
+
+@pytest.mark.parametrize("field", ["custom_id", "session_id", "source"])
+def test_a_nul_in_a_key_or_label_is_refused_on_save_as_import_does(backend, space: str, field: str) -> None:
+    name = {"custom_id": "customId", "session_id": "sessionId", "source": "source"}[field]
+    with pytest.raises(InvalidInputError, match=f"{name} contains a NUL character"):
+        backend.save("The deploy runs on Fridays.", space=space, **{field: "deploy\x00day"})
+    assert backend.profile(space=space).recent == ()
+
+
+def test_a_container_tag_that_looks_like_a_secret_is_refused_on_save_queue_and_import(backend) -> None:
+    tag = GITHUB_TOKEN  # a valid tag by its characters, and a credential
+    with pytest.raises(InvalidInputError, match="containerTag holds what looks like a secret"):
+        backend.save("The deploy runs on Fridays.", space=tag)
+    with pytest.raises(InvalidInputError, match="containerTag holds what looks like a secret"):
+        backend.enqueue_extract("User: the deploy runs on Fridays.\n\nAssistant: Noted.", space=tag,
+                                source="hook:claude")
+    record = {"id": "6a3c1e0e-8f1b-4c51-9a53-2b9f0d3c5e71", "space": tag,
+              "content": "The deploy runs on Fridays.", "createdAt": "2026-01-01T00:00:00.000000Z",
+              "updatedAt": "2026-01-01T00:00:00.000000Z"}
+    with pytest.raises(InvalidInputError, match="record 1: space holds what looks like a secret"):
+        backend.import_records([record])
+    assert all(GITHUB_TOKEN not in json.dumps(r) for r in backend.export())

@@ -111,14 +111,18 @@ _NAMED_SECRET_RULES = (
         _name(extra=r"(?:(?<=[\"'`].)(?P<in_quote>))?") + _ASSIGNED_VALUE,
         "value",
     ),
-    # pw and pwd, short for password, as a name or its last part: pw=VALUE,
-    # db_pwd: 'VALUE', adminPwd = "VALUE", with values as above. Not the shell's
-    # working directory (PWD=/home/me, OLDPWD=...) nor a path or a variable as the value.
+    # pw and pwd, short for password, as a name or its last part, in any case: pw=VALUE,
+    # db_pwd: 'VALUE', adminPwd = "VALUE", PWD=VALUE, with values as above. The shell's
+    # working directory is also PWD (and OLDPWD), but its value is always a path (POSIX
+    # requires an absolute one): so a value that starts like a path (/, ~, ., a drive
+    # C:\ or a share \\host), a variable ($HOME, %CD%) or a command (`pwd`) stays, and
+    # any other value of PWD is a password.
     _rule(
         "env_secret",
         _name(words=_SHORT_PASSWORD_WORD, descriptive=False,
-              extra=r"(?<=(?!(?:OLD)?PWD(?![\w.-])).)(?:(?<=[\"'`].)(?P<in_quote>))?")
-        + r"(?=[ \t]*(?::=|=>|=|:)[ \t]*[\"'`]?(?![/~.$]))" + _ASSIGNED_VALUE,
+              extra=r"(?:(?<=[\"'`].)(?P<in_quote>))?")
+        + r"(?=[ \t]*(?::=|=>|=|:)[ \t]*(?![ \t`])[\"']?(?![/~.$%]|[A-Za-z]:[\\/]|\\\\))"
+        + _ASSIGNED_VALUE,
         "value",
     ),
 )

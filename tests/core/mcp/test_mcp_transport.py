@@ -158,6 +158,24 @@ def test_save_and_update_mask_secrets_and_say_so(tmp_path: Path) -> None:
         assert queued.structured_content["masked"] == 1
 
     run_session(tmp_path, body)
+
+
+def test_save_counts_what_the_store_masked_and_refuses_a_nul_in_the_custom_id(tmp_path: Path) -> None:
+    async def body(client):
+        saved = await client.call_tool(
+            "save_memory", {"content": "CI pushes with the deploy token.", "metadata": {"token": GITHUB}}
+        )
+        assert not saved.is_error, text_of(saved)
+        assert saved.structured_content["masked"] == 1 and "1 secret masked" in text_of(saved)
+        assert GITHUB not in json.dumps(saved.structured_content)
+
+        nul = await client.call_tool("save_memory", {"content": "The deploy runs on Fridays.",
+                                                     "customId": "deploy\x00day"})
+        assert nul.is_error and "customId contains a NUL character" in text_of(nul), text_of(nul)
+        listed = await client.call_tool("list_memories", {})
+        assert "Fridays" not in text_of(listed)
+
+    run_session(tmp_path, body)
     with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for f in store_path().parent.iterdir():

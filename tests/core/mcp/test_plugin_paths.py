@@ -100,7 +100,7 @@ def test_a_rule_plugin_masks_every_path_through_the_server(monkeypatch: Any, tmp
 
     saved, keyed, queued, updated = anyio.run(session)
     memory = saved.structured_content["memory"]
-    assert saved.structured_content["masked"] == 1
+    assert saved.structured_content["masked"] == 2  # the content's and the metadata's
     assert "ZEBRA-1234" not in memory["content"] and "[REDACTED:codename]" in memory["content"]
     assert memory["metadata"] == {"note": "ask about [REDACTED:codename]"}
     assert keyed.is_error and "customId" in keyed.content[0].text
