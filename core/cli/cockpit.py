@@ -226,7 +226,8 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
                      f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"))
         return
     count = f"{live} live {'memory' if live == 1 else 'memories'}"
-    rows.append(("ok", "memory store", f"embedded {path}: {count}, model {model}"))
+    recorded = f"model {model}" if model is not None else "no model recorded yet (the first save records it)"
+    rows.append(("ok", "memory store", f"embedded {path}: {count}, {recorded}"))
 
 
 def _check_model(rows: list[tuple[str, str, str]], configured: str | None) -> None:

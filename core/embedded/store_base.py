@@ -114,7 +114,6 @@ class StoreBase:
             raise StoreError(f"cannot open the memory store: {exc}", reason="store_unavailable") from exc
         try:
             self.migrations_applied = migrate(self._conn)
-            self._check_model()
         except BaseException:
             self._conn.close()
             raise
@@ -154,23 +153,31 @@ class StoreBase:
                     raise StoreError(f"store write failed: {exc}") from exc
                 raise
 
-    def _check_model(self) -> None:
-        """Record this process's model in a new store; a store of another model still
-        opens, so it can be inspected and re-embedded (``memory reembed``), and
-        :meth:`require_model` refuses what would mix vectors of two models."""
-        with self._read() as conn:
-            rows = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
-        if rows.get("embedding_model") is None:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
-                    "('embedding_dimensions', ?)",
-                    (self.model_name, str(self.dimensions)),
-                )
+    def claim_model(self, conn: sqlite3.Connection) -> None:
+        """Inside a write that stores a vector: record this process's model in a store
+        that records none yet, then :meth:`require_model`.
+
+        A store records its model at its first vector, not when it is opened: a process
+        whose configured model is not installed (``mpnet`` before ``model install``)
+        opens, lists and informs, and must not leave an empty store claimed by a model
+        that never embedded anything, which would refuse the shipped model until
+        ``memory reembed``. Writes are ``BEGIN IMMEDIATE``, so two processes of two
+        models racing on a new store cannot both record theirs.
+
+        Raises:
+            ModelMismatchError: the store records another embedding model.
+        """
+        conn.execute(
+            "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
+            "('embedding_dimensions', ?)",
+            (self.model_name, str(self.dimensions)),
+        )
+        self.require_model(conn)
 
     def require_model(self, conn: sqlite3.Connection | None = None) -> None:
         """Raise unless the store's recorded model is this process's (read each time, so
-        a store re-embedded by another process is refused from then on).
+        a store re-embedded by another process is refused from then on). A store that
+        records no model yet (no vector written) is any process's.
 
         Raises:
             ModelMismatchError: the store holds vectors of another embedding model.
