@@ -124,7 +124,8 @@ def _doctor(argv: list[str]) -> int:
         rows.append(("info", "memory store", "not checked: fix the settings first"))
     _check_model(rows, settings.embedder if settings is not None else None)
     daemon = _daemon_ping()
-    rows.append(("info", "memory-daemon", _daemon_state(daemon)))
+    state = _daemon_state(daemon)
+    rows.append(("fail" if state.startswith("daemon cannot") else "info", "memory-daemon", state))
     rows.append(("info", "mcp route", _mcp_route(settings, daemon)))
     rows.append(("info", "side indexes", _side_index_state()))
     if args.json:
@@ -272,6 +273,11 @@ def _daemon_ping() -> dict[str, Any] | None:
 
 def _daemon_state(daemon: dict[str, Any] | None) -> str:
     if daemon is None:
+        from bli_memory.core.hooks import daemon_client, daemon_start
+
+        problem = daemon_start.last_problem()
+        if problem is not None:  # the last one left without serving
+            return f"daemon {problem}; {daemon_client.PROBLEM_FIX}"
         return "absent (started on demand)"
     rss = daemon.get("rss_bytes")
     held = f", holding {rss / 2**20:.0f} MB" if isinstance(rss, int) else ""

@@ -62,7 +62,7 @@ from bli_memory.core.daemon.drain import DRAIN_AFTER_STOP_S, DRAIN_INTERVAL_S, D
 from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import is_newer, read_request, reply_line, rss_bytes
-from bli_memory.core.daemon.warm import WarmContext
+from bli_memory.core.daemon.warm import WarmContext, refuse_unusable_settings
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import daemon_client, daemon_start
 
@@ -230,7 +230,12 @@ class Daemon:
         finally:
             self.last_request = time.monotonic()  # idle time counts from ready
             self._ready.set()
-            daemon_start.mark_ready(self.pid)  # a hook restarts a daemon that ran, at once
+            if self.warm.cannot_embed is None:
+                daemon_start.mark_ready(self.pid)  # a hook restarts a daemon that ran, at once
+        if self.warm.cannot_embed is not None:  # leave; why: docs/daemon.md
+            log("cannot_embed", reason=self.warm.cannot_embed[:300])
+            daemon_start.mark_failed(f"cannot embed: {self.warm.cannot_embed}")
+            self.request_stop("cannot_embed")
 
     # --- extract jobs ------------------------------------------------------------------
 
@@ -411,7 +416,9 @@ def main(argv: list[str]) -> int:
 
     Returns:
         0 after serving (or when a daemon is already running, or for ``--status`` /
-        ``--stop``); 1 when the socket path belongs to someone else; 2 on bad usage.
+        ``--stop``); 1 when the socket path belongs to someone else or the settings
+        cannot work (an unknown ``BLI_MEMORY_EMBEDDER``: nothing is stopped or started);
+        2 on bad usage.
     """
     if any(a in ("-h", "--help") for a in argv):
         sys.stdout.write(USAGE)
@@ -425,7 +432,7 @@ def main(argv: list[str]) -> int:
                          f"{json.dumps({'pid': pid})}\n")
         return 0
     if "--restart" in argv:
-        return _restart()
+        return 1 if refuse_unusable_settings() else _restart()
     unknown = [a for a in argv if a.startswith("-") and not a.startswith("--idle-seconds")]
     idle = _idle_seconds(argv, os.environ)
     if unknown or idle is None:
@@ -439,6 +446,8 @@ def main(argv: list[str]) -> int:
     # spinning beside the model's own threads made it 10x slower on 2 busy cores
     # (docs/benchmarks-hooks.md). Set before numpy is imported; an explicit value wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if refuse_unusable_settings():
+        return 1
     _configure_logging()
     daemon = Daemon(socket_path=paths.daemon_socket_path(), idle_seconds=idle)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
