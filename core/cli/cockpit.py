@@ -217,6 +217,8 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
         try:
             live = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()[0]
             model = dict(conn.execute("SELECT key, value FROM store_meta").fetchall()).get("embedding_model")
+            moved = conn.execute("SELECT count(*) FROM memories WHERE embedding IS NOT NULL "
+                                 "AND embedding_model IS NOT ?", (model,)).fetchone()[0] if model else 0
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -224,10 +226,15 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
         return
     if model is not None and model != embedder:
         rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
-                     f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"))
+                     f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"
+                     + (f" ({moved} rows were moved by a `memory reembed` that stopped part way: run it "
+                        "again to finish)" if moved else "")))
         return
     count = f"{live} live {'memory' if live == 1 else 'memories'}"
     recorded = f"model {model}" if model is not None else "no model recorded yet (the first save records it)"
+    if moved:
+        recorded += (f"; {moved} rows already hold vectors of another model (a `memory reembed` stopped "
+                     "part way: run it again to finish)")
     rows.append(("ok", "memory store", f"embedded {path}: {count}, {recorded}"))
 
 

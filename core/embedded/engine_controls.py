@@ -36,6 +36,12 @@ class EngineControls(EngineBase):
             # Searches and saves refuse this store until it is re-embedded.
             info["storeEmbeddingModel"] = recorded
             info["reembed"] = "bli-memory-mcp memory reembed"
+        moving = self.store.vectors_by_model(spaces)
+        moving.pop(recorded or self._model_name, None)
+        if moving:
+            # A reembed stopped part way: vector search serves only the rows still of the
+            # store's model (the others by keyword) until a rerun finishes the move.
+            info["reembedUnfinished"] = moving
         return info
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:

@@ -190,9 +190,14 @@ class StoreBase:
         if recorded != self.model_name:
             from bli_memory.core.memory.model_mismatch import mismatch_advice
 
+            # Rows of this model already: a reembed to it stopped part way (it goes by seq,
+            # so the first such row is found early).
+            unfinished = conn.execute("SELECT 1 FROM memories WHERE embedding_model = ? LIMIT 1",
+                                      (self.model_name,)).fetchone() is not None
+            advice = mismatch_advice(recorded, self.model_name, unfinished=unfinished)
             raise ModelMismatchError(
                 f"the store at {self.path} holds vectors of the embedding model {recorded!r}, "
-                f"but this process uses {self.model_name!r}; {mismatch_advice(recorded, self.model_name)}"
+                f"but this process uses {self.model_name!r}; {advice}"
                 ", or point BLI_MEMORY_DATA_DIR at another store"
             )
         return None

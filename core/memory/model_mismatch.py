@@ -34,12 +34,14 @@ def embedder_setting(model_id: str) -> str | None:
     return None
 
 
-def mismatch_advice(store_model: str, configured_model: str) -> str:
+def mismatch_advice(store_model: str, configured_model: str, *, unfinished: bool = False) -> str:
     """The two ways out of a model mismatch, as one clause for an error or a status line.
 
     Args:
         store_model: The model id the store records.
         configured_model: The model id this process uses.
+        unfinished: Some rows already hold vectors of ``configured_model``: a ``memory
+            reembed`` to it stopped part way (Ctrl-C, ``kill -9``), and a rerun finishes it.
 
     Returns:
         ``set BLI_MEMORY_EMBEDDER=mpnet to use the store as it is, or run
@@ -51,6 +53,9 @@ def mismatch_advice(store_model: str, configured_model: str) -> str:
     """
     install = install_advice(configured_model)
     first = f"run `{install}`, then " if install else "run "
+    if unfinished:
+        return (f"run `bli-memory-mcp memory reembed` again to finish moving it to {configured_model} "
+                f"(a run stopped part way), or set {_use(store_model)} to use the store as it is")
     return (f"set {_use(store_model)} to use the store as it is, "
             f"or {first}`bli-memory-mcp memory reembed` to move it to {configured_model}")
 
