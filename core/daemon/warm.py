@@ -17,7 +17,7 @@ import os
 import threading
 from typing import Any
 
-__all__ = ["WarmContext", "refuse_unusable_settings", "startup_problem"]
+__all__ = ["WarmContext", "refuse_unusable_settings", "report_warm_up_problem", "startup_problem"]
 
 
 def startup_problem() -> Any:
@@ -57,6 +57,34 @@ def refuse_unusable_settings() -> bool:
     if problem is not None:
         sys.stderr.write(f"[bli-memory] the daemon cannot start: {problem.reason}: {problem}\n")
     return problem is not None
+
+
+def report_warm_up_problem(pid: object, *, since: float, until: float) -> bool:
+    """For ``daemon --restart``: wait for the daemon ``pid``, started at the epoch seconds
+    ``since``, to finish its warm-up (or leave), until the monotonic time ``until``.
+
+    Returns:
+        True, after one line on stderr (``daemon cannot embed: <reason>; fix ...``), when
+        it recorded a problem (:func:`~bli_memory.core.hooks.daemon_start.mark_failed`);
+        False when it is ready, or still warming up at ``until``.
+    """
+    import sys
+    import time
+
+    from bli_memory.core.hooks import daemon_client, daemon_start
+
+    while time.monotonic() < until:
+        try:
+            pong: dict[str, Any] | None = daemon_client.ping(timeout=0.5)
+        except daemon_client.DaemonUnavailable:
+            pong = None
+        if pong is None or pong.get("pid") != pid or pong.get("ready"):
+            problem = daemon_start.last_problem(since=since)
+            if problem is not None:
+                sys.stderr.write(f"[bli-memory] daemon {problem}; {daemon_client.PROBLEM_FIX}\n")
+            return problem is not None
+        time.sleep(0.1)
+    return False
 
 
 class WarmContext:

@@ -88,11 +88,15 @@ def mark_failed(problem: str, environ: Mapping[str, str] | None = None) -> None:
     _write_marker("failed\n" + " ".join(problem.split())[:1000] + "\n", environ)
 
 
-def last_problem(environ: Mapping[str, str] | None = None) -> str | None:
+def last_problem(environ: Mapping[str, str] | None = None, *, since: float | None = None) -> str | None:
     """Why the daemon of the last start left without serving (:func:`mark_failed`), or
-    None when it served, was stopped on request, or no start recorded a problem."""
+    None when it served, was stopped on request, or no start recorded a problem (none
+    recorded at or after the epoch seconds ``since``, when given)."""
+    path = ready_marker_path(environ)
     try:
-        first, _, rest = ready_marker_path(environ).read_text(encoding="utf-8").partition("\n")
+        if since is not None and path.stat().st_mtime < since - 1.0:  # 1 s for clock granularity
+            return None
+        first, _, rest = path.read_text(encoding="utf-8").partition("\n")
     except (OSError, UnicodeDecodeError):
         return None
     return (rest.strip() or "unknown") if first.strip() == "failed" else None
