@@ -219,12 +219,14 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
             model = dict(conn.execute("SELECT key, value FROM store_meta").fetchall()).get("embedding_model")
             moved = conn.execute("SELECT count(*) FROM memories WHERE embedding IS NOT NULL "
                                  "AND embedding_model IS NOT ?", (model,)).fetchone()[0] if model else 0
+            # With no vector yet the store is any model's (its first save records the model).
+            vectors = conn.execute("SELECT 1 FROM memories WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         finally:
             conn.close()
     except sqlite3.Error as exc:
         rows.append(("fail", "memory store", f"{path} cannot be read: {exc}"))
         return
-    if model is not None and model != embedder:
+    if model is not None and model != embedder and vectors is not None:
         rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
                      f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"
                      + (f" ({moved} rows were moved by a `memory reembed` that stopped part way: run it "

@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from bli_memory.core.embedded.engine_base import EngineBase
-from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.errors import InvalidInputError, ModelMismatchError, NotFoundError
 from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
 from bli_memory.core.models import Memory
 
@@ -32,8 +32,9 @@ class EngineControls(EngineBase):
             "extractJobs": self.store.job_counts(),
         }
         recorded = self.store.meta().get("embedding_model")
-        if recorded not in (None, self._model_name):
-            # Searches and saves refuse this store until it is re-embedded.
+        try:
+            self.store.require_model()
+        except ModelMismatchError:  # searches and saves refuse it until it is re-embedded
             info["storeEmbeddingModel"] = recorded
             info["reembed"] = "bli-memory-mcp memory reembed"
         moving = self.store.vectors_by_model(spaces)

@@ -161,23 +161,28 @@ class StoreBase:
         whose configured model is not installed (``mpnet`` before ``model install``)
         opens, lists and informs, and must not leave an empty store claimed by a model
         that never embedded anything, which would refuse the shipped model until
-        ``memory reembed``. Writes are ``BEGIN IMMEDIATE``, so two processes of two
-        models racing on a new store cannot both record theirs.
+        ``memory reembed``. A store that records a model but holds no vector (claimed
+        by such an open before this rule) is claimed anew. Writes are ``BEGIN
+        IMMEDIATE``, so two processes of two models racing on a new store cannot both
+        record theirs.
 
         Raises:
             ModelMismatchError: the store records another embedding model.
         """
-        conn.execute(
-            "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
-            "('embedding_dimensions', ?)",
-            (self.model_name, str(self.dimensions)),
-        )
-        self.require_model(conn)
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
+        if row is None or row[0] != self.model_name:
+            self.require_model(conn)  # passes only while no vector is stored
+            conn.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
+                "('embedding_dimensions', ?)",
+                (self.model_name, str(self.dimensions)),
+            )
 
     def require_model(self, conn: sqlite3.Connection | None = None) -> None:
         """Raise unless the store's recorded model is this process's (read each time, so
         a store re-embedded by another process is refused from then on). A store that
-        records no model yet (no vector written) is any process's.
+        records no model yet, or holds no vector at all, is any process's: there is
+        nothing to compare across models.
 
         Raises:
             ModelMismatchError: the store holds vectors of another embedding model.
@@ -187,7 +192,8 @@ class StoreBase:
                 return self.require_model(own)
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
         recorded = row[0] if row else self.model_name
-        if recorded != self.model_name:
+        if recorded != self.model_name and conn.execute(
+                "SELECT 1 FROM memories WHERE embedding IS NOT NULL LIMIT 1").fetchone() is not None:
             from bli_memory.core.memory.model_mismatch import mismatch_advice
 
             # Rows of this model already: a reembed to it stopped part way (it goes by seq,

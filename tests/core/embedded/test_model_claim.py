@@ -80,3 +80,24 @@ def test_the_first_vector_claims_the_store_for_its_model(project: Path) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_a_store_claimed_without_a_vector_is_claimed_anew(project: Path) -> None:
+    # A store opened with mpnet configured before this rule recorded mpnet with nothing
+    # embedded: the shipped model must not be refused there.
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+
+    first = EmbeddedBackend(store_path())
+    first.info(space="s")  # creates the store
+    first.close()
+    with closing(sqlite3.connect(store_path())) as conn, conn:
+        conn.execute("INSERT OR REPLACE INTO store_meta (key, value) VALUES "
+                     "('embedding_model', 'all-mpnet-base-v2-int8'), ('embedding_dimensions', '768')")
+    backend = EmbeddedBackend(store_path())
+    try:
+        assert "storeEmbeddingModel" not in backend.info(space="s")
+        backend.save("Staging listens on port 8443.", space="s")
+        assert backend.search("staging port", space="s").hits
+    finally:
+        backend.close()
+    assert _meta()["embedding_model"] == SHIPPED and _meta()["embedding_dimensions"] == "384"
