@@ -8,7 +8,7 @@ Two problems are told apart from passing ones (a busy store, which the next requ
 retries): settings that cannot build a backend (:func:`startup_problem`: an unknown
 ``BLI_MEMORY_EMBEDDER``, a model folder without its manifest), which keep the daemon from
 starting at all, and a model that fails to load (:attr:`WarmContext.cannot_embed`), after
-which the daemon leaves (docs/daemon.md, "A daemon that cannot embed").
+which the daemon leaves (docs/daemon.md, "A daemon that cannot work").
 """
 
 from __future__ import annotations
