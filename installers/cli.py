@@ -247,5 +247,7 @@ def _daemon_line(out) -> None:
         return
     if st.get("running"):
         out(f"daemon: running (version {st.get('version')}, pid {st.get('pid')})\n")
+    elif st.get("problem"):
+        out(f"daemon: not running; daemon {st['problem']}; {st.get('fix')}\n")
     else:
         out("daemon: not running (a prompt hook of an installed host starts it on demand)\n")

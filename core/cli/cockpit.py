@@ -124,7 +124,8 @@ def _doctor(argv: list[str]) -> int:
         rows.append(("info", "memory store", "not checked: fix the settings first"))
     _check_model(rows, settings.embedder if settings is not None else None)
     daemon = _daemon_ping()
-    rows.append(("info", "memory-daemon", _daemon_state(daemon)))
+    state = _daemon_state(daemon)
+    rows.append(("fail" if state.startswith("daemon cannot") else "info", "memory-daemon", state))
     rows.append(("info", "mcp route", _mcp_route(settings, daemon)))
     rows.append(("info", "side indexes", _side_index_state()))
     if args.json:
@@ -216,17 +217,27 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
         try:
             live = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()[0]
             model = dict(conn.execute("SELECT key, value FROM store_meta").fetchall()).get("embedding_model")
+            moved = conn.execute("SELECT count(*) FROM memories WHERE embedding IS NOT NULL "
+                                 "AND embedding_model IS NOT ?", (model,)).fetchone()[0] if model else 0
+            # With no vector yet the store is any model's (its first save records the model).
+            vectors = conn.execute("SELECT 1 FROM memories WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         finally:
             conn.close()
     except sqlite3.Error as exc:
         rows.append(("fail", "memory store", f"{path} cannot be read: {exc}"))
         return
-    if model is not None and model != embedder:
+    if model is not None and model != embedder and vectors is not None:
         rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
-                     f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"))
+                     f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"
+                     + (f" ({moved} rows were moved by a `memory reembed` that stopped part way: run it "
+                        "again to finish)" if moved else "")))
         return
     count = f"{live} live {'memory' if live == 1 else 'memories'}"
-    rows.append(("ok", "memory store", f"embedded {path}: {count}, model {model}"))
+    recorded = f"model {model}" if model is not None else "no model recorded yet (the first save records it)"
+    if moved:
+        recorded += (f"; {moved} rows already hold vectors of another model (a `memory reembed` stopped "
+                     "part way: run it again to finish)")
+    rows.append(("ok", "memory store", f"embedded {path}: {count}, {recorded}"))
 
 
 def _check_model(rows: list[tuple[str, str, str]], configured: str | None) -> None:
@@ -271,6 +282,11 @@ def _daemon_ping() -> dict[str, Any] | None:
 
 def _daemon_state(daemon: dict[str, Any] | None) -> str:
     if daemon is None:
+        from bli_memory.core.hooks import daemon_client, daemon_start
+
+        problem = daemon_start.last_problem()
+        if problem is not None:  # the last one left without serving
+            return f"daemon {problem}; {daemon_client.PROBLEM_FIX}"
         return "absent (started on demand)"
     rss = daemon.get("rss_bytes")
     held = f", holding {rss / 2**20:.0f} MB" if isinstance(rss, int) else ""

@@ -62,7 +62,7 @@ from bli_memory.core.daemon.drain import DRAIN_AFTER_STOP_S, DRAIN_INTERVAL_S, D
 from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import is_newer, read_request, reply_line, rss_bytes
-from bli_memory.core.daemon.warm import WarmContext
+from bli_memory.core.daemon.warm import WarmContext, refuse_unusable_settings, report_warm_up_problem
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import daemon_client, daemon_start
 
@@ -229,8 +229,14 @@ class Daemon:
             log("warm_up_failed", reason=reason_of(exc))
         finally:
             self.last_request = time.monotonic()  # idle time counts from ready
+            if self.warm.cannot_embed is None:
+                daemon_start.mark_ready(self.pid)  # a hook restarts a daemon that ran, at once
+            else:  # recorded before ready: `daemon --restart` reads it then
+                daemon_start.mark_failed(f"cannot embed: {self.warm.cannot_embed}")
             self._ready.set()
-            daemon_start.mark_ready(self.pid)  # a hook restarts a daemon that ran, at once
+        if self.warm.cannot_embed is not None:  # leave; why: docs/daemon.md
+            log("cannot_embed", reason=self.warm.cannot_embed[:300])
+            self.request_stop("cannot_embed")
 
     # --- extract jobs ------------------------------------------------------------------
 
@@ -411,7 +417,7 @@ def main(argv: list[str]) -> int:
 
     Returns:
         0 after serving (or when a daemon is already running, or for ``--status`` /
-        ``--stop``); 1 when the socket path belongs to someone else; 2 on bad usage.
+        ``--stop``); 1 when the socket path is not ours or the settings cannot work; 2 on bad usage.
     """
     if any(a in ("-h", "--help") for a in argv):
         sys.stdout.write(USAGE)
@@ -425,7 +431,7 @@ def main(argv: list[str]) -> int:
                          f"{json.dumps({'pid': pid})}\n")
         return 0
     if "--restart" in argv:
-        return _restart()
+        return 1 if refuse_unusable_settings() else _restart()
     unknown = [a for a in argv if a.startswith("-") and not a.startswith("--idle-seconds")]
     idle = _idle_seconds(argv, os.environ)
     if unknown or idle is None:
@@ -439,6 +445,8 @@ def main(argv: list[str]) -> int:
     # spinning beside the model's own threads made it 10x slower on 2 busy cores
     # (docs/benchmarks-hooks.md). Set before numpy is imported; an explicit value wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if refuse_unusable_settings():
+        return 1
     _configure_logging()
     daemon = Daemon(socket_path=paths.daemon_socket_path(), idle_seconds=idle)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -449,7 +457,8 @@ def main(argv: list[str]) -> int:
 def _restart(wait_s: float = 30.0) -> int:
     """``daemon --restart``: stop the running daemon, start one now, wait until it answers.
 
-    Returns 0 once the new daemon answers a ping; 1 when none answered within ``wait_s``.
+    Returns 0 once the new daemon answers and warmed up; 1 when none answered within ``wait_s``
+    or it cannot embed (:func:`~bli_memory.core.daemon.warm.report_warm_up_problem`).
     """
     from bli_memory.core.hooks import daemon_start
 
@@ -462,6 +471,7 @@ def _restart(wait_s: float = 30.0) -> int:
         except daemon_client.DaemonUnavailable:
             break
         time.sleep(0.05)
+    started_at = time.time()
     daemon_start.start_now()
     while time.monotonic() < give_up:
         try:
@@ -470,6 +480,8 @@ def _restart(wait_s: float = 30.0) -> int:
             time.sleep(0.1)
             continue
         if pong.get("pid") != old:
+            if report_warm_up_problem(pong.get("pid"), since=started_at, until=give_up):
+                return 1
             started = json.dumps({"stopped": old, "pid": pong.get("pid")})
             sys.stderr.write(f"[bli-memory] daemon restarted {started}\n")
             return 0

@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from bli_memory.core.embedded.engine_base import EngineBase
-from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.errors import InvalidInputError, ModelMismatchError, NotFoundError
 from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
 from bli_memory.core.models import Memory
 
@@ -32,10 +32,17 @@ class EngineControls(EngineBase):
             "extractJobs": self.store.job_counts(),
         }
         recorded = self.store.meta().get("embedding_model")
-        if recorded not in (None, self._model_name):
-            # Searches and saves refuse this store until it is re-embedded.
+        try:
+            self.store.require_model()
+        except ModelMismatchError:  # searches and saves refuse it until it is re-embedded
             info["storeEmbeddingModel"] = recorded
             info["reembed"] = "bli-memory-mcp memory reembed"
+        moving = self.store.vectors_by_model(spaces)
+        moving.pop(recorded or self._model_name, None)
+        if moving:
+            # A reembed stopped part way: vector search serves only the rows still of the
+            # store's model (the others by keyword) until a rerun finishes the move.
+            info["reembedUnfinished"] = moving
         return info
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:

@@ -19,6 +19,14 @@ Safe to interrupt at any point:
 - the store's model changes last, in the transaction that finds no row left, so until
   then processes of the old model keep working on the rows they can still use.
 
+While a run is under way, or after one was stopped part way, the store is of its old
+model. A process of that model keeps answering, its vector search over the rows still
+of that model only (the moved ones are found by keyword, with no similarity), and
+``memory_info`` names the rows moved (``reembedUnfinished``); a process of the new model
+is refused and told to run ``memory reembed`` again to finish. No vector is compared
+with a query of another model. Refusing the old model as well would leave every prompt
+without memory for the whole run (hours on a large store), or for good after a kill.
+
 Each text is embedded on its own, as a save embeds it, so a re-embedded store holds
 the vectors a fresh store of that model would (the shipped model's int8 activations
 are scaled per batch; see :mod:`bli_memory.core.memory.embeddings`).

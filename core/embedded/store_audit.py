@@ -95,7 +95,7 @@ class StoreAudit(StoreReads):
     def set_vector(self, seq: int, vector: np.ndarray) -> None:
         """Store a recomputed vector for a row (audit repair)."""
         with self._write() as conn:
-            self.require_model(conn)
+            self.claim_model(conn)
             row = conn.execute("SELECT space FROM memories WHERE seq = ?", (seq,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no row {seq}")

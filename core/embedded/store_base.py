@@ -114,7 +114,6 @@ class StoreBase:
             raise StoreError(f"cannot open the memory store: {exc}", reason="store_unavailable") from exc
         try:
             self.migrations_applied = migrate(self._conn)
-            self._check_model()
         except BaseException:
             self._conn.close()
             raise
@@ -154,23 +153,36 @@ class StoreBase:
                     raise StoreError(f"store write failed: {exc}") from exc
                 raise
 
-    def _check_model(self) -> None:
-        """Record this process's model in a new store; a store of another model still
-        opens, so it can be inspected and re-embedded (``memory reembed``), and
-        :meth:`require_model` refuses what would mix vectors of two models."""
-        with self._read() as conn:
-            rows = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
-        if rows.get("embedding_model") is None:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
-                    "('embedding_dimensions', ?)",
-                    (self.model_name, str(self.dimensions)),
-                )
+    def claim_model(self, conn: sqlite3.Connection) -> None:
+        """Inside a write that stores a vector: record this process's model in a store
+        that records none yet, then :meth:`require_model`.
+
+        A store records its model at its first vector, not when it is opened: a process
+        whose configured model is not installed (``mpnet`` before ``model install``)
+        opens, lists and informs, and must not leave an empty store claimed by a model
+        that never embedded anything, which would refuse the shipped model until
+        ``memory reembed``. A store that records a model but holds no vector (claimed
+        by such an open before this rule) is claimed anew. Writes are ``BEGIN
+        IMMEDIATE``, so two processes of two models racing on a new store cannot both
+        record theirs.
+
+        Raises:
+            ModelMismatchError: the store records another embedding model.
+        """
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
+        if row is None or row[0] != self.model_name:
+            self.require_model(conn)  # passes only while no vector is stored
+            conn.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('embedding_model', ?), "
+                "('embedding_dimensions', ?)",
+                (self.model_name, str(self.dimensions)),
+            )
 
     def require_model(self, conn: sqlite3.Connection | None = None) -> None:
         """Raise unless the store's recorded model is this process's (read each time, so
-        a store re-embedded by another process is refused from then on).
+        a store re-embedded by another process is refused from then on). A store that
+        records no model yet, or holds no vector at all, is any process's: there is
+        nothing to compare across models.
 
         Raises:
             ModelMismatchError: the store holds vectors of another embedding model.
@@ -180,12 +192,18 @@ class StoreBase:
                 return self.require_model(own)
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
         recorded = row[0] if row else self.model_name
-        if recorded != self.model_name:
+        if recorded != self.model_name and conn.execute(
+                "SELECT 1 FROM memories WHERE embedding IS NOT NULL LIMIT 1").fetchone() is not None:
             from bli_memory.core.memory.model_mismatch import mismatch_advice
 
+            # Rows of this model already: a reembed to it stopped part way (it goes by seq,
+            # so the first such row is found early).
+            unfinished = conn.execute("SELECT 1 FROM memories WHERE embedding_model = ? LIMIT 1",
+                                      (self.model_name,)).fetchone() is not None
+            advice = mismatch_advice(recorded, self.model_name, unfinished=unfinished)
             raise ModelMismatchError(
                 f"the store at {self.path} holds vectors of the embedding model {recorded!r}, "
-                f"but this process uses {self.model_name!r}; {mismatch_advice(recorded, self.model_name)}"
+                f"but this process uses {self.model_name!r}; {advice}"
                 ", or point BLI_MEMORY_DATA_DIR at another store"
             )
         return None

@@ -191,6 +191,17 @@ class StoreReads(StoreBase):
         counts.update(dict(rows))
         return counts
 
+    def vectors_by_model(self, spaces: Sequence[str]) -> dict[str, int]:
+        """Rows of these spaces holding a vector, per embedding model (more than one model
+        only while a ``memory reembed`` is under way or stopped part way)."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT embedding_model, count(*) FROM memories WHERE space IN ({marks}) "
+                "AND embedding IS NOT NULL GROUP BY embedding_model", tuple(spaces),
+            ).fetchall()
+        return {str(model): int(n) for model, n in rows if model is not None}
+
     def list_live(self, spaces: Sequence[str], *, limit: int) -> list[Memory]:
         """Newest live memories of these spaces (same as :meth:`recent`)."""
         return self.recent(spaces, limit=limit)

@@ -62,7 +62,7 @@ class StoreTransfer(StoreBase):
         imported = skipped = 0
         with self._write() as conn:
             if vectors:
-                self.require_model(conn)
+                self.claim_model(conn)
             for rec in records:
                 if conn.execute("SELECT 1 FROM memories WHERE id = ?", (rec["id"],)).fetchone():
                     skipped += 1

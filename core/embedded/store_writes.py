@@ -42,7 +42,7 @@ class StoreWrites(StoreReads):
     def _insert(self, conn: sqlite3.Connection, memory: Memory, vector: np.ndarray) -> None:
         if vector.shape != (self.dimensions,):
             raise StoreError(f"vector has shape {vector.shape}, expected ({self.dimensions},)")
-        self.require_model(conn)
+        self.claim_model(conn)
         cur = conn.execute(
             "INSERT INTO memories (seq, id, space, content, custom_id, metadata, source, session_id, "
             "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "

@@ -71,6 +71,7 @@ __all__ = [
     "CONNECT_BUDGET_S",
     "DAEMON_ERRORS",
     "MAX_LINE_BYTES",
+    "PROBLEM_FIX",
     "REASONS",
     "RECOVERY_SPAWN_INTERVAL_S",
     "SPAWN_INTERVAL_S",
@@ -393,18 +394,32 @@ def stop(path: Path | None = None, *, timeout: float = 2.0) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
+#: What to do about a daemon that could not serve (``status()["fix"]``).
+PROBLEM_FIX = ("fix what the problem names (it says how), then run `bli-memory-mcp daemon --restart`; "
+               "until then hooks and MCP servers answer in their own process")
+
+
 def status(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Whether the daemon's socket answers (for ``bli-memory-mcp status``).
 
     Returns:
         ``{"running": bool, "version": str|None, "pid": int|None, "socket": str}``;
-        ``running`` is True only when a daemon answered a ping within 0.5 s.
+        ``running`` is True only when a daemon answered a ping within 0.5 s. When none
+        runs because the last one could not serve (its model failed to load), ``problem``
+        says why (``cannot embed: ...``) and ``fix`` what to do.
     """
+    from bli_memory.core.hooks import daemon_start
+
     path = paths.daemon_socket_path(environ)
     try:
         reply = ping(path)
     except DaemonUnavailable:
-        return {"running": False, "version": None, "pid": None, "socket": str(path)}
+        answer: dict[str, Any] = {"running": False, "version": None, "pid": None, "socket": str(path)}
+        problem = daemon_start.last_problem(environ)
+        if problem is not None:
+            answer["problem"] = problem
+            answer["fix"] = PROBLEM_FIX
+        return answer
     version = reply.get("version")
     pid = reply.get("pid")
     return {

@@ -8,6 +8,9 @@ state dir record:
 - ``memory-daemon.ready``: written by the daemon once it serves (:func:`mark_ready`) and
   removed when it leaves on an explicit stop request (``bli-memory-mcp daemon --stop``,
   ``uninstall``), so a daemon someone stopped on purpose is not started again at once.
+  A daemon whose model failed to load writes ``failed`` and why (:func:`mark_failed`)
+  before it leaves: that start counts as failed, and ``daemon --status``, ``status`` and
+  ``cockpit doctor`` show the reason (:func:`last_problem`).
 
 Rules (BLI Memory spec, "The resident daemon": the hook starts it at most once an hour):
 
@@ -38,6 +41,8 @@ __all__ = [
     "RECOVERY_SPAWN_INTERVAL_S",
     "SPAWN_INTERVAL_S",
     "clear_ready",
+    "last_problem",
+    "mark_failed",
     "mark_ready",
     "ready_marker_path",
     "spawn",
@@ -77,10 +82,30 @@ def clear_ready(environ: Mapping[str, str] | None = None) -> None:
     _write_marker("stopped\n", environ)
 
 
+def mark_failed(problem: str, environ: Mapping[str, str] | None = None) -> None:
+    """Record that the daemon of the last start could not serve, and why (one line, such
+    as ``cannot embed: the mpnet embedding model is not installed ...``; never raises)."""
+    _write_marker("failed\n" + " ".join(problem.split())[:1000] + "\n", environ)
+
+
+def last_problem(environ: Mapping[str, str] | None = None, *, since: float | None = None) -> str | None:
+    """Why the daemon of the last start left without serving (:func:`mark_failed`), or
+    None when it served, was stopped on request, or no start recorded a problem (none
+    recorded at or after the epoch seconds ``since``, when given)."""
+    path = ready_marker_path(environ)
+    try:
+        if since is not None and path.stat().st_mtime < since - 1.0:  # 1 s for clock granularity
+            return None
+        first, _, rest = path.read_text(encoding="utf-8").partition("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return (rest.strip() or "unknown") if first.strip() == "failed" else None
+
+
 def _write_marker(text: str, environ: Mapping[str, str] | None) -> None:
     try:
         fd = os.open(ready_marker_path(environ), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError:
         pass
@@ -103,9 +128,12 @@ def _last_run(started: float, env: Mapping[str, str]) -> str | None:
     try:
         if path.stat().st_mtime < started - 1.0:  # older than the start (1 s for clock granularity)
             return None
-        return "stopped" if path.read_text(encoding="ascii").strip() == "stopped" else "ready"
+        state = path.read_text(encoding="utf-8").split("\n", 1)[0].strip()
     except (OSError, ValueError):
         return None
+    if state == "failed":
+        return None  # it left without serving: a failed start
+    return "stopped" if state == "stopped" else "ready"
 
 
 def start_now(environ: Mapping[str, str] | None = None, *, now: float | None = None) -> bool:

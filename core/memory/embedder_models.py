@@ -30,6 +30,7 @@ __all__ = [
     "INSTALLABLE",
     "InstallableModel",
     "LazyEmbedder",
+    "check_claimed_id",
     "installed_model_dir",
     "is_model_path",
     "lazy_installed",
@@ -89,6 +90,50 @@ _loaded: dict[Path, OnnxEmbedder] = {}
 _lock = threading.Lock()
 
 
+def check_claimed_id(folder: Path, model_id: str) -> None:
+    """Refuse a model folder whose ``model.json`` claims the id of a known model (the
+    shipped one, :data:`INSTALLABLE`) unless its files are that model's.
+
+    The store trusts the id: vectors of another model under the shipped model's id would
+    be compared with the shipped model's as if they were the same. The folder's
+    ``SHA256SUMS`` must list the same ``model.onnx`` and ``tokenizer.json`` digests as
+    the known model's (the packaged ``SHA256SUMS``, or the installed folder's); every
+    load then checks the files against them. The installed folder itself passes.
+
+    Raises:
+        EmbedderError: the id is a known model's and the digests differ, or the known
+            model is not installed to compare with.
+    """
+    from bli_memory.core import paths
+    from bli_memory.core.memory import embeddings
+
+    folder = folder.expanduser().resolve()
+    if model_id == embeddings.MODEL_NAME:
+        from importlib import resources
+
+        known: Any = resources.files(embeddings.MODEL_PACKAGE) / embeddings.SUMS_FILE
+        what = "the shipped model"
+    else:
+        short = next((m.short_name for m in INSTALLABLE.values() if m.model_id == model_id), None)
+        if short is None:
+            return
+        installed = installed_model_dir(short, paths.data_dir())
+        if installed.expanduser().resolve() == folder:
+            return
+        known, what = installed / embeddings.SUMS_FILE, f"the installed {short} model"
+    files = (embeddings.MODEL_FILE, embeddings.TOKENIZER_FILE)
+    try:
+        expected = embeddings.parse_sums(known.read_text(encoding="utf-8"))
+        found = embeddings.parse_sums((folder / embeddings.SUMS_FILE).read_text(encoding="utf-8"))
+    except OSError:
+        expected, found = {}, {}
+    if not expected or any(found.get(f) != expected.get(f) for f in files):
+        raise EmbedderError(
+            f"the model folder {folder} names its model {model_id!r}, the id of {what}, but its files "
+            "are not that model's; give it an id of its own (model.json's name), or use "
+            f"BLI_MEMORY_EMBEDDER={embeddings.MODEL_NAME if what == 'the shipped model' else short}")
+
+
 def load_model_dir(path: Path | str) -> OnnxEmbedder:
     """The process-wide embedder over the model folder ``path`` (loaded once, thread-safe).
 
@@ -110,7 +155,9 @@ def load_model_dir(path: Path | str) -> OnnxEmbedder:
             raise EmbedderError(f"the embedding model folder {folder} does not exist")
         if not (folder / embeddings.MANIFEST_FILE).is_file():
             raise EmbedderError(f"the embedding model folder {folder} has no {embeddings.MANIFEST_FILE}")
-        embedder = _loaded[folder] = embeddings.OnnxEmbedder(folder)
+        embedder = embeddings.OnnxEmbedder(folder)
+        check_claimed_id(folder, embedder.name)
+        _loaded[folder] = embedder
         return embedder
 
 
@@ -206,7 +253,8 @@ def lazy_model_dir(path: Path | str) -> LazyEmbedder:
 
     Raises:
         EmbedderError: the folder or its manifest is missing or invalid (without it the
-            model's id is unknown, and a store must never record a guessed one).
+            model's id is unknown, and a store must never record a guessed one), or it
+            claims a known model's id with other files (:func:`check_claimed_id`).
     """
     from bli_memory.core.memory import embeddings
 
@@ -218,4 +266,5 @@ def lazy_model_dir(path: Path | str) -> LazyEmbedder:
         what = "does not exist" if not folder.is_dir() else f"has no {embeddings.MANIFEST_FILE}"
         raise EmbedderError(f"the embedding model folder {folder} {what}") from exc
     found = embeddings.ModelManifest.parse(data)
+    check_claimed_id(folder, found.name)
     return LazyEmbedder(found.name, found.dimensions, lambda: load_model_dir(folder))

@@ -49,6 +49,7 @@ __all__ = [
     "ModelManifest",
     "OnnxEmbedder",
     "get_embedder",
+    "parse_sums",
     "read_verified_model_files",
 ]
 
@@ -73,8 +74,12 @@ DEFAULT_MAX_BATCH_TOKENS = 4096  # 16 texts of 256 tokens: peak RSS ~0.4 GB inst
 OUTPUT_NAME = "embedding"
 
 
-def _parse_sums(text: str) -> dict[str, str]:
-    """Parse ``sha256sum`` output (``<hex>  <name>`` or ``<hex> *<name>``) into name -> hex."""
+def parse_sums(text: str) -> dict[str, str]:
+    """Parse ``sha256sum`` output (``<hex>  <name>`` or ``<hex> *<name>``) into name -> hex.
+
+    Raises:
+        EmbedderError: a line is not ``<64 hex> <name>``.
+    """
     sums: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
@@ -160,7 +165,7 @@ def read_verified_model_files(model_dir: Traversable | Path) -> dict[str, bytes]
             for one of the files, or a file's sha256 differs from its entry.
     """
     try:
-        sums = _parse_sums((model_dir / SUMS_FILE).read_text(encoding="utf-8"))
+        sums = parse_sums((model_dir / SUMS_FILE).read_text(encoding="utf-8"))
     except OSError as exc:
         raise EmbedderError(f"cannot read {SUMS_FILE} in the model directory: {exc}") from exc
     files: dict[str, bytes] = {}

@@ -348,9 +348,12 @@ class PgCore:
                 )
                 return
         if recorded != self.model_name:
+            from bli_memory.core.memory.model_mismatch import team_mismatch_advice
+
+            advice = team_mismatch_advice(recorded, self.model_name)
             raise ModelMismatchError(
                 f"the service database holds vectors of the embedding model {recorded!r}, "
-                f"but this process uses {self.model_name!r}"
+                f"but this process uses {self.model_name!r}; {advice}"
             )
 
     def ready(self) -> bool:

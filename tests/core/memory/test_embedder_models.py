@@ -118,3 +118,38 @@ def test_an_installed_folder_loads_by_its_short_name(tmp_path: Path, monkeypatch
                                                ("models/x", True)])
 def test_paths_and_names_are_told_apart(spec: str, is_path: bool) -> None:
     assert embedder_models.is_model_path(spec) is is_path
+
+
+@pytest.mark.parametrize("claimed", ["all-MiniLM-L6-v2-int8", "all-mpnet-base-v2-int8"])
+def test_a_folder_claiming_a_known_models_id_with_other_files_is_refused(tmp_path: Path,
+                                                                        claimed: str) -> None:
+    # The store trusts the id: another model under the shipped id would be compared with it.
+    impostor = write_tiny_model(tmp_path / "custom", name=claimed)
+    for load in (embedder_models.lazy_model_dir, embedder_models.load_model_dir):
+        with pytest.raises(EmbedderError, match="names its model .* but its files are not that model's"):
+            load(impostor)
+    with pytest.raises(EmbedderError, match="not that model's"):
+        load_embedder(str(impostor))
+
+
+def test_a_folder_with_the_known_models_own_files_keeps_its_id(tmp_path: Path) -> None:
+    import shutil
+    from importlib import resources
+
+    copy = tmp_path / "minilm-copy"
+    copy.mkdir()
+    for name in ("model.onnx", "tokenizer.json", "SHA256SUMS"):
+        shutil.copyfile(str(resources.files("bli_memory.core.model") / name), copy / name)
+    manifest = json.dumps({"name": "all-MiniLM-L6-v2-int8", "dimensions": 384, "max_tokens": 256}).encode()
+    (copy / "model.json").write_bytes(manifest)
+    import hashlib
+
+    with (copy / "SHA256SUMS").open("a") as fh:
+        fh.write(f"{hashlib.sha256(manifest).hexdigest()}  model.json\n")
+    assert embedder_models.lazy_model_dir(copy).name == "all-MiniLM-L6-v2-int8"
+    installed = write_tiny_model(embedder_models.installed_model_dir("mpnet", data_dir()),
+                                 name="all-mpnet-base-v2-int8")
+    assert embedder_models.load_model_dir(installed).name == "all-mpnet-base-v2-int8"  # its own folder
+    twin = tmp_path / "mpnet-twin"
+    shutil.copytree(installed, twin)
+    assert embedder_models.lazy_model_dir(twin).name == "all-mpnet-base-v2-int8"  # the same files

@@ -57,8 +57,13 @@ def test_another_embedding_model_is_refused(pg_instance: Any) -> None:
 
     url = pgserver.create_database(pg_instance, "bli_model")
     PostgresBackend(url, pool_size=1).close()
-    with pytest.raises(ModelMismatchError):
+    with pytest.raises(ModelMismatchError) as err:
         PostgresBackend(url, pool_size=1, embedder=OtherModel())
+    # Like the embedded store's, the message says the ways out: the database's model, or
+    # a new database filled by export and import (a team database has no reembed).
+    assert ("start the service with BLI_MEMORY_EMBEDDER=all-MiniLM-L6-v2-int8 (the model this database "
+            "was created with), or, to move to some-other-model, export every person's memories "
+            "(`bli-memory-mcp memory export`) and import them") in str(err.value)
 
 
 def test_an_unreachable_database_is_a_store_error() -> None:

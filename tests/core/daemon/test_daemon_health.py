@@ -1,0 +1,122 @@
+"""A daemon that cannot work says so and gets out of the way.
+
+- Settings that would fail every request (an unknown ``BLI_MEMORY_EMBEDDER``) start no
+  daemon: ``daemon --restart`` refuses in one line with exit 1 and stops nothing, and a
+  hook's own start leaves no daemon behind while the hook fails open.
+- A daemon whose model fails to load (``mpnet`` configured, not installed) answers the
+  MCP calls that need no model (``memory_info``), then leaves; ``daemon --status``,
+  ``status`` and ``cockpit doctor`` show ``daemon cannot embed: <reason>`` and what to do,
+  and hooks go direct at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from bli_memory.core.hooks import daemon_client
+from tests.conftest import bin_path
+from tests.core.daemon import test_daemon
+from tests.core.daemon.test_daemon import (
+    Daemons,
+    _daemon_pids,
+    _gone,
+    ping_ready,
+    prompt_hook,
+    save,
+    wait_until,
+)
+from tests.mcp_client import run_session, text_of
+
+daemons = test_daemon.daemons  # the daemon tests' fixture
+
+
+def test_restart_with_an_unknown_embedder_refuses_and_stops_nothing(daemons: Daemons, project: Path) -> None:
+    running = daemons.start()
+    env = {**os.environ, "BLI_MEMORY_EMBEDDER": "mpnt"}
+    r = subprocess.run([bin_path(), "daemon", "--restart"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("[bli-memory] the daemon cannot start: config_invalid: ")
+    assert "'mpnt' is not a registered embedder" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert running.poll() is None and daemon_client.ping()["pid"] == running.pid
+
+
+def test_a_hook_with_an_unknown_embedder_starts_no_daemon_and_fails_open(daemons: Daemons,
+                                                                         project: Path) -> None:
+    env = {"BLI_MEMORY_EMBEDDER": "mpnt"}
+    hook = prompt_hook(project, env=env)
+    assert hook.returncode == 0 and hook.stdout == ""
+    assert hook.receipt[1]["via"] == "direct" and hook.reason == "config_invalid"
+    time.sleep(3.0)  # a started daemon would bind within this time
+    assert _daemon_pids(Path(os.environ["HOME"])) == []
+    started = subprocess.run([bin_path(), "daemon"], env={**os.environ, **env}, capture_output=True,
+                             text=True, timeout=60)
+    assert started.returncode == 1 and "the daemon cannot start: config_invalid" in started.stderr
+
+
+def test_a_daemon_that_cannot_embed_answers_info_then_leaves_and_says_why(daemons: Daemons,
+                                                                          project: Path) -> None:
+    save(project, "Staging listens on port 8443.")
+    env = {"BLI_MEMORY_EMBEDDER": "mpnet"}
+    proc = daemons.start(env=env, ready=False)
+
+    async def body(client):
+        return await client.call_tool("memory_info", {})
+
+    info = run_session(project, body, **env)
+    assert not info.is_error, text_of(info)
+    assert "1 live" in text_of(info) and "all-mpnet-base-v2-int8" in text_of(info)
+    assert "bli-memory-mcp model install mpnet" in text_of(info)  # how to install it
+    wait_until(lambda: proc.poll() is not None, what="the daemon that cannot embed to leave")
+    assert proc.returncode == 0 and "cannot_embed" in daemons.stderr(proc)
+
+    full = {**os.environ, **env}
+    st = subprocess.run([bin_path(), "daemon", "--status"], env=full, capture_output=True, text=True,
+                        timeout=30)
+    status = json.loads(st.stdout)
+    assert status["running"] is False
+    assert status["problem"].startswith("cannot embed: the mpnet embedding model is not installed")
+    assert "daemon --restart" in status["fix"]
+    shown = subprocess.run([bin_path(), "status"], env=full, capture_output=True, text=True, timeout=120)
+    assert "daemon: not running; daemon cannot embed: the mpnet" in shown.stdout, shown.stdout
+    assert "bli-memory-mcp model install mpnet" in shown.stdout
+    doctor = subprocess.run([bin_path("cockpit"), "doctor", "--json"], env=full, capture_output=True,
+                            text=True, timeout=120)
+    rows = {row[1] if isinstance(row, list) else row["check"]: row for row in json.loads(doctor.stdout)}
+    assert "daemon cannot embed: the mpnet" in json.dumps(rows["memory-daemon"])
+
+    started = time.monotonic()
+    hook = prompt_hook(project, env=env)  # no daemon to wait for: direct at once, fails open
+    assert hook.returncode == 0 and hook.receipt[1]["via"] == "direct"
+    assert time.monotonic() - started < 10
+    time.sleep(2.0)
+    assert _daemon_pids(Path(os.environ["HOME"])) == []  # that start failed: backed off, not retried
+
+
+def test_a_daemon_that_embeds_clears_the_problem(daemons: Daemons, project: Path) -> None:
+    daemons.start(env={"BLI_MEMORY_EMBEDDER": "mpnet"}, ready=False)
+    wait_until(lambda: "problem" in daemon_client.status(), what="the problem to be recorded")
+    healthy = daemons.start()
+    assert ping_ready() is not None and "problem" not in daemon_client.status()
+    daemon_client.stop()
+    wait_until(lambda: _gone(healthy.pid), what="the daemon to stop")
+    assert "problem" not in daemon_client.status()
+
+
+def test_restart_into_a_model_that_cannot_load_says_so(daemons: Daemons, project: Path) -> None:
+    daemons.start()
+    env = {**os.environ, "BLI_MEMORY_EMBEDDER": "mpnet"}
+    r = subprocess.run([bin_path(), "daemon", "--restart"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("[bli-memory] daemon cannot embed: the mpnet embedding model is not installed")
+    assert "bli-memory-mcp model install mpnet" in line and "daemon --restart" in line
+    back = subprocess.run([bin_path(), "daemon", "--restart"], capture_output=True, text=True, timeout=120)
+    assert back.returncode == 0 and "daemon restarted" in back.stderr, back.stderr
+    assert "problem" not in daemon_client.status()
