@@ -27,8 +27,8 @@ import os
 import re
 
 __all__ = [
-    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "label_value", "list_intro", "product_case",
-    "project_subject", "standalone", "user_clauses",
+    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "ignore_entry", "label_value", "list_intro",
+    "product_case", "project_subject", "standalone", "user_clauses",
 ]
 
 #: Lower-case spellings people type, and the product's own spelling.
@@ -285,3 +285,22 @@ def project_subject(sentence: str) -> str:
     if not m:
         return sentence
     return "The project " + (m.group(1) or "") + m.group(2) + sentence.strip()[m.end():]
+
+
+_IGNORE_ENTRY = re.compile(
+    r"^(?:i(?:'ve| have)? |we(?:'ve| have)? )?(?:also )?(?:added|add|adding|appended)\s+(.+?)\s+to\s+"
+    r"(?:the )?(?:project's |repo's |repository's )?(`?\.(?:git|docker|npm|prettier|eslint)ignore`?)"
+    r"(?:\s+(?:file|pattern))?\s*[.:]?$", re.IGNORECASE)
+
+
+def ignore_entry(sentence: str) -> str:
+    """A report of an entry added to an ignore file as the standing rule it sets.
+
+    "Added `claude_export_*/` to `.gitignore`" (a line of a change summary) becomes
+    "`claude_export_*/` is in `.gitignore`.": what the repository ignores outlives the
+    change that added it. Other sentences are returned unchanged.
+    """
+    m = _IGNORE_ENTRY.match(sentence.strip())
+    if not m:
+        return sentence
+    return f"{m.group(1)} is in {m.group(2)}."

@@ -98,3 +98,46 @@ def test_the_persons_requirements_and_context_are_kept_as_facts() -> None:
 ])
 def test_an_instruction_that_teaches_a_command_is_kept_even_in_a_request(prompt: str, fact: str) -> None:
     assert kept(prompt) == [fact]
+
+
+@pytest.mark.parametrize("line", [
+    "Good, the default is 'all' in `export.py`.",
+    "`~/.claude/commands/export.md` - Slash command is up to date.",
+    "The XML file is now available at `/mnt/c/python/cctrace/conversation_full.xml` for you to use.",
+    "Your complete export tool in `export.py` is now fully functional and ready for use! 🎉",
+    "The session ID is `f33cdb42-0a41-40d4-91eb-c89c109af38a`.",
+])
+def test_verdicts_status_and_identifiers_of_the_moment_are_dropped(line: str) -> None:
+    assert kept("add xml output to the exporter", line) == []
+
+
+def test_make_sure_asks_for_this_task_unless_it_states_a_standing_rule() -> None:
+    assert kept("make sure all files in the current working directory are updated to latest versions.") == []
+    assert kept("Always make sure `ruff check .` passes before every commit.") != []
+
+
+def test_items_under_a_change_report_are_dropped_unless_they_say_where_or_how() -> None:
+    reply = ("Perfect! All files in the working directory are up to date with:\n\n"
+             "**Latest features included:**\n"
+             "1. **Session ID fix** (uses actual session ID from metadata, not filename)\n"
+             "2. **XML export** support with full metadata\n\n"
+             "### Updated Files:\n"
+             "- **Installed version** (`~/claude_sessions/export_claude_session.py`)\n"
+             "- Command line: `--no-copy-to-cwd` flag to disable\n")
+    assert kept("please copy any updated files to the working folder", reply) == [
+        "The installed version is `~/claude_sessions/export_claude_session.py`.",
+        "Command line: `--no-copy-to-cwd` flag to disable."]
+    # The same items outside a change report are judged on their own.
+    assert "XML export support with full metadata." in kept(
+        "list the features", "Features:\n- **XML export** support with full metadata\n")
+
+
+def test_switches_ignore_entries_and_root_causes_are_kept() -> None:
+    assert kept("add an off switch", "- Added `claude_export_*/` to `.gitignore`") == [
+        "`claude_export_*/` is in `.gitignore`."]
+    assert kept("add an off switch", "Set `CLAUDE_EXPORT_COPY_TO_CWD=false` to skip the copy.") == [
+        "Set `CLAUDE_EXPORT_COPY_TO_CWD=false` to skip the copy."]
+    assert kept("why was the xml missing?",
+                "The key fix was changing the default of `output_format` from 'md' to 'all'.") == [
+        "The key fix was changing the default of `output_format` from 'md' to 'all'."]
+    assert kept("is it fixed?", "The issue is now fixed in `export.py`.") == []

@@ -1,0 +1,80 @@
+"""The items of a change report: the list an assistant writes under "Updated Files:".
+
+At the end of a task a coding agent sums up what it did: "## Summary of Changes",
+"📝 Updated Files:", "Here's what was implemented:", "Fixed Issues:", "I've updated the
+README to make it clear that the export includes:". Each item of such a list reports the
+work of that turn ("`~/.claude/commands/export.md` - Slash command is up to date",
+"Session ID fix (uses actual session ID from metadata, not filename)"), and a sentence cut
+from it reads like a fact about the project once the heading is gone. The default
+extractor drops them unless they carry a standing rule of their own (a switch, an ignore
+entry, a reason); :func:`report_items` says which sentences of a turn are such items.
+
+The cue is the heading, and it names no project: a line that ends in a colon and says
+that files were changed or work was done ("updated", "files modified", "changes made",
+"what was implemented", "now includes"). Pure functions; the standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["in_report", "report_items"]
+
+_DONE = (r"(?:updated|modified|changed|created|edited|touched|removed|deleted|moved|verified|fixed|added|"
+         r"installed|implemented|completed|cleaned|renamed|refactored|resolved)")
+_HEADING = re.compile(
+    "^\\W*(?:" + "|".join((
+        rf"{_DONE}\b.{{0,60}}",  # "Updated Files", "Fixed Issues", "Moved to backup"
+        rf".{{0,40}}\bfiles? {_DONE}\b.{{0,40}}",  # "Files verified in the working directory"
+        r".{0,40}\bchanges? (?:made|applied)\b.{0,40}",
+        r".{0,20}\bsummary of (?:the )?changes\b.{0,20}",
+        rf".{{0,30}}\bwhat (?:was|were|i|we|has been|have been|i've|we've) "
+        rf"(?:\w+ )?(?:{_DONE}|done|did|built)\b.{{0,30}}",  # "Here's what was implemented"
+        r".{0,40}\b(?:features|fixes) included\b.{0,30}",
+        r".{0,40}\bnow includes?\b.{0,30}",  # "The README now includes"
+        rf"(?:i've|i have|we've|we have) (?:\w+ly )?{_DONE}\b.{{0,120}}",
+        rf".{{0,60}}\b(?:has|have) been (?:\w+ly )?{_DONE}\b.{{0,40}}",  # "All files have been updated"
+    )) + ")\\s*:\\s*$",
+    re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+
+def _key(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def report_items(body: str) -> tuple[str, ...]:
+    """The list items under change-report headings in one turn, as comparison keys.
+
+    Args:
+        body: One turn's text, as :func:`~bli_memory.core.extraction.sentences.turns`
+            returns it.
+
+    Returns:
+        Each item's words, lower case, space-joined (for :func:`in_report`); empty when
+        the turn has no change report. A report's list runs from its heading to the next
+        line that is neither a list item nor blank.
+    """
+    items: list[str] = []
+    inside = fenced = False
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        stripped = line.strip()
+        if fenced or not stripped:
+            continue
+        plain = re.sub(r"^#{1,6}\s+", "", stripped).replace("**", "").replace("__", "")
+        if _BULLET.match(plain):
+            if inside:
+                items.append(_key(_BULLET.sub("", plain)))
+            continue
+        inside = bool(_HEADING.match(plain))
+    return tuple(k for k in items if k)
+
+
+def in_report(sentence: str, items: tuple[str, ...]) -> bool:
+    """True when ``sentence`` (a unit of the turn) is, or is part of, one of ``items``."""
+    key = _key(sentence)
+    return bool(key) and any(key in item for item in items)
