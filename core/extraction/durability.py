@@ -98,6 +98,8 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"(?:few )?(?:hours?|minutes?|days?))\b|^(?:assessment|summary|status|result|results|verdict|"
             r"conclusion|outcome|analysis|progress|recap|tl;?dr|actions taken|next steps?|overall)\s*:|"
             r"\b(?:correctly|properly|incorrectly) (?:uses?|used|set|named|formatted|qualified)\b|"
+            r"\bthe (?:test|tests|build|check|checks|run|suite) (?:is|are|was|were) (?:now |still )?"
+            r"(?:failing|passing|broken|green|red|running)\b|"
             r"\b(?:most|all|some|none) (?:of them )?(?:are|were|is) "
             r"(?:compliant|correct|fine|ok|good|valid)\b|"
             r"^(?:the )?main (?:issues|problems|findings|violations) (?:are|were)\b|"

@@ -204,6 +204,12 @@ _LABEL_SKIP = re.compile(
     re.IGNORECASE)
 
 
+#: A label that opens with a verb is advice ("Use exact pinning (`==`)"), not a noun phrase.
+_IMPERATIVE_LABEL = re.compile(
+    r"^(?:use|keep|add|run|set|make|avoid|prefer|try|consider|update|pin|install|remove|enable|disable)\b",
+    re.IGNORECASE)
+
+
 def label_value(sentence: str) -> str:
     """``Session storage location: `~/.claude/projects/``` as a sentence.
 
@@ -213,7 +219,7 @@ def label_value(sentence: str) -> str:
     are returned unchanged (and then dropped, having no verb).
     """
     m = _LABEL.match(sentence.strip())
-    if not m or _LABEL_SKIP.search(m.group(1)):
+    if not m or _LABEL_SKIP.search(m.group(1)) or _IMPERATIVE_LABEL.match(m.group(1)):
         return sentence
     words = [w if w.isupper() and len(w) > 1 else w.lower() for w in m.group(1).split()]
     return f"The {' '.join(words)} is {m.group(2) or m.group(3)}."

@@ -1,4 +1,4 @@
-"""The items of a change report: the list an assistant writes under "Updated Files:".
+"""Sections of a reply that state no standing fact: change reports and options offered.
 
 At the end of a task a coding agent sums up what it did: "## Summary of Changes",
 "📝 Updated Files:", "Here's what was implemented:", "Fixed Issues:", "I've updated the
@@ -11,14 +11,20 @@ entry, a reason); :func:`report_items` says which sentences of a turn are such i
 
 The cue is the heading, and it names no project: a line that ends in a colon and says
 that files were changed or work was done ("updated", "files modified", "changes made",
-"what was implemented", "now includes"). Pure functions; the standard library only.
+"what was implemented", "now includes").
+
+The same holds for the options an assistant lays out before anything is decided: what
+follows "### Option 1: Upgrade Pillow version", "**Pros:**", "## Proposed Solution" or
+"## My Recommendation" up to the next heading is a proposal ("Update Pillow to a newer
+version that supports Python 3.13"), and the person's answer, not the proposal, decides.
+:func:`proposal_lines` says which lines those are. Pure functions; the standard library only.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["in_report", "report_items"]
+__all__ = ["in_report", "proposal_lines", "report_items"]
 
 _DONE = (r"(?:updated|modified|changed|created|edited|touched|removed|deleted|moved|verified|fixed|added|"
          r"installed|implemented|completed|cleaned|renamed|refactored|resolved)")
@@ -78,3 +84,44 @@ def in_report(sentence: str, items: tuple[str, ...]) -> bool:
     """True when ``sentence`` (a unit of the turn) is, or is part of, one of ``items``."""
     key = _key(sentence)
     return bool(key) and any(key in item for item in items)
+
+
+_PROPOSAL = re.compile(
+    r"^\W*(?:(?:option|approach|alternative|solution)\s*(?:\d+|[a-d]|one|two|three)\b|"
+    r"(?:proposed|suggested|possible|recommended) (?:solutions?|fix(?:es)?|approach(?:es)?|changes?)\b|"
+    r"(?:my )?recommendations?\b|pros\b|cons\b|advantages\b|disadvantages\b|trade-?offs?\b|how it works\b)",
+    re.IGNORECASE)
+_HEADING_LINE = re.compile(r"^(?:#{1,6}\s+\S|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
+
+
+def proposal_lines(body: str) -> tuple[str, ...]:
+    """The lines under option, pros-and-cons and recommendation headings, as keys.
+
+    Args:
+        body: One turn's text.
+
+    Returns:
+        Each line's words, lower case, space-joined (for :func:`in_report`); a
+        proposal runs from its heading to the next heading that is not one.
+    """
+    lines: list[str] = []
+    inside = fenced = False
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        stripped = line.strip()
+        if fenced or not stripped:
+            continue
+        plain = _BULLET.sub("", re.sub(r"^#{1,6}\s+", "", stripped)).replace("**", "").replace("__", "")
+        if _PROPOSAL.match(plain):
+            inside = True
+            rest = re.split(r":\s+", plain, maxsplit=1)
+            if len(rest) > 1:
+                lines.append(_key(rest[1]))  # "Option 2: Downgrade Python to 3.12"
+            continue
+        if _HEADING_LINE.match(stripped) and not _BULLET.match(stripped):
+            inside = False
+        elif inside:
+            lines.append(_key(plain))
+    return tuple(k for k in lines if k)

@@ -141,3 +141,28 @@ def test_switches_ignore_entries_and_root_causes_are_kept() -> None:
                 "The key fix was changing the default of `output_format` from 'md' to 'all'.") == [
         "The key fix was changing the default of `output_format` from 'md' to 'all'."]
     assert kept("is it fixed?", "The issue is now fixed in `export.py`.") == []
+
+
+def test_the_persons_pointers_to_files_are_kept_and_pasted_output_is_not() -> None:
+    prompt = ("During creation backend container I got an error\n"
+              " => ERROR [builder 5/5] RUN pip install --no-cache-dir --user -r requirements.txt      7.9s\n"
+              "INFO:     Started server process [1]\n"
+              "Read CLAUDE.md and AI*.md files for rules and instructions\n"
+              "Previous conversations can be found under docs/chats/ directory")
+    assert kept(prompt) == ["Per the user, read CLAUDE.md and AI*.md files for rules and instructions.",
+                            "Per the user, previous conversations can be found under docs/chats/ directory."]
+    assert kept("Read config.py") == []
+
+
+def test_options_offered_are_not_kept_but_the_analysis_is() -> None:
+    reply = ("## Analysis\n\nThe issue is that **Pillow 10.2.0 is not compatible with Python 3.13**.\n\n"
+             "### Option 1: Upgrade Pillow version (Recommended)\n"
+             "Update Pillow to a newer version that supports Python 3.13. Pillow 10.3.0+ has Python 3.13 support.\n\n"
+             "**Pros:**\n- Uses `pip-tools` to pin versions\n")
+    assert kept("the docker build fails", reply) == [
+        "The issue is that Pillow 10.2.0 is not compatible with Python 3.13."]
+
+
+def test_exclamations_and_test_status_of_the_assistant_are_the_moment() -> None:
+    assert kept("why does it fail", "The `kwargs` is empty!") == []
+    assert kept("why does it fail", "The test is failing because production.json uses `/data` paths.") == []
