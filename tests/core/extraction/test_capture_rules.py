@@ -157,7 +157,8 @@ def test_the_persons_pointers_to_files_are_kept_and_pasted_output_is_not() -> No
 def test_options_offered_are_not_kept_but_the_analysis_is() -> None:
     reply = ("## Analysis\n\nThe issue is that **Pillow 10.2.0 is not compatible with Python 3.13**.\n\n"
              "### Option 1: Upgrade Pillow version (Recommended)\n"
-             "Update Pillow to a newer version that supports Python 3.13. Pillow 10.3.0+ has Python 3.13 support.\n\n"
+             "Update Pillow to a newer version that supports Python 3.13. "
+             "Pillow 10.3.0+ has Python 3.13 support.\n\n"
              "**Pros:**\n- Uses `pip-tools` to pin versions\n")
     assert kept("the docker build fails", reply) == [
         "The issue is that Pillow 10.2.0 is not compatible with Python 3.13."]
