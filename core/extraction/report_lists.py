@@ -89,7 +89,7 @@ def in_report(sentence: str, items: tuple[str, ...]) -> bool:
 _PROPOSAL = re.compile(
     r"^\W*(?:(?:option|approach|alternative|solution)\s*(?:\d+|[a-d]|one|two|three)\b|"
     r"(?:proposed|suggested|possible|recommended) (?:solutions?|fix(?:es)?|approach(?:es)?|changes?)\b|"
-    r"(?:my )?recommendations?\b|pros\b|cons\b|advantages\b|disadvantages\b|trade-?offs?\b|how it works\b)",
+    r"(?:my )?recommendations?\b|pros?\b|cons?\b|advantages\b|disadvantages\b|trade-?offs?\b|how it works\b)",
     re.IGNORECASE)
 _HEADING_LINE = re.compile(r"^(?:#{1,6}\s+\S|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
 
@@ -116,9 +116,7 @@ def proposal_lines(body: str) -> tuple[str, ...]:
         plain = _BULLET.sub("", re.sub(r"^#{1,6}\s+", "", stripped)).replace("**", "").replace("__", "")
         if _PROPOSAL.match(plain):
             inside = True
-            rest = re.split(r":\s+", plain, maxsplit=1)
-            if len(rest) > 1:
-                lines.append(_key(rest[1]))  # "Option 2: Downgrade Python to 3.12"
+            lines.append(_key(plain))  # "Option 2: Downgrade Python to 3.12", "Con: ..."
             continue
         if _HEADING_LINE.match(stripped) and not _BULLET.match(stripped):
             inside = False

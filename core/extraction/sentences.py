@@ -116,7 +116,8 @@ def units(body: str, *, per_line: bool = False) -> list[str]:
             else:
                 items[-1] += " " + stripped
         for item in items:
-            protected, spans = _protect_code(item.replace("**", "").replace("__", ""))
+            protected, spans = _protect_code(item)  # `__init__` keeps its underscores
+            protected = protected.replace("**", "").replace("__", "")
             pieces = r.sentence_end.split(protected)
             merged: list[str] = []
             for piece in pieces:

@@ -167,3 +167,10 @@ def test_options_offered_are_not_kept_but_the_analysis_is() -> None:
 def test_exclamations_and_test_status_of_the_assistant_are_the_moment() -> None:
     assert kept("why does it fail", "The `kwargs` is empty!") == []
     assert kept("why does it fail", "The test is failing because production.json uses `/data` paths.") == []
+
+
+def test_code_spans_keep_their_underscores_and_a_con_is_a_proposal() -> None:
+    cause = "The issue is that the custom `__init__` in `config.py` runs after `super().__init__()`."
+    assert kept("why?", cause) == [cause]
+    con = "- **Con**: When you upgraded Python to 3.13, the pinned Pillow version isn't compatible"
+    assert kept("pin it?", con) == []
