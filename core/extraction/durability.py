@@ -87,7 +87,10 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"identical|the same|fixed|passing)\b|(?:now|already) (?:shows?|showing|works?|working|"
             r"exists?|has|have|contains?|includes?)\b|is now showing|are now showing|"
             r"(?:it|this|that|everything) (?:works|worked)\b|up[- ]to[- ]date\b|\bin sync\b|"
-            r"(?:is|are) now available\b|fully functional\b|ready (?:for|to) use\b)", i),
+            r"(?:is|are) now available\b|fully functional\b|ready (?:for|to) use\b|"
+            r"^(?:added|updated|fixed|removed|deleted|implemented|created|modified|changed|enhanced|"
+            r"improved|refactored|renamed|moved|converted|replaced|clarified|documented|cleaned up|restored|"
+            r"rewrote)\b)", i),
         "moment": re.compile(
             r"\b(?:currently|right now|at the moment|so far|for now|just now|as of now|"
             r"this (?:session|chat|conversation|run|turn|time)|(?:the|our) (?:current|active|present) "

@@ -91,6 +91,9 @@ _PROPOSAL = re.compile(
     r"(?:proposed|suggested|possible|recommended) (?:solutions?|fix(?:es)?|approach(?:es)?|changes?)\b|"
     r"(?:my )?recommendations?\b|pros?\b|cons?\b|advantages\b|disadvantages\b|trade-?offs?\b|how it works\b)",
     re.IGNORECASE)
+#: The assistant turns from proposing to doing: what follows is narration of the work.
+_WORK_STARTS = re.compile(r"^(?:let me|let's|now (?:let|i)|i'll|i will|i've|perfect|great|excellent|done)\b",
+                          re.IGNORECASE)
 _HEADING_LINE = re.compile(r"^(?:#{1,6}\s+\S|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
 
 
@@ -102,10 +105,12 @@ def proposal_lines(body: str) -> tuple[str, ...]:
 
     Returns:
         Each line's words, lower case, space-joined (for :func:`in_report`); a
-        proposal runs from its heading to the next heading that is not one.
+        proposal runs from its heading to the next heading of the same or a higher
+        level ("## Analysis" after "## Proposed Changes") that is not one itself.
     """
     lines: list[str] = []
-    inside = fenced = False
+    level = 0  # the heading level of the open proposal; 0 when none is open
+    fenced = False
     for line in body.splitlines():
         if _FENCE.match(line):
             fenced = not fenced
@@ -114,12 +119,17 @@ def proposal_lines(body: str) -> tuple[str, ...]:
         if fenced or not stripped:
             continue
         plain = _BULLET.sub("", re.sub(r"^#{1,6}\s+", "", stripped)).replace("**", "").replace("__", "")
+        hashes = len(stripped) - len(stripped.lstrip("#"))
+        heading = (1 <= hashes <= 6) or (
+            _HEADING_LINE.match(stripped) is not None and not _BULLET.match(stripped))
+        this_level = hashes if 1 <= hashes <= 6 else 7  # a bold or colon line ranks below every "#"
         if _PROPOSAL.match(plain):
-            inside = True
+            if not level or this_level <= level:
+                level = this_level
             lines.append(_key(plain))  # "Option 2: Downgrade Python to 3.12", "Con: ..."
             continue
-        if _HEADING_LINE.match(stripped) and not _BULLET.match(stripped):
-            inside = False
-        elif inside:
+        if (heading and level and this_level <= level) or _WORK_STARTS.match(plain):
+            level = 0  # "## Analysis" after "## Option 2" ends it, as does "Let me implement these changes:"
+        elif level:
             lines.append(_key(plain))
     return tuple(k for k in lines if k)

@@ -174,3 +174,18 @@ def test_code_spans_keep_their_underscores_and_a_con_is_a_proposal() -> None:
     assert kept("why?", cause) == [cause]
     con = "- **Con**: When you upgraded Python to 3.13, the pinned Pillow version isn't compatible"
     assert kept("pin it?", con) == []
+
+
+def test_bullets_that_open_with_a_done_verb_report_the_work() -> None:
+    for line in ("- Updated function docstring to document that only models merge from `local.json`",
+                 "- Fixed edge case: now handles when base config has no models but `local.json` does"):
+        assert kept("update the docs", line) == []
+
+
+def test_a_proposal_ends_where_the_work_starts() -> None:
+    reply = ("## Proposed Changes\n\n### 1. **Add Warning Log**\n"
+             "When `local.json` has other keys, emit a warning.\n\n"
+             "Let me implement these changes:\n\n"
+             "The issue is that `development.json` models replace the default models in a deep merge.")
+    assert kept("implement the review", reply) == [
+        "The issue is that `development.json` models replace the default models in a deep merge."]
