@@ -82,6 +82,8 @@ def report_items(body: str) -> tuple[str, ...]:
 
 def in_report(sentence: str, items: tuple[str, ...]) -> bool:
     """True when ``sentence`` (a unit of the turn) is, or is part of, one of ``items``."""
+    if not items:
+        return False
     key = _key(sentence)
     return bool(key) and any(key in item for item in items)
 
