@@ -131,6 +131,21 @@ def _patterns() -> dict[str, re.Pattern[str]]:
         "general": re.compile(
             r"\b(?:always|never|every|each time|from now on|going forward|by default|in this repo|"
             r"in this project|whenever|all (?:of )?(?:the|our)?\s*\w+|any time|in general|as a rule)\b", i),
+        "check_request": re.compile(
+            r"^(?:please\s+)?(?:make sure|ensure|double[- ]check|verify|confirm)\b", i),
+        "standing": re.compile(
+            r"\b(?:always|never|every time|each time|from now on|going forward|by default|whenever|"
+            r"before (?:every|each)|"
+            r"in this (?:repo|project))\b", i),
+        "switch_name": re.compile(
+            r"(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+=\S+"),
+        "switch_effect": re.compile(
+            r"\b(?:disabl\w*|enabl\w*|turns? (?:on|off)|turning (?:on|off)|switch(?:es)? (?:on|off)|skip\w*|"
+            r"suppress\w*|overrid\w*|opts? (?:in|out)|silenc\w*|forces?)\b", i),
+        "root_cause": re.compile(
+            r"^(?:the |our )?(?:key |real |actual |main |underlying |root )?"
+            r"(?:fix|solution|cause|culprit|problem|issue|bug)"
+            r" (?:was|is|turned out to be)\b(?! (?:now|still|fixed|resolved|gone|clear)\b)", i),
     }
 
 
@@ -195,12 +210,6 @@ def names_place(sentence: str) -> bool:
     return bool(_NAMES_PLACE.search(sentence))
 
 
-_CHECK_REQUEST = re.compile(r"^(?:please\s+)?(?:make sure|ensure|double[- ]check|verify|confirm)\b",
-                            re.IGNORECASE)
-_STANDING = re.compile(
-    r"\b(?:always|never|every time|each time|from now on|going forward|by default|whenever|"
-    r"before (?:every|each)|"
-    r"in this (?:repo|project))\b", re.IGNORECASE)
 
 
 def is_task_request(sentence: str) -> bool:
@@ -216,7 +225,7 @@ def is_task_request(sentence: str) -> bool:
     """
     p = _patterns()
     s = sentence.strip()
-    if _CHECK_REQUEST.match(s) and not _STANDING.search(s):
+    if _patterns()["check_request"].match(s) and not _patterns()["standing"].search(s):
         return True  # "Make sure all files are updated": "all" here is this task's files
     if p["general"].search(s) or teaches(s):
         return False
@@ -361,10 +370,6 @@ def is_context(sentence: str) -> bool:
     return len(s.split()) >= 5 and bool(_CONTEXT.match(s)) and "?" not in s
 
 
-_SWITCH_NAME = re.compile(r"(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+=\S+")
-_SWITCH_EFFECT = re.compile(
-    r"\b(?:disabl\w*|enabl\w*|turns? (?:on|off)|turning (?:on|off)|switch(?:es)? (?:on|off)|skip\w*|"
-    r"suppress\w*|overrid\w*|opts? (?:in|out)|silenc\w*|forces?)\b", re.IGNORECASE)
 
 
 def is_switch(sentence: str) -> bool:
@@ -373,13 +378,10 @@ def is_switch(sentence: str) -> bool:
     disable", "Set `CLAUDE_EXPORT_COPY_TO_CWD=false` to skip the copy"): how a later
     session configures the tool. Questions are not switches."""
     s = sentence.strip()
-    return bool(_SWITCH_NAME.search(s) and _SWITCH_EFFECT.search(s)) and "?" not in s
+    p = _patterns()
+    return bool(p["switch_name"].search(s) and p["switch_effect"].search(s)) and "?" not in s
 
 
-_ROOT_CAUSE = re.compile(
-    r"^(?:the |our )?(?:key |real |actual |main |underlying |root )?"
-    r"(?:fix|solution|cause|culprit|problem|issue|bug)"
-    r" (?:was|is|turned out to be)\b(?! (?:now|still|fixed|resolved|gone|clear)\b)", re.IGNORECASE)
 
 
 def is_root_cause(sentence: str) -> bool:
@@ -387,4 +389,4 @@ def is_root_cause(sentence: str) -> bool:
     key fix was changing the default from 'md' to 'all'", "The problem is that the
     installed copy is older"): the root cause a later session needs. "The issue is now
     fixed" reports the moment and is not one."""
-    return bool(_ROOT_CAUSE.match(sentence.strip())) and "?" not in sentence
+    return bool(_patterns()["root_cause"].match(sentence.strip())) and "?" not in sentence

@@ -16,18 +16,25 @@ as reference"); it names no project. Pure functions; the standard library only.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 __all__ = ["points_to_file"]
 
 _FILE = (r"(?:[\w*.-]+/[\w*./-]*|(?<![\w/])/[\w*.-]+|"
          r"[\w*-]+\.(?:md|txt|json|ya?ml|toml|py|js|ts|pdf|sh|cfg|ini|env|csv|html)\b)")
-_PLACE_VERB = re.compile(
+_PLACE_VERB_SOURCE = (
     r"\b(?:can be found|are found|is found|are kept|is kept|are stored|is stored|lives?|are located|"
-    r"is located|are saved|is saved)\s+(?:in|under|at|inside)\b", re.IGNORECASE)
-_POINTER = re.compile(
+    r"is located|are saved|is saved)\s+(?:in|under|at|inside)\b")
+_POINTER_SOURCE = (
     rf"^(?:please\s+)?(?:read|see|check|use|consult|follow|refer to)\b.*{_FILE}.*\b(?:for|as|with)\s+"
     r"(?:all\s+)?(?:[\w-]+\s+){0,3}(?:rules?|instructions?|guidelines?|conventions?|standards?|reference|referal|"
-    r"referral|context|tasks|design|documentation|details|specs?|requirements)\b", re.IGNORECASE)
+    r"referral|context|tasks|design|documentation|details|specs?|requirements)\b")
+
+
+@cache
+def _rx() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The place and pointer patterns, compiled on first use (the hooks import this module)."""
+    return re.compile(_PLACE_VERB_SOURCE, re.IGNORECASE), re.compile(_POINTER_SOURCE, re.IGNORECASE)
 
 
 def points_to_file(sentence: str) -> bool:
@@ -44,4 +51,5 @@ def points_to_file(sentence: str) -> bool:
     s = sentence.strip()
     if "?" in s or not re.search(_FILE, s):
         return False
-    return bool(_PLACE_VERB.search(s) or _POINTER.match(s))
+    place_verb, pointer = _rx()
+    return bool(place_verb.search(s) or pointer.match(s))

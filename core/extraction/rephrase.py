@@ -205,9 +205,8 @@ _LABEL_SKIP = re.compile(
 
 
 #: A label that opens with a verb is advice ("Use exact pinning (`==`)"), not a noun phrase.
-_IMPERATIVE_LABEL = re.compile(
-    r"^(?:use|keep|add|run|set|make|avoid|prefer|try|consider|update|pin|install|remove|enable|disable)\b",
-    re.IGNORECASE)
+_IMPERATIVE_LABEL = (r"^(?:use|keep|add|run|set|make|avoid|prefer|try|consider|update|pin|install|remove|"
+                     r"enable|disable)\b")
 
 
 def label_value(sentence: str) -> str:
@@ -219,7 +218,7 @@ def label_value(sentence: str) -> str:
     are returned unchanged (and then dropped, having no verb).
     """
     m = _LABEL.match(sentence.strip())
-    if not m or _LABEL_SKIP.search(m.group(1)) or _IMPERATIVE_LABEL.match(m.group(1)):
+    if not m or _LABEL_SKIP.search(m.group(1)) or re.match(_IMPERATIVE_LABEL, m.group(1), re.I):
         return sentence
     words = [w if w.isupper() and len(w) > 1 else w.lower() for w in m.group(1).split()]
     return f"The {' '.join(words)} is {m.group(2) or m.group(3)}."
@@ -293,10 +292,10 @@ def project_subject(sentence: str) -> str:
     return "The project " + (m.group(1) or "") + m.group(2) + sentence.strip()[m.end():]
 
 
-_IGNORE_ENTRY = re.compile(
+_IGNORE_ENTRY = (
     r"^(?:i(?:'ve| have)? |we(?:'ve| have)? )?(?:also )?(?:added|add|adding|appended)\s+(.+?)\s+to\s+"
     r"(?:the )?(?:project's |repo's |repository's )?(`?\.(?:git|docker|npm|prettier|eslint)ignore`?)"
-    r"(?:\s+(?:file|pattern))?\s*[.:]?$", re.IGNORECASE)
+    r"(?:\s+(?:file|pattern))?\s*[.:]?$")
 
 
 def ignore_entry(sentence: str) -> str:
@@ -306,7 +305,7 @@ def ignore_entry(sentence: str) -> str:
     "`claude_export_*/` is in `.gitignore`.": what the repository ignores outlives the
     change that added it. Other sentences are returned unchanged.
     """
-    m = _IGNORE_ENTRY.match(sentence.strip())
+    m = re.match(_IGNORE_ENTRY, sentence.strip(), re.IGNORECASE)
     if not m:
         return sentence
     return f"{m.group(1)} is in {m.group(2)}."

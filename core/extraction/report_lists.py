@@ -23,12 +23,13 @@ version that supports Python 3.13"), and the person's answer, not the proposal, 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 __all__ = ["in_report", "proposal_lines", "report_items"]
 
 _DONE = (r"(?:updated|modified|changed|created|edited|touched|removed|deleted|moved|verified|fixed|added|"
          r"installed|implemented|completed|cleaned|renamed|refactored|resolved)")
-_HEADING = re.compile(
+_HEADING_SOURCE = (
     "^\\W*(?:" + "|".join((
         rf"{_DONE}\b.{{0,60}}",  # "Updated Files", "Fixed Issues", "Moved to backup"
         rf".{{0,40}}\bfiles? {_DONE}\b.{{0,40}}",  # "Files verified in the working directory"
@@ -40,10 +41,9 @@ _HEADING = re.compile(
         r".{0,40}\bnow includes?\b.{0,30}",  # "The README now includes"
         rf"(?:i've|i have|we've|we have) (?:\w+ly )?{_DONE}\b.{{0,120}}",
         rf".{{0,60}}\b(?:has|have) been (?:\w+ly )?{_DONE}\b.{{0,40}}",  # "All files have been updated"
-    )) + ")\\s*:\\s*$",
-    re.IGNORECASE)
-_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
+    )) + ")\\s*:\\s*$")
+_BULLET_SOURCE = r"^\s*(?:[-*+\u2022]|\d+[.)])\s+"
+_FENCE_SOURCE = r"^\s*(?:```|~~~)"
 
 
 def _key(text: str) -> str:
@@ -65,18 +65,18 @@ def report_items(body: str) -> tuple[str, ...]:
     items: list[str] = []
     inside = fenced = False
     for line in body.splitlines():
-        if _FENCE.match(line):
+        if _rx()["fence"].match(line):
             fenced = not fenced
             continue
         stripped = line.strip()
         if fenced or not stripped:
             continue
         plain = re.sub(r"^#{1,6}\s+", "", stripped).replace("**", "").replace("__", "")
-        if _BULLET.match(plain):
+        if _rx()["bullet"].match(plain):
             if inside:
-                items.append(_key(_BULLET.sub("", plain)))
+                items.append(_key(_rx()["bullet"].sub("", plain)))
             continue
-        inside = bool(_HEADING.match(plain))
+        inside = bool(_rx()["heading"].match(plain))
     return tuple(k for k in items if k)
 
 
@@ -88,15 +88,23 @@ def in_report(sentence: str, items: tuple[str, ...]) -> bool:
     return bool(key) and any(key in item for item in items)
 
 
-_PROPOSAL = re.compile(
+_PROPOSAL_SOURCE = (
     r"^\W*(?:(?:option|approach|alternative|solution)\s*(?:\d+|[a-d]|one|two|three)\b|"
     r"(?:proposed|suggested|possible|recommended) (?:solutions?|fix(?:es)?|approach(?:es)?|changes?)\b|"
-    r"(?:my )?recommendations?\b|pros?\b|cons?\b|advantages\b|disadvantages\b|trade-?offs?\b|how it works\b)",
-    re.IGNORECASE)
+    r"(?:my )?recommendations?\b|pros?\b|cons?\b|advantages\b|disadvantages\b|trade-?offs?\b|how it works\b)")
 #: The assistant turns from proposing to doing: what follows is narration of the work.
-_WORK_STARTS = re.compile(r"^(?:let me|let's|now (?:let|i)|i'll|i will|i've|perfect|great|excellent|done)\b",
-                          re.IGNORECASE)
-_HEADING_LINE = re.compile(r"^(?:#{1,6}\s+\S|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
+_WORK_STARTS_SOURCE = r"^(?:let me|let's|now (?:let|i)|i'll|i will|i've|perfect|great|excellent|done)\b"
+_HEADING_LINE_SOURCE = r"^(?:#{1,6}\s+\S|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)"
+
+
+@cache
+def _rx() -> dict[str, re.Pattern[str]]:
+    """The patterns, compiled on first use (the hooks import this module and never call it)."""
+    i = re.IGNORECASE
+    return {"heading": re.compile(_HEADING_SOURCE, i), "bullet": re.compile(_BULLET_SOURCE),
+            "fence": re.compile(_FENCE_SOURCE), "proposal": re.compile(_PROPOSAL_SOURCE, i),
+            "work_starts": re.compile(_WORK_STARTS_SOURCE, i),
+            "heading_line": re.compile(_HEADING_LINE_SOURCE)}
 
 
 def proposal_lines(body: str) -> tuple[str, ...]:
@@ -114,23 +122,24 @@ def proposal_lines(body: str) -> tuple[str, ...]:
     level = 0  # the heading level of the open proposal; 0 when none is open
     fenced = False
     for line in body.splitlines():
-        if _FENCE.match(line):
+        if _rx()["fence"].match(line):
             fenced = not fenced
             continue
         stripped = line.strip()
         if fenced or not stripped:
             continue
-        plain = _BULLET.sub("", re.sub(r"^#{1,6}\s+", "", stripped)).replace("**", "").replace("__", "")
+        plain = _rx()["bullet"].sub("", re.sub(r"^#{1,6}\s+", "", stripped))
+        plain = plain.replace("**", "").replace("__", "")
         hashes = len(stripped) - len(stripped.lstrip("#"))
         heading = (1 <= hashes <= 6) or (
-            _HEADING_LINE.match(stripped) is not None and not _BULLET.match(stripped))
+            _rx()["heading_line"].match(stripped) is not None and not _rx()["bullet"].match(stripped))
         this_level = hashes if 1 <= hashes <= 6 else 7  # a bold or colon line ranks below every "#"
-        if _PROPOSAL.match(plain):
+        if _rx()["proposal"].match(plain):
             if not level or this_level <= level:
                 level = this_level
             lines.append(_key(plain))  # "Option 2: Downgrade Python to 3.12", "Con: ..."
             continue
-        if (heading and level and this_level <= level) or _WORK_STARTS.match(plain):
+        if (heading and level and this_level <= level) or _rx()["work_starts"].match(plain):
             level = 0  # "## Analysis" after "## Option 2" ends it, as does "Let me implement these changes:"
         elif level:
             lines.append(_key(plain))

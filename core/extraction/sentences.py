@@ -157,7 +157,7 @@ def is_question(body: str) -> bool:
     return text.endswith("?") or bool(rules().question_start.match(text) and "." not in text[:-1])
 
 
-_OUTPUT_LINE = re.compile(
+_OUTPUT_LINE = (
     r"^\W*(?:=>|\$ |> |\[[\w /:.-]+\]|\d[\d.:]*\s)|\S\s{4,}\S|"
     r"^(?:INFO|WARNING|WARN|ERROR|DEBUG|TRACE|FATAL|Traceback)\b")
 
@@ -167,4 +167,4 @@ def is_output_line(line: str) -> bool:
     RUN pip install ...   7.9s", "INFO:     Started server process [1]", "2.733 Collecting
     Pillow==10.2.0"): a log prefix, a shell prompt, a build step or column padding. It
     is what a program printed once, not something the person states."""
-    return bool(_OUTPUT_LINE.search(line.strip()))
+    return re.search(_OUTPUT_LINE, line.strip()) is not None  # compiled on first use (re's cache)
