@@ -30,6 +30,15 @@ so they hold for anyone's sessions:
   as ...": an option offered, not a decision taken (the person's answer is what decides).
 - **Findings of a search**: "I found", "I discovered", "based on my research", "it turns
   out" (the fact they introduce, when it is one, is kept from its own sentence).
+- **Verdicts and identifiers of the moment**: a sentence that opens with "Good,",
+  "Perfect!", "Aha," (the assistant's verdict on what it just checked), one that ends in a
+  celebration emoji, "is up to date", "is now available", "fully functional", and one that
+  names a UUID (it identifies one session, run or request).
+
+Two kinds of durable sentence the kind rules miss are recognised here as well: a
+**switch** (a flag or an environment variable with what it turns on or off, "`--no-copy-to-cwd`
+flag to disable") and a **root cause** stated as such ("The key fix was changing the default
+from 'md' to 'all'").
 
 Measured on real public sessions in ``bench/extraction_sessions.py`` (numbers in
 ``docs/benchmarks-extraction.md``). Pure functions; the standard library only.
@@ -41,9 +50,10 @@ import re
 from functools import cache
 
 __all__ = [
-    "is_context", "is_finding_item", "is_fragment", "is_general", "is_limitation", "is_preference",
-    "is_rule_label", "is_setup", "is_task_request", "is_transient", "names_place", "points_back",
-    "teaches",
+    "gives_reason", "is_context", "is_finding_item", "is_fragment", "is_general", "is_limitation",
+    "is_preference",
+    "is_root_cause", "is_rule_label", "is_setup", "is_switch", "is_task_request", "is_transient",
+    "names_place", "points_back", "teaches",
 ]
 
 _DONE_VERBS = (
@@ -59,6 +69,10 @@ def _patterns() -> dict[str, re.Pattern[str]]:
     i = re.IGNORECASE
     return {
         "mark": re.compile(r"^[\W_]*[\u2600-\u27bf\U0001F300-\U0001FAFF\u2705\u2714\u274c\u26a0]"),
+        "closing_mark": re.compile(r"[!.]?\s*[\u2600-\u27bf\U0001F300-\U0001FAFF]\W*$"),
+        "verdict": re.compile(
+            r"^(?:good|great|perfect|excellent|ok(?:ay)?|alright|nice|awesome|aha|yes|yep|right)\s*[,!]", i),
+        "identifier": re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", i),
         "cheer": re.compile(
             r"\b(?:great|perfect|excellent|awesome|success(?:ful(?:ly)?)?|works?|working|done|"
             r"fixed|complete|ready|nice|yay|finally)\b[^.!?]{0,40}!\s*$", i),
@@ -72,7 +86,11 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"fixed|resolved|green|passing)\b|are (?:now )?(?:working|done|complete|ready|in place|"
             r"identical|the same|fixed|passing)\b|(?:now|already) (?:shows?|showing|works?|working|"
             r"exists?|has|have|contains?|includes?)\b|is now showing|are now showing|"
-            r"(?:it|this|that|everything) (?:works|worked)\b)", i),
+            r"(?:it|this|that|everything) (?:works|worked)\b|up[- ]to[- ]date\b|\bin sync\b|"
+            r"(?:is|are) now available\b|fully functional\b|ready (?:for|to) use\b|"
+            r"^(?:added|updated|fixed|removed|deleted|implemented|created|modified|changed|enhanced|"
+            r"improved|refactored|renamed|moved|converted|replaced|clarified|documented|cleaned up|restored|"
+            r"rewrote)\b)", i),
         "moment": re.compile(
             r"\b(?:currently|right now|at the moment|so far|for now|just now|as of now|"
             r"this (?:session|chat|conversation|run|turn|time)|(?:the|our) (?:current|active|present) "
@@ -83,6 +101,8 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"(?:few )?(?:hours?|minutes?|days?))\b|^(?:assessment|summary|status|result|results|verdict|"
             r"conclusion|outcome|analysis|progress|recap|tl;?dr|actions taken|next steps?|overall)\s*:|"
             r"\b(?:correctly|properly|incorrectly) (?:uses?|used|set|named|formatted|qualified)\b|"
+            r"\bthe (?:test|tests|build|check|checks|run|suite) (?:is|are|was|were) (?:now |still )?"
+            r"(?:failing|passing|broken|green|red|running)\b|"
             r"\b(?:most|all|some|none) (?:of them )?(?:are|were|is) "
             r"(?:compliant|correct|fine|ok|good|valid)\b|"
             r"^(?:the )?main (?:issues|problems|findings|violations) (?:are|were)\b|"
@@ -103,13 +123,29 @@ def _patterns() -> dict[str, re.Pattern[str]]:
             r"revert|delete|remove|open|examine|review|read|create|write|make)\b[^.]{0,20}\b(?:it|this|"
             r"that|them|these|those)\b|\bthe files? you (?:changed|modified|edited|touched|created)\b", i),
         "one_off": re.compile(
-            r"^(?:please\s+)?(?:commit|push|stage|examine|create|write|build|add|make|fix|try|test|"
+            r"^(?:please\s+)?(?:make sure|ensure|double[- ]check|verify|confirm|commit|push|stage|examine|"
+            r"create|write|build|add|make|fix|try|test|"
             r"check|look|show|tell|explain|find|search|research|update|change|rename|delete|remove|"
             r"install|run|open|go ahead|proceed|continue|implement|review|draft|generate|convert|"
             r"initiali[sz]e|set up|read|do(?! not\b)|move|copy|start|finish|redo|undo|revert)\b", i),
         "general": re.compile(
             r"\b(?:always|never|every|each time|from now on|going forward|by default|in this repo|"
             r"in this project|whenever|all (?:of )?(?:the|our)?\s*\w+|any time|in general|as a rule)\b", i),
+        "check_request": re.compile(
+            r"^(?:please\s+)?(?:make sure|ensure|double[- ]check|verify|confirm)\b", i),
+        "standing": re.compile(
+            r"\b(?:always|never|every time|each time|from now on|going forward|by default|whenever|"
+            r"before (?:every|each)|"
+            r"in this (?:repo|project))\b", i),
+        "switch_name": re.compile(
+            r"(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+=\S+"),
+        "switch_effect": re.compile(
+            r"\b(?:disabl\w*|enabl\w*|turns? (?:on|off)|turning (?:on|off)|switch(?:es)? (?:on|off)|skip\w*|"
+            r"suppress\w*|overrid\w*|opts? (?:in|out)|silenc\w*|forces?)\b", i),
+        "root_cause": re.compile(
+            r"^(?:the |our )?(?:key |real |actual |main |underlying |root )?"
+            r"(?:fix|solution|cause|culprit|problem|issue|bug)"
+            r" (?:was|is|turned out to be)\b(?! (?:now|still|fixed|resolved|gone|clear)\b)", i),
     }
 
 
@@ -125,8 +161,10 @@ def is_transient(sentence: str) -> bool:
     """
     p = _patterns()
     s = sentence.strip()
-    if p["mark"].match(s) or p["cheer"].search(s):
+    if p["mark"].match(s) or p["cheer"].search(s) or p["closing_mark"].search(s):
         return True
+    if p["verdict"].match(s) or p["identifier"].search(s):
+        return True  # "Good, the default is 'all'.": a verdict on a check; a UUID names one run
     if re.search(r"[\u2500-\u257f]", s) or p["proposal"].match(s):
         return True  # a drawn directory tree or table; a proposal not yet taken
     if p["finding"].match(s) or p["moment"].search(s):
@@ -172,6 +210,8 @@ def names_place(sentence: str) -> bool:
     return bool(_NAMES_PLACE.search(sentence))
 
 
+
+
 def is_task_request(sentence: str) -> bool:
     """True when the person's sentence asks for the task at hand, not a standing rule.
 
@@ -185,6 +225,8 @@ def is_task_request(sentence: str) -> bool:
     """
     p = _patterns()
     s = sentence.strip()
+    if _patterns()["check_request"].match(s) and not _patterns()["standing"].search(s):
+        return True  # "Make sure all files are updated": "all" here is this task's files
     if p["general"].search(s) or teaches(s):
         return False
     return bool(p["pronoun_object"].search(s) or p["one_off"].match(s))
@@ -203,6 +245,11 @@ def teaches(sentence: str) -> bool:
     `pytest -q` to run the tests."). Such an instruction is kept even inside a request."""
     s = sentence.strip()
     return bool(re.search(r"`[^`]+`|(?<!\w)--?[a-z][\w-]+", s)) and bool(_TEACHING.search(s))
+
+
+def gives_reason(sentence: str) -> bool:
+    """True when the sentence gives a reason or a rule ("because", "so that", "must", ...)."""
+    return bool(_patterns()["reason"].search(sentence))
 
 
 def is_general(sentence: str) -> bool:
@@ -321,3 +368,25 @@ def is_context(sentence: str) -> bool:
     description of the project is rarely chatter."""
     s = sentence.strip()
     return len(s.split()) >= 5 and bool(_CONTEXT.match(s)) and "?" not in s
+
+
+
+
+def is_switch(sentence: str) -> bool:
+    """True when the sentence names a command-line flag or an environment variable
+    assignment with what it turns on or off ("Command line: `--no-copy-to-cwd` flag to
+    disable", "Set `CLAUDE_EXPORT_COPY_TO_CWD=false` to skip the copy"): how a later
+    session configures the tool. Questions are not switches."""
+    s = sentence.strip()
+    p = _patterns()
+    return bool(p["switch_name"].search(s) and p["switch_effect"].search(s)) and "?" not in s
+
+
+
+
+def is_root_cause(sentence: str) -> bool:
+    """True for a sentence that states the cause of a problem or the fix as such ("The
+    key fix was changing the default from 'md' to 'all'", "The problem is that the
+    installed copy is older"): the root cause a later session needs. "The issue is now
+    fixed" reports the moment and is not one."""
+    return bool(_patterns()["root_cause"].match(sentence.strip())) and "?" not in sentence

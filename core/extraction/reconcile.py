@@ -105,9 +105,13 @@ _CHANGE = re.compile(
     r"deprecat(?:ed|ing)|not anymore|any ?more)\b",
     re.IGNORECASE,
 )
+#: "from X" names an old value only after a verb of change ("moved CI from Travis"); in "we
+#: get model-2 from dev" it is a source, and the statement changes nothing.
 _OLD_VALUE = re.compile(
-    r"\b(?:from|instead of|rather than|replac(?:e|ed|es|ing)|away from|stopped using|"
-    r"dropp(?:ed|ing)|retir(?:ed|ing)|no longer(?: use| uses| using| on| run| runs)?)\s+"
+    r"(?:\b(?:switch(?:ed|ing)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|chang(?:e|ed|ing)|port(?:ed|ing)?|"
+    r"upgrad(?:e|ed|ing)|downgrad(?:e|ed|ing)|went|go(?:ing)?)\b[^.;]{0,60}?\bfrom|"
+    r"\b(?:instead of|rather than|replac(?:e|ed|es|ing)|away from|stopped using|"
+    r"dropp(?:ed|ing)|retir(?:ed|ing)|no longer(?: use| uses| using| on| run| runs)?))\s+"
     r"(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)",
     re.IGNORECASE,
 )

@@ -27,8 +27,8 @@ import os
 import re
 
 __all__ = [
-    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "label_value", "list_intro", "product_case",
-    "project_subject", "standalone", "user_clauses",
+    "PRODUCT_NAMES", "attribute_user", "home_to_tilde", "ignore_entry", "label_value", "list_intro",
+    "product_case", "project_subject", "standalone", "user_clauses",
 ]
 
 #: Lower-case spellings people type, and the product's own spelling.
@@ -204,6 +204,11 @@ _LABEL_SKIP = re.compile(
     re.IGNORECASE)
 
 
+#: A label that opens with a verb is advice ("Use exact pinning (`==`)"), not a noun phrase.
+_IMPERATIVE_LABEL = (r"^(?:use|keep|add|run|set|make|avoid|prefer|try|consider|update|pin|install|remove|"
+                     r"enable|disable)\b")
+
+
 def label_value(sentence: str) -> str:
     """``Session storage location: `~/.claude/projects/``` as a sentence.
 
@@ -213,7 +218,7 @@ def label_value(sentence: str) -> str:
     are returned unchanged (and then dropped, having no verb).
     """
     m = _LABEL.match(sentence.strip())
-    if not m or _LABEL_SKIP.search(m.group(1)):
+    if not m or _LABEL_SKIP.search(m.group(1)) or re.match(_IMPERATIVE_LABEL, m.group(1), re.I):
         return sentence
     words = [w if w.isupper() and len(w) > 1 else w.lower() for w in m.group(1).split()]
     return f"The {' '.join(words)} is {m.group(2) or m.group(3)}."
@@ -285,3 +290,22 @@ def project_subject(sentence: str) -> str:
     if not m:
         return sentence
     return "The project " + (m.group(1) or "") + m.group(2) + sentence.strip()[m.end():]
+
+
+_IGNORE_ENTRY = (
+    r"^(?:i(?:'ve| have)? |we(?:'ve| have)? )?(?:also )?(?:added|add|adding|appended)\s+(.+?)\s+to\s+"
+    r"(?:the )?(?:project's |repo's |repository's )?(`?\.(?:git|docker|npm|prettier|eslint)ignore`?)"
+    r"(?:\s+(?:file|pattern))?\s*[.:]?$")
+
+
+def ignore_entry(sentence: str) -> str:
+    """A report of an entry added to an ignore file as the standing rule it sets.
+
+    "Added `claude_export_*/` to `.gitignore`" (a line of a change summary) becomes
+    "`claude_export_*/` is in `.gitignore`.": what the repository ignores outlives the
+    change that added it. Other sentences are returned unchanged.
+    """
+    m = re.match(_IGNORE_ENTRY, sentence.strip(), re.IGNORECASE)
+    if not m:
+        return sentence
+    return f"{m.group(1)} is in {m.group(2)}."

@@ -13,7 +13,7 @@ import re
 from bli_memory.core.extraction.patterns import rules
 from bli_memory.core.extraction.statement_terms import CODE_SPAN
 
-__all__ = ["clean", "is_question", "turns", "units"]
+__all__ = ["clean", "is_output_line", "is_question", "turns", "units"]
 
 
 _ABBREVIATION = r"(?i)(?:^|[\s(])(?:e\.g|i\.e|etc|vs|approx|cf|mr|ms|dr|no|fig)\.$"
@@ -80,11 +80,15 @@ def _code_blocks(body: str) -> str:
 _LABEL_LINE = re.compile(r"^[A-Z][\w/+.-]*(?: [\w/+.-]+){0,2}:\s+\S")
 
 
-def units(body: str) -> list[str]:
+def units(body: str, *, per_line: bool = False) -> list[str]:
     """Paragraphs -> bullets/lines -> sentences, with inline code kept whole.
 
     Args:
         body: One turn's text.
+        per_line: A line that opens with a capital, a digit or a symbol, or follows
+            a line that ended a sentence, is its own item (the person's turn: pasted
+            logs and instruction templates come one item to a line); a line that
+            opens in lower case still continues the sentence before it.
 
     Returns:
         The sentences (units) in order, stripped; headings, tables and rules left out.
@@ -101,7 +105,9 @@ def units(body: str) -> list[str]:
             if re.match(r"#{1,6}\s", stripped) and not stripped.endswith(":"):
                 continue  # a heading titles what follows ("### Arguments for moving it"); it states nothing
             stripped = re.sub(r"^#{1,6}\s+", "", stripped)  # "### Output Location:" labels the next line
-            if r.bullet.match(stripped) or not items:
+            new_line = per_line and bool(items) and (
+                not stripped[0].islower() or items[-1].rstrip().endswith((".", "!", "?")))
+            if r.bullet.match(stripped) or not items or new_line:
                 items.append(r.bullet.sub("", stripped))
             elif items[-1].rstrip().endswith(":") and re.fullmatch(r"`[^`]+`", stripped):
                 items[-1] += " " + stripped  # "Output location:" + "`~/exports/`" on the next line
@@ -110,7 +116,8 @@ def units(body: str) -> list[str]:
             else:
                 items[-1] += " " + stripped
         for item in items:
-            protected, spans = _protect_code(item.replace("**", "").replace("__", ""))
+            protected, spans = _protect_code(item)  # `__init__` keeps its underscores
+            protected = protected.replace("**", "").replace("__", "")
             pieces = r.sentence_end.split(protected)
             merged: list[str] = []
             for piece in pieces:
@@ -149,3 +156,15 @@ def is_question(body: str) -> bool:
     text = body.strip()
     return text.endswith("?") or bool(rules().question_start.match(text) and "." not in text[:-1])
 
+
+_OUTPUT_LINE = (
+    r"^\W*(?:=>|\$ |> |\[[\w /:.-]+\]|\d[\d.:]*\s)|\S\s{4,}\S|"
+    r"^(?:INFO|WARNING|WARN|ERROR|DEBUG|TRACE|FATAL|Traceback)\b")
+
+
+def is_output_line(line: str) -> bool:
+    """True for a line of program output pasted into a prompt ("=> ERROR [builder 5/5]
+    RUN pip install ...   7.9s", "INFO:     Started server process [1]", "2.733 Collecting
+    Pillow==10.2.0"): a log prefix, a shell prompt, a build step or column padding. It
+    is what a program printed once, not something the person states."""
+    return re.search(_OUTPUT_LINE, line.strip()) is not None  # compiled on first use (re's cache)

@@ -360,3 +360,13 @@ def test_decide_needs_the_same_subject_to_supersede() -> None:
                   [("a", "Service 3 listens on port 8003.", 0.8)])[0] != "correct"
     assert decide("We use the export script instead of a background watcher.",
                   [("a", "The export script lives in ~/claude_sessions.", 0.68)]) == ("add", [])
+
+
+def test_from_names_an_old_value_only_after_a_verb_of_change() -> None:
+    """"we get model-2 from dev" names a source; "moved CI from Travis" leaves a value."""
+    behaviour = ("The issue is that when development.json has models, it replaces the default models, "
+                 "so we only get model-2 from dev and model-3 from local.")
+    memory = "A custom section in local.json is discarded, so local never has priority except for models."
+    assert decide(behaviour, [("a", memory, 0.5)])[0] != "update"
+    assert decide("We moved CI from Travis to GitHub Actions.", [("a", "CI runs on Travis.", 0.59)]) == (
+        "update", ["a"])
