@@ -47,9 +47,12 @@ def test_recall_shows_the_hooks_own_decision(project: Path) -> None:
     assert shown["reason"] in {"relevant", "exact_keyword"}
     assert [h["content"] for h in shown["inject"]][0].startswith("We deploy")
     # The real prompt hook, in a fresh session, injects exactly what recall showed.
-    payload = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
-               "prompt": prompt, "transcript_path": "/nonexistent"}
-    hook = run_hook("prompt", payload, cwd=project)
+    for attempt in range(3):  # a loaded machine can push a cold hook past its real 2 s deadline
+        payload = {"session_id": f"s-{attempt}", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                   "prompt": prompt, "transcript_path": "/nonexistent"}
+        hook = run_hook("prompt", payload, cwd=project)
+        if hook.reason != "timeout":
+            break
     block = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     assert re.findall(r"id ([0-9a-f-]{36})\)", block) == [h["id"] for h in shown["inject"]]
     # recall writes nothing: the hook's session state is untouched, so a second hook of
