@@ -1,16 +1,18 @@
-"""MCP servers through the resident daemon against MCP servers in process, side by side.
+"""MCP sessions relayed to the daemon's MCP server against MCP servers in process, side by side.
 
-A host starts one ``bli-memory-mcp`` server per session. In process each one opens the
-store and loads the model; on the daemon route (core/mcp/daemon_route.py) each one asks
-the one warm daemon. This measures, in one run, with the two routes interleaved cold
-start by cold start in shuffled order so machine load hits them alike:
+A host starts one ``bli-memory-mcp`` per session. In process each one imports the MCP
+SDK, opens the store and loads the model; as a relay (core/mcp/relay.py) each one is a
+standard-library process that pipes its JSON-RPC lines to the one MCP server inside the
+warm daemon (core/daemon/mcp_sessions.py). This measures, in one run, with the two
+routes interleaved cold start by cold start in shuffled order so machine load hits them
+alike:
 
 - **cold start**: spawn of the console script to ``initialize`` answered, to the first
   ``search_memory`` answered, and ``initialize`` -> first search (the client sends the
   search as soon as ``initialize`` is answered, as hosts do);
-- **RSS of one server** after a save and a search (``VmRSS``, 1 s after the search);
-- **a fleet**: five servers on the daemon route plus the daemon, against two and five
-  servers in process, all alive at once, each after a save and a search.
+- **RSS of one session process** after a save and a search (``VmRSS``, 1 s after the search);
+- **a fleet**: five relays plus the daemon, against two and five servers in process,
+  all alive at once, each after a save and a search.
 
 The daemon is started once, before the runs, and is warm (the case of every session
 after the first one of the day); its own cold start is bench/hook_latency.py's.
@@ -199,26 +201,26 @@ def main(argv: list[str]) -> int:
     result = {
         "machine": machine_description(), "runs": args.runs, "size": args.size, "rows": rows,
         "median": summary, "in_process_over_daemon": ratio,
-        "fleet": {"daemon_route_servers_mb": five, "daemon_mb": daemon_rss,
-                  "daemon_route_total_mb": sum(five) + daemon_rss, "in_process_servers_mb": two,
+        "fleet": {"relays_mb": five, "daemon_mb": daemon_rss,
+                  "relays_total_mb": sum(five) + daemon_rss, "in_process_servers_mb": two,
                   "in_process_total_mb": sum(two), "five_in_process_servers_mb": five_local,
                   "five_in_process_total_mb": sum(five_local)},
     }
     write_json(args.json, result)
     table = markdown_table(
-        ["", "in process", "daemon route", "in process / daemon"],
+        ["", "in process", "relay to the daemon", "in process / relay"],
         [["spawn -> initialize answered (ms)", summary["in-process"]["init_ms"], summary["daemon"]["init_ms"],
           ratio["init_ms"]],
          ["initialize -> first search answered (ms)", summary["in-process"]["init_to_search_ms"],
           summary["daemon"]["init_to_search_ms"], ratio["init_to_search_ms"]],
          ["spawn -> first search answered (ms)", summary["in-process"]["search_ms"],
           summary["daemon"]["search_ms"], ratio["search_ms"]],
-         ["RSS of one server (MB)", summary["in-process"]["rss_mb"], summary["daemon"]["rss_mb"],
+         ["RSS of one session process (MB)", summary["in-process"]["rss_mb"], summary["daemon"]["rss_mb"],
           ratio["rss_mb"]]],
     )
     fleet_table = markdown_table(
         ["fleet", "servers (MB each)", "daemon (MB)", "total (MB)"],
-        [["5 servers on the daemon route + the daemon", " / ".join(f"{x:.0f}" for x in five), daemon_rss,
+        [["5 relays + the daemon", " / ".join(f"{x:.0f}" for x in five), daemon_rss,
           sum(five) + daemon_rss],
          ["2 servers in process", " / ".join(f"{x:.0f}" for x in two), "-", sum(two)],
          ["5 servers in process", " / ".join(f"{x:.0f}" for x in five_local), "-", sum(five_local)]],
