@@ -12,7 +12,9 @@ alike:
   search as soon as ``initialize`` is answered, as hosts do);
 - **RSS of one session process** after a save and a search (``VmRSS``, 1 s after the search);
 - **a fleet**: five relays plus the daemon, against two and five servers in process,
-  all alive at once, each after a save and a search.
+  all alive at once, each after a save and a search;
+- **why**: what importing the MCP SDK costs a process, against a bare interpreter and
+  the relay's own imports (wall time and peak RSS of ``python -c``, interleaved).
 
 The daemon is started once, before the runs, and is warm (the case of every session
 after the first one of the day); its own cold start is bench/hook_latency.py's.
@@ -131,6 +133,29 @@ def fleet(env: dict[str, str], cwd: Path, n: int) -> list[float]:
     return sizes
 
 
+IMPORTS = {"bare interpreter": "pass", "the relay's imports": "import bli_memory.core.mcp.relay",
+           "import mcp.types": "import mcp.types",
+           "the in-process server's imports": "import bli_memory.core.mcp.server"}
+
+
+def import_costs(rounds: int) -> dict[str, dict[str, float]]:
+    """Median wall ms and RSS MB (``VmRSS`` once imported) of ``python -c <import>``, per
+    entry of :data:`IMPORTS`, interleaved in shuffled order."""
+    report = ("\nimport sys\n"
+              "sys.stdout.write([l for l in open('/proc/self/status') if l.startswith('VmRSS')][0])")
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in IMPORTS}
+    for _ in range(rounds):
+        order = list(IMPORTS)
+        random.shuffle(order)
+        for name in order:
+            started = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", IMPORTS[name] + report], check=True,
+                                 capture_output=True, text=True).stdout
+            samples[name].append(((time.perf_counter() - started) * 1000, int(out.split()[1]) / 1024))
+    return {name: {"ms": statistics.median(x[0] for x in xs), "rss_mb": statistics.median(x[1] for x in xs)}
+            for name, xs in samples.items()}
+
+
 def _start_daemon(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     from bli_memory.core.hooks import daemon_client
     from bli_memory.core.paths import daemon_socket_path
@@ -189,6 +214,8 @@ def main(argv: list[str]) -> int:
             two = fleet(envs["in-process"], project, 2)
             five_local = fleet(envs["in-process"], project, 5)
             log("fleets measured")
+            imports = import_costs(args.runs)
+            log("import costs measured")
         finally:
             daemon.terminate()
             daemon.wait(timeout=30)
@@ -205,6 +232,7 @@ def main(argv: list[str]) -> int:
                   "relays_total_mb": sum(five) + daemon_rss, "in_process_servers_mb": two,
                   "in_process_total_mb": sum(two), "five_in_process_servers_mb": five_local,
                   "five_in_process_total_mb": sum(five_local)},
+        "imports": imports,
     }
     write_json(args.json, result)
     table = markdown_table(
@@ -225,8 +253,10 @@ def main(argv: list[str]) -> int:
          ["2 servers in process", " / ".join(f"{x:.0f}" for x in two), "-", sum(two)],
          ["5 servers in process", " / ".join(f"{x:.0f}" for x in five_local), "-", sum(five_local)]],
     )
+    import_table = markdown_table(["python -c", "wall (ms)", "RSS once imported (MB)"],
+                                  [[name, c["ms"], c["rss_mb"]] for name, c in imports.items()])
     text = (f"Medians of {args.runs} cold starts per route, interleaved; {args.size} memories; "
-            f"{machine_description()}.\n\n{table}\n\n{fleet_table}\n")
+            f"{machine_description()}.\n\n{table}\n\n{fleet_table}\n\n{import_table}\n")
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(text)
     sys.stdout.write(text)

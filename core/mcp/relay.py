@@ -1,12 +1,12 @@
 """The MCP server command as a relay to the MCP server inside the resident daemon.
 
-A host starts one ``bli-memory-mcp`` per session. The MCP SDK costs about 54 MB and
-0.9 s to import (``import mcp`` loads its client, server, HTTP transport and two
-protocol type sets), and a bare interpreter holds about 11 MB (docs/benchmarks.md,
-"MCP servers through the daemon"), so five sessions that each import the SDK can never
-cost less than two in-process servers. The SDK therefore runs once, in the daemon:
-this module is all a session process runs, on the standard library and our bare
-modules only (no ``mcp``, no pydantic, no numpy).
+A host starts one ``bli-memory-mcp`` per session. Importing the MCP SDK holds about
+53 MB and takes 0.9 s (idle) to 5 s (loaded) here (``import mcp`` loads its client,
+server, HTTP transport and two protocol type sets), while a bare interpreter holds about
+11 MB and a relay 14 MB (docs/benchmarks.md, "MCP servers through the daemon"), so five
+sessions that each import the SDK can never cost less than two in-process servers.
+The SDK therefore runs once, in the daemon: this module is all a session process runs,
+on the standard library and our bare modules only (no ``mcp``, no pydantic, no numpy).
 
 - **Eligible** (:func:`eligible`): the daemon is not switched off
   (``BLI_MEMORY_DAEMON=0``) and the store is the embedded one (no
