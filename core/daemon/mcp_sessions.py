@@ -14,11 +14,17 @@ Hello (``-> {"mcp": "relay", "version", "config", "cwd", "env", "session"}``) an
 after the version and configuration checks every request gets:
 
 - ``{"relay": true, "session": id}``, then the connection is the session's;
-- ``{"error": "warming_up"}`` when the warm-up did not finish within
-  :data:`READY_WAIT_S`, ``internal`` when the backend cannot be built (the relay's
-  in-process server then reports the reason as it does today), ``not_local`` when the
-  backend keeps no local store (a machine paired with the team service), ``malformed``
-  for a hello of the wrong shape or space variables the settings refuse.
+- ``{"error": "internal"}`` when the backend cannot be built (the relay's in-process
+  server then ends with the reason, as it does today; a store that cannot be opened is
+  served, each call reporting it as in process), ``not_local`` when the backend keeps
+  no local store (a machine paired with the team service), ``malformed`` for a hello of
+  the wrong shape or space variables the settings refuse.
+
+A daemon still warming up (started for this very session) accepts at once, so the
+session's ``initialize`` waits for the SDK's import only, not for the model: tool calls
+wait for the warm backend. Should the warm-up then fail, or build a backend without a
+local store, the connection is ended and the relay serves the session in process, where
+the same failure is reported as it is today.
 
 The relay sends nothing after its hello until it has the answer, so the hello line is
 the only thing read before the session's lines.
@@ -37,14 +43,11 @@ from bli_memory.core._version import VERSION
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import rss_bytes
 
-__all__ = ["READY_WAIT_S", "RelaySession", "end_sessions", "hello_of", "open_session", "serve_session"]
-
-#: Seconds a hello waits for the daemon to finish warming up before it is refused
-#: (``warming_up``; the session then runs in process). The model loads in about 1-2 s
-#: here (docs/benchmarks-hooks.md); a slow disk or a busy machine gets ten times that.
-READY_WAIT_S = 20.0
+__all__ = ["RelaySession", "end_sessions", "hello_of", "open_session", "serve_session"]
 
 _SPACE_VARS = ("BLI_MEMORY_CONTAINER_TAG", "BLI_MEMORY_ISOLATE_WORKTREES")
+#: The backend's attributes that are values, not methods (MemoryBackend).
+_DATA_ATTRIBUTES = frozenset({"store_path", "spool_captures"})
 _sdk_lock = threading.Lock()
 
 
@@ -106,14 +109,10 @@ def open_session(message: dict[str, Any], *, ready: threading.Event,
     if checked is None:
         return {"error": "malformed"}, None
     session_id, cwd, env = checked
-    if not ready.wait(READY_WAIT_S):
-        return {"error": "warming_up"}, None
-    try:
-        if backend().store_path is None:
-            return {"error": "not_local"}, None
-    except Exception as exc:  # the store or model cannot be had: in process, the session says why
-        log("relay_refused", error=type(exc).__name__)
-        return {"error": "internal"}, None
+    if ready.is_set():  # else checked once warm (serve_session)
+        refused = _not_servable(backend)
+        if refused is not None:
+            return {"error": refused}, None
     from bli_memory.core.errors import BliMemoryError
     from bli_memory.core.settings import load_settings
 
@@ -125,6 +124,41 @@ def open_session(message: dict[str, Any], *, ready: threading.Event,
     return {"relay": True, "session": session_id}, RelaySession(session_id, cwd, env, settings)
 
 
+def _not_servable(backend: Callable[[], Any]) -> str | None:
+    """``not_local`` or ``internal`` when the warm backend cannot serve a relay, else None.
+
+    A store that cannot be opened now is servable: each call reports it (``isError``),
+    as an in-process server's calls do, and the next call tries the store again. Any
+    other failure (a setting or plugin that cannot build a backend) ends an in-process
+    server at its start with one sentence on stderr, so the relay goes in process for it.
+    """
+    from bli_memory.core.errors import StoreError
+
+    try:
+        if backend().store_path is None:
+            return "not_local"
+    except StoreError:
+        return None
+    except Exception as exc:
+        log("relay_refused", error=type(exc).__name__)
+        return "internal"
+    return None
+
+
+def _end_unless_servable(conn: socket.socket, ready: threading.Event, backend: Callable[[], Any]) -> None:
+    """Once warm, end a session accepted during the warm-up when its backend cannot serve it."""
+    ready.wait()
+    if _not_servable(backend) is not None:
+        end_sessions([conn])
+
+
+def _import_sdk() -> None:
+    """Import the MCP server (the SDK, pydantic, anyio) once, in one thread at a time:
+    two threads importing it at once could see half-initialised modules."""
+    with _sdk_lock:
+        import bli_memory.core.mcp.server  # noqa: F401
+
+
 class _WarmBackend:
     """The daemon's warm backend as one session sees it: looked up at each use, so a
     store file replaced under the daemon is reopened (:class:`WarmContext`), never closed
@@ -134,7 +168,15 @@ class _WarmBackend:
         self._backend = backend
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend(), name)
+        if name in _DATA_ATTRIBUTES:
+            return getattr(self._backend(), name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            # Looked up when called, in the tool's worker thread: during the warm-up this
+            # waits there for the backend, not on the session's event loop.
+            return getattr(self._backend(), name)(*args, **kwargs)
+
+        return call
 
     def warm_up(self) -> None:
         """The daemon warms its backend itself."""
@@ -165,20 +207,25 @@ class _SocketWriter:
 
 
 def serve_session(conn: socket.socket, session: RelaySession, *, backend: Callable[[], Any],
-                  wake: threading.Event) -> None:
+                  ready: threading.Event, wake: threading.Event) -> None:
     """Serve one relay's MCP session on ``conn`` until its input ends (blocking).
 
     Args:
         conn: The relay's connection, its hello answered.
         session: What :func:`open_session` accepted.
         backend: Returns the daemon's warm backend.
+        ready: Set once the daemon's warm-up finished.
         wake: Set when a tool queues an extract job (the daemon's drain runs it).
     """
-    with _sdk_lock:  # the first connection imports the SDK; two threads at once could see half of it
-        import anyio
+    if not ready.is_set():
+        threading.Thread(target=_end_unless_servable, args=(conn, ready, backend), daemon=True,
+                         name="relay-check").start()
+    _import_sdk()
+    import anyio
 
-        from bli_memory.core.mcp.server import serve_connection
-        from bli_memory.core.mcp.state import ServerState, default_space
+    from bli_memory.core.mcp.server import serve_connection
+    from bli_memory.core.mcp.state import ServerState, default_space
+
     tag, origin = default_space(session.settings, cwd=session.cwd, environ=session.env)
     pid = os.getpid()
     state = ServerState(

@@ -298,7 +298,7 @@ class Daemon:
         if session is None:
             return
         self.sessions += 1
-        serve_session(conn, session, backend=backend, wake=self._drain_wake)
+        serve_session(conn, session, backend=backend, ready=self._ready, wake=self._drain_wake)
 
     def _version_refusal(self, version: object) -> dict[str, Any] | None:
         """The refusal a request of another version gets (a later one stops us), else None."""

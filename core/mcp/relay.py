@@ -73,9 +73,8 @@ __all__ = [
 #: Seconds to connect to the daemon's socket (a local socket connects at once; the
 #: hook's 50 ms budget is for a 2 s deadline a session's start does not have).
 CONNECT_BUDGET_S = 1.0
-#: Seconds for the daemon's answer to the hello: its wait for its own warm-up (20 s,
-#: :data:`bli_memory.core.daemon.mcp_sessions.READY_WAIT_S`) plus its first import of the SDK.
-HELLO_TIMEOUT_S = 40.0
+#: Seconds for the daemon's answer to the hello (it answers at once, warm or not).
+HELLO_TIMEOUT_S = 10.0
 #: Seconds to wait for a daemon this relay (or a hook) just started to listen.
 START_WAIT_S = 15.0
 #: A request unanswered this long makes the relay ping the daemon (a ping is answered
@@ -104,8 +103,8 @@ class Handover:
         replayed_at: Request id -> epoch seconds it was first sent to the daemon, for
             every request run again.
         reason: Why the session is served in process (a
-            :data:`bli_memory.core.hooks.daemon_client.REASONS` code, ``daemon_gone``),
-            None when the relay was not eligible.
+            :data:`bli_memory.core.hooks.daemon_client.REASONS` code, ``daemon_gone`` or
+            ``daemon_hung``), None when the relay was not eligible.
     """
 
     session_id: str | None = None
@@ -144,6 +143,10 @@ def relay_session(environ: Mapping[str, str] | None = None) -> Handover | None:
     if not eligible(env):
         return Handover()
     session_id = f"mcp-{uuid.uuid4()}"
+    try:
+        os.getcwd()
+    except OSError:  # a folder removed under the host: the in-process server says what it says
+        return Handover(session_id=session_id)
     try:
         sock, reader, pid = _hello(env, session_id)
     except daemon_client.DaemonUnavailable as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -148,7 +149,8 @@ def test_kill_9_of_the_daemon_mid_session_the_session_goes_on_in_process(tmp_pat
     assert info["via"] == "in-process" and info["daemon"] is None
     log = errlog.read_text()
     assert f'mcp route daemon {{"pid": {first.pid}}}' in log
-    assert 'mcp route in-process {"reason": "daemon_gone", "replayed": 1}' in log
+    # The search is run again (1), or was not yet passed on when the daemon died (0).
+    assert re.search(r'mcp route in-process \{"reason": "daemon_gone", "replayed": [01]\}', log), log
 
 
 def test_the_session_id_survives_the_fallback(tmp_path: Path, daemons) -> None:
