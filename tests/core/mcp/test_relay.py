@@ -291,3 +291,32 @@ def test_a_hung_daemon_is_left_after_a_ping_and_the_request_answered_in_process(
     assert waited >= QUIET_S and info["via"] == "in-process"
     assert waited < QUIET_S + PING_TIMEOUT_S + 60  # a bound on hanging, not a measure of speed
     assert 'mcp route in-process {"reason": "daemon_hung", "replayed": 1}' in errlog.read_text()
+
+
+def test_a_stopped_daemon_hands_its_open_session_back_to_the_relay(tmp_path: Path, daemons) -> None:
+    daemon = daemons.start()
+    errlog = tmp_path / "server.err"
+
+    async def body(client) -> dict:
+        assert not (await client.call_tool("save_memory", {"content": FACT_VPN})).is_error
+        assert daemon_client.stop() == daemon.pid  # `daemon --stop`, as uninstall does
+        daemon.wait(timeout=30)
+        found = await client.call_tool("search_memory", {"query": QUESTION})
+        assert [r["content"] for r in found.structured_content["results"]] == [FACT_VPN]
+        return await _info(client)
+
+    assert _session(tmp_path, errlog, body)["via"] == "in-process"
+    assert '"reason": "daemon_gone"' in errlog.read_text()
+
+
+def test_an_open_session_keeps_the_daemon_from_its_idle_exit(tmp_path: Path, daemons) -> None:
+    daemon = daemons.start("--idle-seconds", "8")
+
+    async def body(client) -> dict:
+        await anyio.sleep(11)  # longer than the idle time, with the session open and quiet
+        assert daemon.poll() is None
+        return await _info(client)
+
+    assert _session(tmp_path, tmp_path / "server.err", body)["via"] == "daemon"
+    wait_until(lambda: daemon.poll() is not None, timeout=60, what="the idle exit once the session ended")
+    assert '"reason":"idle"' in daemons.stderr(daemon)
