@@ -1,16 +1,20 @@
-"""MCP servers through the resident daemon against MCP servers in process, side by side.
+"""MCP sessions relayed to the daemon's MCP server against MCP servers in process, side by side.
 
-A host starts one ``bli-memory-mcp`` server per session. In process each one opens the
-store and loads the model; on the daemon route (core/mcp/daemon_route.py) each one asks
-the one warm daemon. This measures, in one run, with the two routes interleaved cold
-start by cold start in shuffled order so machine load hits them alike:
+A host starts one ``bli-memory-mcp`` per session. In process each one imports the MCP
+SDK, opens the store and loads the model; as a relay (core/mcp/relay.py) each one is a
+standard-library process that pipes its JSON-RPC lines to the one MCP server inside the
+warm daemon (core/daemon/mcp_sessions.py). This measures, in one run, with the two
+routes interleaved cold start by cold start in shuffled order so machine load hits them
+alike:
 
 - **cold start**: spawn of the console script to ``initialize`` answered, to the first
   ``search_memory`` answered, and ``initialize`` -> first search (the client sends the
   search as soon as ``initialize`` is answered, as hosts do);
-- **RSS of one server** after a save and a search (``VmRSS``, 1 s after the search);
-- **a fleet**: five servers on the daemon route plus the daemon, against two and five
-  servers in process, all alive at once, each after a save and a search.
+- **RSS of one session process** after a save and a search (``VmRSS``, 1 s after the search);
+- **a fleet**: five relays plus the daemon, against two and five servers in process,
+  all alive at once, each after a save and a search;
+- **why**: what importing the MCP SDK costs a process, against a bare interpreter and
+  the relay's own imports (wall time and peak RSS of ``python -c``, interleaved).
 
 The daemon is started once, before the runs, and is warm (the case of every session
 after the first one of the day); its own cold start is bench/hook_latency.py's.
@@ -129,6 +133,29 @@ def fleet(env: dict[str, str], cwd: Path, n: int) -> list[float]:
     return sizes
 
 
+IMPORTS = {"bare interpreter": "pass", "the relay's imports": "import bli_memory.core.mcp.relay",
+           "import mcp.types": "import mcp.types",
+           "the in-process server's imports": "import bli_memory.core.mcp.server"}
+
+
+def import_costs(rounds: int) -> dict[str, dict[str, float]]:
+    """Median wall ms and RSS MB (``VmRSS`` once imported) of ``python -c <import>``, per
+    entry of :data:`IMPORTS`, interleaved in shuffled order."""
+    report = ("\nimport sys\n"
+              "sys.stdout.write([l for l in open('/proc/self/status') if l.startswith('VmRSS')][0])")
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in IMPORTS}
+    for _ in range(rounds):
+        order = list(IMPORTS)
+        random.shuffle(order)
+        for name in order:
+            started = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", IMPORTS[name] + report], check=True,
+                                 capture_output=True, text=True).stdout
+            samples[name].append(((time.perf_counter() - started) * 1000, int(out.split()[1]) / 1024))
+    return {name: {"ms": statistics.median(x[0] for x in xs), "rss_mb": statistics.median(x[1] for x in xs)}
+            for name, xs in samples.items()}
+
+
 def _start_daemon(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     from bli_memory.core.hooks import daemon_client
     from bli_memory.core.paths import daemon_socket_path
@@ -187,6 +214,8 @@ def main(argv: list[str]) -> int:
             two = fleet(envs["in-process"], project, 2)
             five_local = fleet(envs["in-process"], project, 5)
             log("fleets measured")
+            imports = import_costs(args.runs)
+            log("import costs measured")
         finally:
             daemon.terminate()
             daemon.wait(timeout=30)
@@ -199,32 +228,35 @@ def main(argv: list[str]) -> int:
     result = {
         "machine": machine_description(), "runs": args.runs, "size": args.size, "rows": rows,
         "median": summary, "in_process_over_daemon": ratio,
-        "fleet": {"daemon_route_servers_mb": five, "daemon_mb": daemon_rss,
-                  "daemon_route_total_mb": sum(five) + daemon_rss, "in_process_servers_mb": two,
+        "fleet": {"relays_mb": five, "daemon_mb": daemon_rss,
+                  "relays_total_mb": sum(five) + daemon_rss, "in_process_servers_mb": two,
                   "in_process_total_mb": sum(two), "five_in_process_servers_mb": five_local,
                   "five_in_process_total_mb": sum(five_local)},
+        "imports": imports,
     }
     write_json(args.json, result)
     table = markdown_table(
-        ["", "in process", "daemon route", "in process / daemon"],
+        ["", "in process", "relay to the daemon", "in process / relay"],
         [["spawn -> initialize answered (ms)", summary["in-process"]["init_ms"], summary["daemon"]["init_ms"],
           ratio["init_ms"]],
          ["initialize -> first search answered (ms)", summary["in-process"]["init_to_search_ms"],
           summary["daemon"]["init_to_search_ms"], ratio["init_to_search_ms"]],
          ["spawn -> first search answered (ms)", summary["in-process"]["search_ms"],
           summary["daemon"]["search_ms"], ratio["search_ms"]],
-         ["RSS of one server (MB)", summary["in-process"]["rss_mb"], summary["daemon"]["rss_mb"],
+         ["RSS of one session process (MB)", summary["in-process"]["rss_mb"], summary["daemon"]["rss_mb"],
           ratio["rss_mb"]]],
     )
     fleet_table = markdown_table(
         ["fleet", "servers (MB each)", "daemon (MB)", "total (MB)"],
-        [["5 servers on the daemon route + the daemon", " / ".join(f"{x:.0f}" for x in five), daemon_rss,
+        [["5 relays + the daemon", " / ".join(f"{x:.0f}" for x in five), daemon_rss,
           sum(five) + daemon_rss],
          ["2 servers in process", " / ".join(f"{x:.0f}" for x in two), "-", sum(two)],
          ["5 servers in process", " / ".join(f"{x:.0f}" for x in five_local), "-", sum(five_local)]],
     )
+    import_table = markdown_table(["python -c", "wall (ms)", "RSS once imported (MB)"],
+                                  [[name, c["ms"], c["rss_mb"]] for name, c in imports.items()])
     text = (f"Medians of {args.runs} cold starts per route, interleaved; {args.size} memories; "
-            f"{machine_description()}.\n\n{table}\n\n{fleet_table}\n")
+            f"{machine_description()}.\n\n{table}\n\n{fleet_table}\n\n{import_table}\n")
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(text)
     sys.stdout.write(text)

@@ -294,7 +294,7 @@ def _daemon_state(daemon: dict[str, Any] | None) -> str:
 
 
 def _mcp_route(settings: Any, daemon: dict[str, Any] | None) -> str:
-    """Which route an MCP server started now would answer on (core/mcp/daemon_route.py)."""
+    """Which route an MCP session started now would answer on (core/mcp/relay.py)."""
     from bli_memory.core.hooks import daemon_client
 
     if settings is not None:

@@ -138,6 +138,13 @@ _SUBCOMMANDS = {
 
 
 def _serve() -> int:
+    # With the embedded store the session is relayed to the daemon's MCP server, on the
+    # standard library (core/mcp/relay.py); a handover means this process serves it.
+    from bli_memory.core.mcp.relay import relay_session
+
+    handover = relay_session()
+    if handover is None:
+        _leave(0)  # the daemon served the whole session
     from bli_memory.core.logs import configure_logging
     from bli_memory.core.settings import load_settings
 
@@ -148,7 +155,7 @@ def _serve() -> int:
     check_paired(settings)  # a configured service without a token: one sentence, exit 1
     from bli_memory.core.mcp.server import run_stdio
 
-    run_stdio(settings)
+    run_stdio(settings, handover)
     _leave(0)  # the client closed stdin: done
 
 

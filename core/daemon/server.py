@@ -27,19 +27,17 @@ function the hook's direct path runs; there is no second implementation of recal
   after the socket is bound; until then requests are answered ``warming_up`` (the
   hook goes direct) while pings already answer. If the store file is replaced or
   removed, the next request reopens it.
-- **MCP servers**: a request with ``call`` runs one memory-contract method on the warm
-  backend for an MCP server on the daemon route (:mod:`bli_memory.core.daemon.calls`),
-  so five open sessions share one model and one set of caches. Such a call waits for
-  the warm-up instead of being refused ``warming_up``, and counts as activity for the
-  idle exit.
-- **Extract jobs**: when :mod:`bli_memory.core.extraction.worker` exists and has
-  ``drain(backend, *, max_jobs, worker_id)``, a background thread runs it every
-  :data:`DRAIN_INTERVAL_S` and shortly after a stop hook was answered, off the
-  request path.
+- **MCP sessions**: a connection that opens with a relay's hello
+  (:mod:`bli_memory.core.mcp.relay`) stays open for the session and is served by the
+  official MCP SDK server on the warm backend (:mod:`bli_memory.core.daemon.mcp_sessions`),
+  so five open sessions share one SDK, one model and one set of caches. Sessions do
+  not count against :data:`MAX_CONNECTIONS` (they are long-lived), and the daemon is
+  never idle while one is open. When the daemon stops or stands down their
+  connections close and each relay serves its session in its own process.
+- **Extract jobs**: a background thread drains the queue every :data:`DRAIN_INTERVAL_S`
+  and shortly after a stop hook or an MCP save queued one, off the request path.
 - **No orphans**: the daemon starts no child process; it removes its socket on exit.
-
-Its operational lines go to stderr (``[bli-memory] daemon <what> {json}``); the
-prompt hook starts it with stdio on ``/dev/null``.
+  Its operational lines go to stderr (``[bli-memory] daemon <what> {json}``).
 """
 
 from __future__ import annotations
@@ -57,9 +55,9 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
-from bli_memory.core.daemon.calls import WRITE_CALLS, answer_call, check_call
 from bli_memory.core.daemon.drain import DRAIN_AFTER_STOP_S, DRAIN_INTERVAL_S, DRAIN_MAX_JOBS, drain_loop
 from bli_memory.core.daemon.endpoint import Endpoint, Refused
+from bli_memory.core.daemon.mcp_sessions import end_sessions, hello_of, open_session, serve_session
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import is_newer, read_request, reply_line, rss_bytes
 from bli_memory.core.daemon.warm import WarmContext, refuse_unusable_settings, report_warm_up_problem
@@ -129,10 +127,11 @@ class Daemon:
         self.warm = WarmContext()
         self.endpoint = Endpoint(socket_path)
         self._active = 0
+        self._relays: set[socket.socket] = set()  # open MCP sessions (long-lived: not in _active)
         self._active_lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
         self.requests = 0
-        self.calls = 0
+        self.sessions = 0
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -201,12 +200,14 @@ class Daemon:
 
     def _check_idle(self) -> None:
         with self._active_lock:
-            busy = self._active > 0
+            busy = self._active > 0 or bool(self._relays)
         if not busy and time.monotonic() - self.last_request > self.idle_seconds:
             self.request_stop("idle")
 
     def _shutdown(self) -> None:
         self.endpoint.close()
+        with self._active_lock:
+            end_sessions(self._relays)  # each relay sees its session end and serves it itself
         give_up = time.monotonic() + 2.0
         for thread in list(self._threads):
             thread.join(max(0.0, give_up - time.monotonic()))
@@ -256,18 +257,28 @@ class Daemon:
             conn.close()
 
     def _connection(self, conn: socket.socket) -> None:
+        relay = False
         try:
             conn.settimeout(READ_TIMEOUT_S)
             line, error = read_request(conn)
+            hello = None if error else hello_of(line)
+            if hello is not None:
+                relay = True
+                with self._active_lock:  # a session is long-lived: out of the busy count
+                    self._active -= 1
+                    self._relays.add(conn)
+                self._relay(conn, hello)
+                return
             reply = {"error": error} if error else self._respond(line)
             conn.settimeout(READ_TIMEOUT_S)
             conn.sendall(reply_line(reply, pid=self.pid))
         except OSError:
             pass  # the hook gave up (deadline) or went away: nothing to tell anyone
         except Exception as exc:  # never let one request take the daemon down
-            log("request_failed", error=type(exc).__name__)
+            log("request_failed", error=type(exc).__name__, relay=relay)
             try:
-                conn.sendall(reply_line({"error": "internal"}, pid=self.pid))
+                if not relay:  # a session's line must be JSON-RPC: its relay sees the close
+                    conn.sendall(reply_line({"error": "internal"}, pid=self.pid))
             except OSError:
                 pass
         finally:
@@ -276,7 +287,36 @@ class Daemon:
             except OSError:
                 pass
             with self._active_lock:
-                self._active -= 1
+                if relay:
+                    self._relays.discard(conn)
+                    self.last_request = time.monotonic()
+                else:
+                    self._active -= 1
+
+    def _relay(self, conn: socket.socket, hello: dict[str, Any]) -> None:
+        """Answer a relay's hello, then serve its MCP session until it ends."""
+        reply = self._version_refusal(hello.get("version")) or self._refusal(hello)
+        session = None
+        backend = lambda: self.warm.context(self.warm.pm(DEFAULT_HOST)).backend  # noqa: E731
+        if reply is None:
+            reply, session = open_session(hello, ready=self._ready, backend=backend)
+        conn.sendall(reply_line(reply, pid=self.pid))
+        if session is None:
+            return
+        self.sessions += 1
+        serve_session(conn, session, backend=backend, ready=self._ready, wake=self._drain_wake)
+
+    def _version_refusal(self, version: object) -> dict[str, Any] | None:
+        """The refusal a request of another version gets (a later one stops us), else None."""
+        if version is None or version == VERSION:
+            return None
+        if not is_newer(version, VERSION):
+            # A session still running the release before an upgrade: it answers itself,
+            # and the current daemon stays for every current caller.
+            return {"error": "outdated_caller"}
+        log("stand_down", caller_version=str(version)[:40])
+        self.request_stop("stand_down")
+        return {"error": "stand_down"}
 
     def _respond(self, line: bytes) -> dict[str, Any]:
         try:
@@ -285,24 +325,19 @@ class Daemon:
             return {"error": "malformed"}
         if not isinstance(message, dict):
             return {"error": "malformed"}
-        version = message.get("version")
-        if version is not None and version != VERSION:
-            if not is_newer(version, VERSION):
-                # A session still running the release before an upgrade: it answers itself,
-                # and the current daemon stays for every current caller.
-                return {"error": "outdated_caller"}
-            log("stand_down", caller_version=str(version)[:40])
-            self.request_stop("stand_down")
-            return {"error": "stand_down"}
+        refused = self._version_refusal(message.get("version"))
+        if refused is not None:
+            return refused
         if message.get("ping") is True:
+            with self._active_lock:
+                relays = len(self._relays)
             return {"alive": True, "ready": self._ready.is_set(),
                     "uptime_s": int(time.monotonic() - self.started), "requests": self.requests,
-                    "calls": self.calls, "rss_bytes": rss_bytes()}
+                    "sessions": self.sessions, "relays": relays,
+                    "rss_bytes": rss_bytes()}
         if message.get("stop") is True:
             self.request_stop("stop_requested")
             return {"stopping": True}
-        if "call" in message:
-            return self._call(message)
         return self._hook(message)
 
     def _refusal(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -314,24 +349,6 @@ class Daemon:
             self.request_stop("stand_down")
             return {"error": "stand_down"}
         return None
-
-    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
-        """One memory-contract call of an MCP server (:mod:`bli_memory.core.daemon.calls`)."""
-        checked = check_call(message)
-        if checked is None:
-            return {"error": "malformed"}
-        refused = self._refusal(message)
-        if refused is not None:
-            return refused
-        name, args = checked
-        self.last_request = time.monotonic()
-        self.calls += 1
-        reply = answer_call(name, args, ready=self._ready,
-                            backend=lambda: self.warm.context(self.warm.pm(DEFAULT_HOST)).backend)
-        if name in WRITE_CALLS and "result" in reply:
-            self._drain_wake.set()
-        self.last_request = time.monotonic()
-        return reply
 
     def _hook(self, message: dict[str, Any]) -> dict[str, Any]:
         event = message.get("event")

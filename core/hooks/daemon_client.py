@@ -39,10 +39,11 @@ Fallback reasons (the ``daemon`` field of a direct run's receipt), :data:`REASON
 user: never connected to), ``connect_timeout``, ``unreachable``, ``reply_timeout``,
 ``bad_reply``, and the daemon's refusals ``warming_up``, ``stand_down``,
 ``outdated_caller``, ``env_mismatch``, ``busy``, ``malformed``, ``too_large``, ``internal``, and
-``not_local`` (an MCP server's call to a daemon whose backend keeps no local store).
+``not_local`` (an MCP relay's hello to a daemon whose backend keeps no local store).
 
-MCP servers use the same socket, version and config checks for their memory-contract
-calls (``{"call": ..., "args": ...}``: :mod:`bli_memory.core.daemon.calls`).
+The MCP relay (:mod:`bli_memory.core.mcp.relay`) uses the same socket, version and
+config checks for its hello, then keeps the connection for its session's JSON-RPC
+lines (:mod:`bli_memory.core.daemon.mcp_sessions`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ __all__ = [
     "SPAWN_INTERVAL_S",
     "DaemonUnavailable",
     "config_of",
+    "connect",
     "enabled",
     "exchange",
     "ping",
@@ -224,6 +226,20 @@ def _connect(path: Path, budget: float) -> socket.socket:
             raise DaemonUnavailable("connect_timeout") from None
         raise DaemonUnavailable("unreachable") from None
     return sock
+
+
+def connect(path: Path, budget: float = CONNECT_BUDGET_S) -> socket.socket:
+    """A connected socket to the daemon at ``path`` (the relay's long-lived session).
+
+    Args:
+        path: Socket path; it must be a socket owned by this user.
+        budget: Seconds the connect may take.
+
+    Raises:
+        DaemonUnavailable: ``no_socket``, ``foreign_socket``, ``stale_socket``,
+            ``connect_timeout`` or ``unreachable``.
+    """
+    return _connect(path, budget)
 
 
 def _read_line(sock: socket.socket, deadline: float, limit: int) -> bytes:

@@ -63,10 +63,7 @@ async def memory_info(
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
     info = await run_blocking(state.backend.info, space=tag)
-    route = state.daemon_route
-    daemon = None
-    if route is not None and route.last_route == "daemon":
-        daemon = await run_blocking(route.daemon_status)
+    daemon = state.daemon_status() if state.daemon_status is not None else None
     via: Literal["daemon", "in-process"] = "daemon" if daemon is not None else "in-process"
     out = InfoOutput(
         containerTag=info["space"],

@@ -7,11 +7,12 @@ lifespan builds the :class:`~bli_memory.core.mcp.state.ServerState` they read.
 
 Every tool returns text for the model plus ``structuredContent`` (the rows and the
 space). stdout carries JSON-RPC only: every log line goes to stderr. With the
-embedded store the tools answer through the resident daemon when it is up
-(:mod:`bli_memory.core.mcp.daemon_route`): this process then loads neither numpy nor
-the model, and the daemon drains the extract queue. In process, the embedding model
-loads in the background after start, so ``initialize`` answers at once, and queued
-extract jobs run in a background drain.
+embedded store the command hosts start is a relay (:mod:`bli_memory.core.mcp.relay`)
+and this server runs inside the resident daemon, once per relay connection
+(:func:`serve_connection`, on the daemon's warm backend); the relay's process then
+imports neither the MCP SDK nor numpy. In process (no daemon, or the relay's
+fallback), the embedding model loads in the background after start, so
+``initialize`` answers at once, and queued extract jobs run in a background drain.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
     import pluggy
 
+    from bli_memory.core.mcp.relay import Handover
     from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.settings import Settings
 
@@ -46,6 +48,7 @@ __all__ = [
     "build_server",
     "default_state",
     "run_stdio",
+    "serve_connection",
 ]
 
 SERVER_NAME = "bli-memory"
@@ -78,33 +81,27 @@ def build_server(state_factory: Callable[[], ServerState]) -> MCPServer[ServerSt
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         state = state_factory()
-        route = state.daemon_route
+        if state.shared_backend:
+            # The daemon's warm backend: the daemon warms, drains and closes it.
+            yield state
+            return
         warmed = threading.Event()
         stop = threading.Event()
-        drainers: list[threading.Thread | None] = []
-        if route is None:
-            # numpy first, in this thread, before any worker thread starts: two threads
-            # importing it at once can be handed a half-initialised module by importlib.
-            import numpy  # noqa: F401
-        else:
-            # The daemon answers and drains; a call that falls back to this process
-            # starts the drain here, as an in-process server does at start.
-            local = route.local
-            route.on_local = lambda: drainers.append(
-                _start_extract_drain(local, stop, state.wake, ready=warmed))
-        # Load the model (or reach the daemon) off the request path so `initialize` answers at once.
+        # numpy first, in this thread, before any worker thread starts: two threads
+        # importing it at once can be handed a half-initialised module by importlib.
+        import numpy  # noqa: F401
+
+        # Load the model off the request path so `initialize` answers at once.
         threading.Thread(target=_safe_warm, args=(state.backend, warmed), daemon=True,
                          name="warm-up").start()
-        if route is None:
-            drainers.append(_start_extract_drain(state.backend, stop, state.wake, ready=warmed))
+        drainer = _start_extract_drain(state.backend, stop, state.wake, ready=warmed)
         try:
             yield state
         finally:
             stop.set()
             state.wake.set()
-            for drainer in drainers:
-                if drainer is not None:
-                    drainer.join(timeout=10)
+            if drainer is not None:
+                drainer.join(timeout=10)
             warmed.wait(timeout=30)  # never close the store under the warm-up thread
             state.backend.close()
 
@@ -170,40 +167,56 @@ def _safe_warm(backend: MemoryBackend, done: threading.Event) -> None:
 def default_state(settings: Settings, pm: pluggy.PluginManager | None = None) -> ServerState:
     """Build the server state: the backend the plugins choose, and the default space.
 
-    With the installed plugins (``pm`` None) and the embedded store, the tools answer
-    through the resident daemon when it is up, and fall back to that backend in process
-    (:mod:`bli_memory.core.mcp.daemon_route`); a caller's own plugin manager keeps every
-    call in process, so plugins registered only there are honoured.
-
     Args:
         settings: The process's settings.
         pm: The caller's plugin manager (default: a new one with the installed
             plugins); the backend is built through it, so its plugins are honoured.
     """
-    from bli_memory.core.mcp.daemon_route import DaemonRoute, eligible
     from bli_memory.core.plugins import build_backend, get_plugin_manager
 
     backend = build_backend(pm if pm is not None else get_plugin_manager(), settings)
     tag, origin = default_space(settings)
-    if pm is None and eligible(backend):
-        route = DaemonRoute(backend)
-        return ServerState(settings=settings, backend=route, default_space=tag, space_origin=origin,
-                           daemon_route=route)
     return ServerState(settings=settings, backend=backend, default_space=tag, space_origin=origin)
 
 
-def run_stdio(settings: Settings) -> None:
+async def serve_connection(state: ServerState, *, source: Any = None, stdout: Any = None,
+                           drop_reply_to: str | int | None = None) -> None:
+    """Serve one MCP session with ``state`` until its input ends.
+
+    Every line read is answered: not JSON gets -32700, not JSON-RPC gets -32600 with
+    the request's id, and lone surrogates become U+FFFD (:mod:`bli_memory.core.mcp.stdio`).
+
+    Args:
+        state: The session's state (its backend, space and session id).
+        source: Async iterable of ``bytes`` lines (default: stdin).
+        stdout: Async writer of the answers (default: stdout).
+        drop_reply_to: Request id whose first answer is not written (a replayed
+            ``initialize`` whose client already had its answer).
+    """
+    from bli_memory.core.mcp.stdio import robust_stdio_server
+
+    server = build_server(lambda: state)
+    # MCPServer.run_stdio_async with our transport, which answers every line
+    # (mcp 2.3.0 drops unparsable ones without a response).
+    lowlevel = server._lowlevel_server
+    async with robust_stdio_server(source=source, stdout=stdout, drop_reply_to=drop_reply_to) as (
+            read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def run_stdio(settings: Settings, handover: Handover | None = None) -> None:
     """Run the MCP server on stdio until the client closes it.
+
+    Args:
+        settings: The process's settings.
+        handover: What a relay whose daemon went away hands over
+            (:class:`bli_memory.core.mcp.relay.Handover`): the session id, the lines to
+            run again and the reader of the rest of stdin; None serves stdin afresh.
 
     Raises:
         SystemExit: 1, after one line on stderr, when the settings cannot build a backend
             (:class:`~bli_memory.core.errors.BliMemoryError` from the plugins).
-
-    Every line read is answered: not JSON gets -32700, not JSON-RPC gets -32600 with
-    the request's id, and lone surrogates become U+FFFD (:mod:`bli_memory.core.mcp.stdio`).
     """
-    from bli_memory.core.mcp.stdio import robust_stdio_server
-
     # Built before serving, so a setting that cannot work (an unknown BLI_MEMORY_EMBEDDER, a
     # model folder without its manifest) ends the process with its one sentence on stderr,
     # which the host shows or logs, instead of a traceback from inside the task group.
@@ -212,13 +225,18 @@ def run_stdio(settings: Settings) -> None:
     except BliMemoryError as exc:
         sys.stderr.write(f"[bli-memory] the MCP server cannot start: {exc.reason}: {exc}\n")
         raise SystemExit(1) from None
-    server = build_server(lambda: state)
-    # MCPServer.run_stdio_async with our transport, which answers every line
-    # (mcp 2.3.0 drops unparsable ones without a response).
-    lowlevel = server._lowlevel_server
+    if handover is None or handover.lines is None:
+        if handover is not None and handover.session_id:
+            state.session_id = handover.session_id
+        anyio.run(serve_connection, state)
+        return
+    from bli_memory.core.mcp.stdio import handover_source
 
-    async def serve() -> None:
-        async with robust_stdio_server() as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    state.session_id = handover.session_id or state.session_id
+    state.replayed = dict(handover.replayed_at)
+    source = handover_source(handover.replay, handover.lines)
 
-    anyio.run(serve)
+    async def resume() -> None:
+        await serve_connection(state, source=source, drop_reply_to=handover.drop_reply_to)
+
+    anyio.run(resume)

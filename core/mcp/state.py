@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context
@@ -22,7 +22,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from bli_memory.core.errors import BliMemoryError
 
 if TYPE_CHECKING:
-    from bli_memory.core.mcp.daemon_route import DaemonRoute
     from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.settings import Settings
 
@@ -48,10 +47,16 @@ class ServerState:
     neighbours, and the ``context`` channel of search applies to them as to
     hook-captured ones (:func:`bli_memory.core.memory.ranking.context_bonus`).
     ``wake`` is set when a tool queues an extract job, so the server's background
-    drain runs it at once instead of at its next poll. ``daemon_route`` is the
-    backend itself when the tools answer through the resident daemon
-    (:mod:`bli_memory.core.mcp.daemon_route`), so ``memory_info`` can say which route
-    answered; None in process.
+    drain runs it at once instead of at its next poll.
+
+    ``via`` says who serves the session: ``daemon`` when this server runs inside the
+    resident daemon for a relay (:mod:`bli_memory.core.daemon.mcp_sessions`), whose
+    ``daemon_status`` then returns ``{"pid", "version", "rssBytes"}`` for ``memory_info``;
+    ``in-process`` otherwise. ``shared_backend``: the backend belongs to the process
+    around the server (the daemon's warm one), so the server's lifespan neither warms,
+    drains nor closes it. ``replayed`` maps the ids of requests a resumed session runs
+    again (their first answer was lost with the daemon) to the epoch second they were
+    first sent (:mod:`bli_memory.core.mcp.relay`).
     """
 
     settings: Settings
@@ -60,7 +65,10 @@ class ServerState:
     space_origin: str
     session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4()}")
     wake: threading.Event = field(default_factory=threading.Event)
-    daemon_route: DaemonRoute | None = None
+    via: Literal["daemon", "in-process"] = "in-process"
+    daemon_status: Callable[[], dict[str, Any]] | None = None
+    shared_backend: bool = False
+    replayed: Mapping[str | int, float] = field(default_factory=dict)
 
 
 if TYPE_CHECKING:
@@ -77,18 +85,25 @@ def state_of(ctx: ToolContext) -> ServerState:
     return ctx.request_context.lifespan_context
 
 
-def default_space(settings: Settings) -> tuple[str, str]:
-    """``(container tag, how it was derived)`` for the server's working folder.
+def default_space(settings: Settings, *, cwd: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``(container tag, how it was derived)`` for the session's working folder.
 
     ``BLI_MEMORY_CONTAINER_TAG`` (or ``settings.container_tag``) wins; otherwise the
     git remote or folder decides (:func:`bli_memory.core.memory.spaces.derive_space`).
+
+    Args:
+        settings: The session's settings.
+        cwd: The session's folder (default: this process's).
+        environ: The session's variables (default: this process's); a relay served in
+            the daemon passes its own (:mod:`bli_memory.core.daemon.mcp_sessions`).
     """
     from bli_memory.core.memory.spaces import derive_space
 
-    env = dict(os.environ)
+    env = dict(os.environ if environ is None else environ)
     if settings.container_tag:
         env["BLI_MEMORY_CONTAINER_TAG"] = settings.container_tag
-    space = derive_space(os.getcwd(), environ=env)
+    space = derive_space(os.getcwd() if cwd is None else cwd, environ=env)
     return space.tag, space.derived_from
 
 

@@ -17,6 +17,11 @@ stdout stays the SDK's: it keeps fd 1 for the wire and points the descriptor at
 stderr, so stray prints never corrupt the stream. fd 0 is likewise moved to a private
 descriptor and pointed at the null device, so a child process reads EOF instead of
 the wire.
+
+The same wrapping serves other streams than the process's own: the daemon serves
+each relay's connection with it (``source`` and ``stdout``, :mod:`bli_memory.core.daemon.mcp_sessions`),
+and a relay whose daemon went away resumes its session in process from the lines it
+saved (:func:`handover_source`, :mod:`bli_memory.core.mcp.relay`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from bli_memory.core.memory.unicode_text import clean_strings
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["EOF_GRACE_S", "robust_stdio_server"]
+__all__ = ["EOF_GRACE_S", "handover_source", "robust_stdio_server"]
 
 #: When the client closes stdin, requests still running get this long to answer before
 #: the server ends (a tool call that embeds or waits on a store answers well within it).
@@ -107,13 +112,25 @@ class _CheckedLines:
 
 
 class _NotingSender:
-    """The server's write stream, telling :class:`_CheckedLines` which requests were answered."""
+    """The server's write stream, telling :class:`_CheckedLines` which requests were answered.
 
-    def __init__(self, stream: Any, lines: _CheckedLines) -> None:
+    ``drop_reply_to``: a request id whose first response is noted but not written (the
+    ``initialize`` a resumed session replays, which its client already had answered).
+    """
+
+    def __init__(self, stream: Any, lines: _CheckedLines, drop_reply_to: Any = None) -> None:
         self._stream = stream
         self._lines = lines
+        self._drop = drop_reply_to
 
     async def send(self, message: Any) -> None:
+        if self._drop is not None:
+            root = getattr(message, "message", None)
+            root = getattr(root, "root", root)
+            if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and root.id == self._drop:
+                self._drop = None
+                self._lines.done(message)
+                return
         await self._stream.send(message)
         self._lines.done(message)
 
@@ -154,27 +171,69 @@ def _check(line: str) -> tuple[SessionMessage | None, str | None]:
 
 
 @asynccontextmanager
-async def robust_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
+async def robust_stdio_server(
+    *, source: Any = None, stdout: Any = None, drop_reply_to: str | int | None = None,
+) -> AsyncIterator[tuple[Any, Any]]:
     """Like ``mcp.server.stdio.stdio_server()``, but no line read goes unanswered.
+
+    Args:
+        source: Async iterable of ``bytes`` lines to serve instead of stdin (a daemon's
+            relay connection, or :func:`handover_source`); None claims fd 0.
+        stdout: Object with ``async write(str)`` and ``async flush()`` to answer on
+            instead of stdout; None lets the SDK claim fd 1.
+        drop_reply_to: Request id whose first answer is not written (see
+            :class:`_NotingSender`).
 
     Yields:
         ``(read_stream, write_stream)`` for ``Server.run``.
     """
-    private = _claim_stdin()
-    if private is not None:
-        source = anyio.wrap_file(os.fdopen(private, "rb", closefd=False))
-    elif sys.stdin is not None and hasattr(sys.stdin, "buffer"):
-        source = anyio.wrap_file(sys.stdin.buffer)
-    else:  # no stdin at all: nothing to read, the server ends at once
-        source = anyio.wrap_file(open(os.devnull, "rb"))  # noqa: SIM115 - lives as long as the server
+    private = None
+    if source is None:
+        private = _claim_stdin()
+        if private is not None:
+            source = anyio.wrap_file(os.fdopen(private, "rb", closefd=False))
+        elif sys.stdin is not None and hasattr(sys.stdin, "buffer"):
+            source = anyio.wrap_file(sys.stdin.buffer)
+        else:  # no stdin at all: nothing to read, the server ends at once
+            source = anyio.wrap_file(open(os.devnull, "rb"))  # noqa: SIM115 - lives as long as the server
     lines = _CheckedLines(source)
     try:
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        async with stdio_server(stdin=lines, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
             lines.attach(write_stream)
-            yield read_stream, _NotingSender(write_stream, lines)
+            yield read_stream, _NotingSender(write_stream, lines, drop_reply_to)
     finally:
         if private is not None:
             _release_stdin(private)
+
+
+class _HandoverLines:
+    """``bytes`` lines: the saved ones first, then those a relay's reader queues (None ends)."""
+
+    def __init__(self, replay: list[bytes], queue: Any) -> None:
+        self._replay = list(replay)
+        self._queue = queue
+
+    def __aiter__(self) -> _HandoverLines:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._replay:
+            return self._replay.pop(0)
+        line = await anyio.to_thread.run_sync(self._queue.get, abandon_on_cancel=True)
+        if line is None:
+            raise StopAsyncIteration
+        return bytes(line)
+
+
+def handover_source(replay: list[bytes], queue: Any) -> _HandoverLines:
+    """The input of a session resumed in process: ``replay`` lines, then ``queue.get()``.
+
+    Args:
+        replay: Lines to serve first (the saved ``initialize``, ``notifications/initialized``
+            and the requests still unanswered, in the order they were read).
+        queue: A ``queue.Queue`` of further ``bytes`` lines; ``None`` marks end of input.
+    """
+    return _HandoverLines(replay, queue)
 
 
 def _claim_stdin() -> int | None:

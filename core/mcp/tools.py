@@ -15,9 +15,10 @@ Zero hits is a normal result whose text says the record is silent; a failure rai
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -38,6 +39,10 @@ from bli_memory.core.mcp.outputs import (
 from bli_memory.core.mcp.state import ToolContext, require_enabled, resolve_tag, run_blocking, state_of
 from bli_memory.core.mcp.tool_text import add_tool
 from bli_memory.core.memory.version_ids import version_note
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.models import ForgetResult
 
 __all__ = ["forget_memory", "register_memory_tools", "save_memory", "search_memory", "update_memory"]
 
@@ -139,9 +144,11 @@ async def save_memory(
     require_enabled(tag)
     if extract:
         # Not even the queue row holds them (the worker redacts again).
+        # The id follows from the session and the request, so a request run again after
+        # its answer was lost (a relay's daemon died: core/mcp/relay.py) queues one job.
         job_id = await run_blocking(
             state.backend.enqueue_extract, clean.text, space=tag, source="mcp",
-            session_id=state.session_id,
+            session_id=state.session_id, job_id=_request_job_id(state.session_id, ctx),
         )
         state.wake.set()
         out = SaveOutput(status="queued", containerTag=tag, jobId=job_id, masked=clean.masked)
@@ -231,7 +238,18 @@ async def forget_memory(
     """
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
-    res = await run_blocking(state.backend.forget, space=tag, id=id, content=content, query=query)
+    try:
+        res = await run_blocking(state.backend.forget, space=tag, id=id, content=content, query=query)
+    except ToolError as exc:
+        request = ctx.request_context.request_id
+        first_sent = state.replayed.get(request) if request is not None else None
+        if id is None or first_sent is None or not str(exc).startswith("not_found"):
+            raise
+        # Run again after the daemon that forgot it died before answering: answer as it did.
+        done = await run_blocking(_forgotten_since, state.backend, id, first_sent)
+        if done is None:
+            raise
+        res = done
     out = ForgetOutput(
         containerTag=res.memory.space, matchedBy=res.matched_by, similarity=res.similarity,
         forgotten=memory_out(res.memory), named=memory_out(res.named) if res.named else None,
@@ -239,6 +257,37 @@ async def forget_memory(
     how = {"id": "by id", "content": "by exact text", "query": f"by closest match ({res.similarity})"}
     note = version_note(id, res.memory, res.named)
     return tool_result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.{note}", out)
+
+
+def _request_job_id(session_id: str, ctx: ToolContext) -> str:
+    """The extract job id of one request of one session (a UUID 5, canonical text)."""
+    import uuid
+
+    request = ctx.request_context.request_id
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"bli-memory:{session_id}:{type(request).__name__}:{request}"))
+
+
+def _forgotten_since(backend: MemoryBackend, id: str, since: float) -> ForgetResult | None:
+    """The forget of ``id`` that happened after epoch ``since``, as it was answered, or None."""
+    from datetime import datetime
+
+    from bli_memory.core.errors import NotFoundError
+    from bli_memory.core.models import ForgetResult
+
+    try:
+        named, chain = backend.get_memory(id, include_inactive=True)
+    except NotFoundError:
+        return None
+    head = next((m for m in [named, *chain] if m.state == "forgotten"), None)
+    if head is None or head.forgotten_at is None:
+        return None
+    try:
+        at = datetime.fromisoformat(head.forgotten_at.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+    if at < since - 1.0:  # forgotten before this request was first sent: not its doing
+        return None
+    return ForgetResult(memory=head, matched_by="id", named=None if head.id == named.id else named)
 
 
 def register_memory_tools(server: MCPServer[Any]) -> None:

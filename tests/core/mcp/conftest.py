@@ -1,4 +1,4 @@
-"""The MCP tool tests run twice: with the tools answering in process, and through the daemon.
+"""The MCP tool tests run twice: served in process, and relayed to the daemon's MCP server.
 
 ``mcp_route`` is parametrised over ``in-process`` and ``daemon``. On the daemon route a
 real daemon of the test's HOME is started and ready before the test, every MCP server
