@@ -60,7 +60,7 @@ from bli_memory.core.daemon.endpoint import Endpoint, Refused
 from bli_memory.core.daemon.mcp_sessions import end_sessions, hello_of, open_session, serve_session
 from bli_memory.core.daemon.oplog import log
 from bli_memory.core.daemon.protocol import is_newer, read_request, reply_line, rss_bytes
-from bli_memory.core.daemon.warm import WarmContext, refuse_unusable_settings, report_warm_up_problem
+from bli_memory.core.daemon.warm import WarmContext, refuse_unusable_settings
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import daemon_client, daemon_start
 
@@ -448,7 +448,9 @@ def main(argv: list[str]) -> int:
                          f"{json.dumps({'pid': pid})}\n")
         return 0
     if "--restart" in argv:
-        return 1 if refuse_unusable_settings() else _restart()
+        from bli_memory.core.daemon.restart import restart
+
+        return 1 if refuse_unusable_settings() else restart()
     unknown = [a for a in argv if a.startswith("-") and not a.startswith("--idle-seconds")]
     idle = _idle_seconds(argv, os.environ)
     if unknown or idle is None:
@@ -469,43 +471,6 @@ def main(argv: list[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: daemon.request_stop("signal"))
     return daemon.run()
-
-
-def _restart(wait_s: float = 30.0) -> int:
-    """``daemon --restart``: stop the running daemon, start one now, wait until it answers.
-
-    Returns 0 once the new daemon answers and warmed up; 1 when none answered within ``wait_s``
-    or it cannot embed (:func:`~bli_memory.core.daemon.warm.report_warm_up_problem`).
-    """
-    from bli_memory.core.hooks import daemon_start
-
-    old = daemon_client.stop()
-    give_up = time.monotonic() + wait_s
-    while old is not None and time.monotonic() < give_up:
-        try:
-            if daemon_client.ping(timeout=0.2).get("pid") != old:
-                break
-        except daemon_client.DaemonUnavailable:
-            break
-        time.sleep(0.05)
-    started_at = time.time()
-    daemon_start.start_now()
-    while time.monotonic() < give_up:
-        try:
-            pong = daemon_client.ping(timeout=0.5)
-        except daemon_client.DaemonUnavailable:
-            time.sleep(0.1)
-            continue
-        if pong.get("pid") != old:
-            if report_warm_up_problem(pong.get("pid"), since=started_at, until=give_up):
-                return 1
-            started = json.dumps({"stopped": old, "pid": pong.get("pid")})
-            sys.stderr.write(f"[bli-memory] daemon restarted {started}\n")
-            return 0
-        time.sleep(0.1)
-    sys.stderr.write(f"[bli-memory] daemon did not answer within {wait_s:.0f} s after its start; "
-                     "hooks and MCP servers answer in their own process meanwhile\n")
-    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
