@@ -352,9 +352,11 @@ class SideIndexFiles:
             threads: Threads the loaded index may use for adds.
 
         Returns:
-            A :class:`~bli_memory.core.embedded.vector_index.VectorIndex` with ``mark`` set
-            to the recorded ``(epoch, write_seq)``: catch it up before use. None when there
-            is no record, or any check fails (one line is logged for a failed check).
+            A :class:`~bli_memory.core.embedded.vector_index.VectorIndex` mapping the file
+            (:meth:`~bli_memory.core.embedded.vector_index.VectorIndex.view`: nothing is read
+            but the pages searches visit) with ``mark`` set to the recorded
+            ``(epoch, write_seq)``: catch it up before use. None when there is no record,
+            or any check fails (one line is logged for a failed check).
         """
         from bli_memory.core.embedded.vector_index import VectorIndex
 
@@ -365,7 +367,7 @@ class SideIndexFiles:
         params = identity.get("params", {})
         try:
             index = VectorIndex(int(identity["dimensions"]), threads=threads, **params)
-            index.load(str(file))
+            index.view(str(file))
         except StoreError as exc:
             _log.warning("saved vector side index ignored (%s); rebuilding", exc)
             return None
