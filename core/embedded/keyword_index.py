@@ -126,6 +126,10 @@ class KeywordIndex:
         self._deleting: set[int] = set()  # of those, the ones deleted in the open writer
         #: The working folder of an index opened from a saved copy (removed with it).
         self.work: Any = None
+        #: ``() -> str``: for an index read in place from a folder it must not change (a
+        #: saved copy), makes this process's own copy and returns its path; called once,
+        #: before the first change (see :mod:`bli_memory.core.embedded.side_index_files`).
+        self.detach: Any = None
         self.max_seq = 0
 
     def __len__(self) -> int:
@@ -140,12 +144,22 @@ class KeywordIndex:
         return int(self._index.searcher().num_docs)
 
     def adopt(self, seqs: Iterable[int]) -> None:
-        """Take ``seqs`` as the rows an index opened from a folder holds (its saved list)."""
-        self._seqs = {int(s) for s in seqs}
+        """Take ``seqs`` (Python or numpy ints) as the rows an index opened from a folder
+        holds (its saved list)."""
+        tolist = getattr(seqs, "tolist", None)
+        listed = tolist() if tolist is not None else [int(s) for s in seqs]
+        self._seqs = set(listed)
         self.max_seq = max(self._seqs, default=0)
 
     def _w(self, rows: int = 0) -> Any:
         if self._writer is None:
+            if self.detach is not None:  # read in place so far: change a copy of our own
+                path, self.detach = self.detach(), None
+                try:
+                    self._index = self._tv.Index(self._schema, path=path)
+                except (OSError, ValueError) as exc:
+                    raise StoreError(f"cannot open the keyword side index at {path}: {exc}") from exc
+                self._searcher = None
             if rows >= _BULK_ROWS:
                 self._writer = self._index.writer(_BULK_HEAP_BYTES, self._threads or 0)
             else:

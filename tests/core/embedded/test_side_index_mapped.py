@@ -102,3 +102,49 @@ def test_a_purge_after_the_save_rebuilds_even_when_mapped(tmp_path: Path) -> Non
     assert rows[2][0] not in nearest(b, rows[2][1], 10)  # rebuilt from the table
     assert not _index(b).viewed and len(_index(b)) == 299
     b.close()
+
+
+def _keyword_engine(path: Path) -> EmbeddedBackend:
+    backend = EmbeddedBackend(path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
+    backend.enable_side_indexes(background=False)
+    return backend
+
+
+def _keyword_ids(backend: EmbeddedBackend, word: str) -> list[str]:
+    from bli_memory.core.memory.terms import query_forms, query_terms
+
+    vs = backend.store.vectors((SPACE,))
+    seqs = backend.side_indexes.keyword_query(  # type: ignore[union-attr]
+        (SPACE,), vs, query_forms(query_terms(word)), 10, every=True)
+    assert seqs is not None, "the keyword side index did not answer"
+    rows = backend.store.rows_by_seq(seqs)
+    return [rows[s].id for s in seqs if s in rows]
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in folder.rglob("*")}
+
+
+def test_the_saved_keyword_index_is_read_in_place_until_it_must_change(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    rows = fill(path, 300)
+    a = _keyword_engine(path)
+    assert _keyword_ids(a, "17") == [rows[17][0]]
+    a.close()
+    folder = index_folder(path)
+    before = _listing(folder)
+
+    b = _keyword_engine(path)
+    assert _keyword_ids(b, "17") == [rows[17][0]]
+    _forget(b, [rows[17][0]])  # a forget is a tombstone: still no copy
+    assert _keyword_ids(b, "17") == []
+    assert _listing(folder) == before  # nothing copied, nothing written in the saved folder
+    added = fill(path, 1, seed=3, start=7000)  # an add must change the index: copied first
+    assert _keyword_ids(b, "7000") == [added[0][0]]
+    assert _keyword_ids(b, "17") == [] and _keyword_ids(b, "18") == [rows[18][0]]
+    works = [p for p in folder.iterdir() if p.name.endswith(".work")]
+    assert len(works) == 1
+    assert {k: v for k, v in _listing(folder).items() if not k.startswith(works[0].name)} == before
+    b.close()
+    assert [p for p in folder.iterdir() if p.name.endswith(".work")] == []
