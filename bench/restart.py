@@ -132,7 +132,7 @@ def _restart(path: Path, queries: list[str], wait_s: float, code: Path | None = 
     return out
 
 
-def _forgets(path: Path, n: int) -> dict[str, Any]:
+def _forgets(path: Path, n: int, reloads: int = 2) -> dict[str, Any]:
     """Forget ``n`` rows, then update ``n`` others, on a warm engine; time each write and
     the search after it."""
     from bli_memory.core.embedded.engine import EmbeddedBackend
@@ -173,7 +173,7 @@ def _forgets(path: Path, n: int) -> dict[str, Any]:
         old_returned += any(h.memory.id == memory_id for h in hits)
     reload_ms = []
     b.store.saved_vectors = None  # from the table, as before (not the saved matrix)
-    for _ in range(2):  # what the next search paid before: the whole matrix read again
+    for _ in range(reloads):  # what the next search paid before: the whole matrix read again
         b.store._vector_cache.clear()
         t = time.perf_counter()
         b.store.vectors((SPACE,))
@@ -194,7 +194,7 @@ def _mb(folder: Path) -> dict[str, float]:
 
 
 def run(size: int, *, wait_s: float = 900.0, forgets: int = 20, against: Path | None = None,
-        rounds: int = 2) -> dict[str, Any]:
+        rounds: int = 2, reloads: int = 2) -> dict[str, Any]:
     """Build (or reuse) the store, then measure both restarts and the writes in one run.
 
     Without ``against``: a restart with no saved indexes (which builds and saves them),
@@ -236,7 +236,7 @@ def run(size: int, *, wait_s: float = 900.0, forgets: int = 20, against: Path | 
         out.update(previous_code=turns["previous"], current_code=turns["current"])
     out["saved_files_mb"] = _mb(saved)
     log(f"restart: {forgets} forgets and {forgets} updates on a warm engine")
-    out["forgets"] = _forgets(path, forgets)
+    out["forgets"] = _forgets(path, forgets, reloads)
     return out
 
 
@@ -295,10 +295,11 @@ def main() -> None:
     parser.add_argument("--against-code", type=Path, default=None,
                         help="compare with the code in this folder (see above) instead of a rebuild")
     parser.add_argument("--rounds", type=int, default=2, help="turns of each version with --against-code")
+    parser.add_argument("--reloads", type=int, default=2, help="full matrix reads timed for comparison")
     parser.add_argument("--json", type=Path, default=RESULTS_DIR / "restart.json")
     args = parser.parse_args()
     res = run(args.size, wait_s=args.wait, forgets=args.forgets, against=args.against_code,
-              rounds=args.rounds)
+              rounds=args.rounds, reloads=args.reloads)
     write_json(args.json, res)
     print(table(res))
 
