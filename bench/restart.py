@@ -21,7 +21,8 @@ One run measures, side by side on the same file and the same page cache:
   until the HNSW index is built in the background;
 - **a restart with them**: the same, after a process built the indexes and saved them
   beside the store (``core/embedded/side_index_files.py``); the first search maps the
-  saved matrix, loads the HNSW file and catches both up from the write sequence;
+  saved matrix and the HNSW file, opens the BM25 copy in place and catches them up from
+  the write sequence;
 - **forgets on the warm engine**: ``forget`` by id, then the next search for the
   forgotten text (which must not return it), against what a forget cost before the
   cache was updated in place: reading the whole vector matrix again;
