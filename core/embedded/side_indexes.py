@@ -451,7 +451,10 @@ class SideIndexes:
         try:
             with slot.lock:
                 if slot.index is not None and slot.index.unsettled:
+                    started = time.perf_counter()
                     slot.index.materialise()
+                    _log.info("%s side index copied into memory: %d rows in %.1f s", kind,
+                              len(slot.index), time.perf_counter() - started)
         except Exception as exc:  # a derived index: drop it, the next search rebuilds
             self._drop(kind, spaces, exc)
         finally:

@@ -60,13 +60,15 @@ def test_a_restart_maps_the_file_and_a_forget_after_it_is_never_served(
     c.close()
 
 
-def test_many_changes_copy_the_mapped_index_into_memory(tmp_path: Path) -> None:
+def test_many_changes_copy_the_mapped_index_into_memory(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "m.sqlite"
     rows = fill(path, 700)
     a = indexed(path)
     nearest(a, rows[0][1])
     a.close()
 
+    caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
     b = indexed(path)
     nearest(b, rows[1][1])
     assert _index(b).viewed
@@ -76,6 +78,7 @@ def test_many_changes_copy_the_mapped_index_into_memory(tmp_path: Path) -> None:
     # the index is copied into memory (here in that search: builds are not in the background).
     assert rows[0][0] not in nearest(b, rows[0][1], 10)
     assert not _index(b).viewed and len(_index(b)) == 700 - len(gone)
+    assert f"vector side index copied into memory: {700 - len(gone)} rows" in caplog.text
     for memory_id, vector in rows[: len(gone) : 37]:
         assert memory_id not in nearest(b, vector, 10)
     assert nearest(b, rows[600][1])[0] == rows[600][0]
