@@ -112,9 +112,14 @@ class EngineBase:
         return self._embedder
 
     def warm_up(self) -> None:
-        """Open the store, load the model and turn side indexes on (daemon, MCP server)."""
+        """Open the store, load the model and the stemmer, and turn side indexes on
+        (daemon, MCP server). The stemmer's package imports every language it has: 0.5-2 s
+        measured on the first search after a restart (``docs/benchmarks.md``), paid here."""
+        from bli_memory.core.memory.terms import stem
+
         _ = self.store
         self.embedder.embed(["warm up"])
+        stem("warming")
         self.enable_side_indexes()
 
     def enable_side_indexes(self, *, background: bool = True, threads: int = 1) -> SideIndexes:

@@ -116,7 +116,8 @@ class KeywordIndex:
         self._threads = threads
         self._writer: Any = None
         self._searcher: Any = None
-        self._seqs: set[int] = set()
+        self._seq_set: set[int] | None = set()
+        self._adopted: Any = None  # the saved seqs (numpy) until a change needs the set
         #: Generation of the live set last synced (see :meth:`sync`).
         self.generation: Any = None
         #: ``(epoch, write_seq)`` of the store this index is level with, or None
@@ -126,10 +127,23 @@ class KeywordIndex:
         self._deleting: set[int] = set()  # of those, the ones deleted in the open writer
         #: The working folder of an index opened from a saved copy (removed with it).
         self.work: Any = None
+        #: ``() -> str``: for an index read in place from a folder it must not change (a
+        #: saved copy), makes this process's own copy and returns its path; called once,
+        #: before the first change (see :mod:`bli_memory.core.embedded.side_index_files`).
+        self.detach: Any = None
         self.max_seq = 0
 
     def __len__(self) -> int:
-        return len(self._seqs)
+        return len(self._adopted) if self._seq_set is None else len(self._seq_set)
+
+    @property
+    def _seqs(self) -> set[int]:
+        """The seqs indexed, as a set: made from the adopted list when first needed (a
+        first search after a restart needs none; at 1M rows it costs about 0.1 s of CPU)."""
+        if self._seq_set is None:
+            self._seq_set = set(self._adopted.tolist())
+            self._adopted = None
+        return self._seq_set
 
     def seqs(self) -> list[int]:
         """The seqs indexed, ascending."""
@@ -140,12 +154,24 @@ class KeywordIndex:
         return int(self._index.searcher().num_docs)
 
     def adopt(self, seqs: Iterable[int]) -> None:
-        """Take ``seqs`` as the rows an index opened from a folder holds (its saved list)."""
-        self._seqs = {int(s) for s in seqs}
-        self.max_seq = max(self._seqs, default=0)
+        """Take ``seqs`` (distinct ints, Python or numpy) as the rows an index opened from
+        a folder holds (its saved list)."""
+        import numpy as np
+
+        adopted = np.unique(np.fromiter((int(s) for s in seqs), dtype=np.int64)) \
+            if not hasattr(seqs, "dtype") else np.asarray(seqs, dtype=np.int64)
+        self._adopted, self._seq_set = adopted, None
+        self.max_seq = int(adopted.max()) if len(adopted) else 0
 
     def _w(self, rows: int = 0) -> Any:
         if self._writer is None:
+            if self.detach is not None:  # read in place so far: change a copy of our own
+                path, self.detach = self.detach(), None
+                try:
+                    self._index = self._tv.Index(self._schema, path=path)
+                except (OSError, ValueError) as exc:
+                    raise StoreError(f"cannot open the keyword side index at {path}: {exc}") from exc
+                self._searcher = None
             if rows >= _BULK_ROWS:
                 self._writer = self._index.writer(_BULK_HEAP_BYTES, self._threads or 0)
             else:
@@ -239,7 +265,7 @@ class KeywordIndex:
             every: Require every group to match (the ``keyword_all`` channel);
                 otherwise any form of any group (``keyword_any``).
         """
-        if not groups or k <= 0 or not self._seqs:
+        if not groups or k <= 0 or not len(self):
             return []
         if self._searcher is None:
             self._searcher = self._index.searcher()

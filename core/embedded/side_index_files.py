@@ -296,11 +296,15 @@ class SideIndexFiles:
 
     def load_keyword(self, spaces: Sequence[str], identity: dict[str, Any], *, write_seq: int,
                      epoch: int, threads: int = 1) -> Any:
-        """The saved keyword index of ``spaces``, copied to a working folder of this
-        process, when its record matches; else None (as :meth:`load_vector`).
+        """The saved keyword index of ``spaces``, read in place, when its record matches;
+        else None (as :meth:`load_vector`).
 
-        The copy (``.<stem>.<pid>.<random>.work``) is this process's to change; it is
+        Nothing is copied until the index must change: before its first write it is
+        copied to a working folder of this process (``.<stem>.<pid>.<random>.work``,
+        :attr:`~bli_memory.core.embedded.keyword_index.KeywordIndex.detach`), which is
         removed by :meth:`discard` or, after the process died, by the next save's sweep.
+        The saved folder itself is never written: it may be read by other processes, and
+        a newer save replaces it by renaming (the segments a searcher opened stay readable).
         """
         import shutil
 
@@ -313,20 +317,29 @@ class SideIndexFiles:
             return None
         stem = self._stem("keyword", spaces)
         self._sweep(stem, keep=str(record["file"]))  # copies left by processes that died
-        work = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.work"
+        saved = self.folder / str(record["file"])
         try:
-            shutil.copytree(self.folder / str(record["file"]), work)
-            os.chmod(work, 0o700)
-            seqs = np.fromfile(work / "seqs", dtype="<i8")
-            index = KeywordIndex(threads=threads, path=str(work))
+            seqs = np.fromfile(saved / "seqs", dtype="<i8")
+            index = KeywordIndex(threads=threads, path=str(saved))
             if len(seqs) != record.get("count") or index.num_docs() != len(seqs):
                 raise StoreError("count changed")
         except (OSError, ValueError, StoreError) as exc:
-            shutil.rmtree(work, ignore_errors=True)
             _log.warning("saved keyword side index ignored (%s); rebuilding", exc)
             return None
-        index.adopt(seqs.tolist())
-        index.work = work
+
+        def detach() -> str:
+            work = self.folder / f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.work"
+            try:
+                shutil.copytree(saved, work)
+                os.chmod(work, 0o700)
+            except OSError as exc:
+                shutil.rmtree(work, ignore_errors=True)
+                raise StoreError(f"cannot copy the saved keyword side index: {exc}") from exc
+            index.work = work
+            return str(work)
+
+        index.adopt(seqs)
+        index.detach = detach
         index.mark = (int(record["epoch"]), int(record["write_seq"]))
         return index
 
@@ -352,9 +365,11 @@ class SideIndexFiles:
             threads: Threads the loaded index may use for adds.
 
         Returns:
-            A :class:`~bli_memory.core.embedded.vector_index.VectorIndex` with ``mark`` set
-            to the recorded ``(epoch, write_seq)``: catch it up before use. None when there
-            is no record, or any check fails (one line is logged for a failed check).
+            A :class:`~bli_memory.core.embedded.vector_index.VectorIndex` mapping the file
+            (:meth:`~bli_memory.core.embedded.vector_index.VectorIndex.view`: nothing is read
+            but the pages searches visit) with ``mark`` set to the recorded
+            ``(epoch, write_seq)``: catch it up before use. None when there is no record,
+            or any check fails (one line is logged for a failed check).
         """
         from bli_memory.core.embedded.vector_index import VectorIndex
 
@@ -365,7 +380,7 @@ class SideIndexFiles:
         params = identity.get("params", {})
         try:
             index = VectorIndex(int(identity["dimensions"]), threads=threads, **params)
-            index.load(str(file))
+            index.view(str(file))
         except StoreError as exc:
             _log.warning("saved vector side index ignored (%s); rebuilding", exc)
             return None

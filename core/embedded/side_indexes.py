@@ -174,6 +174,8 @@ class SideIndexes:
             return None
         if slot.moved >= max(1000, SAVE_SHARE * len(slot.index)):
             self._save_later(kind, slot, spaces)
+        elif getattr(slot.index, "unsettled", False):
+            self._later(self._settle, (kind, slot, tuple(spaces)), f"bli-{kind}-index-copy")
         return found
 
     def _sync(self, kind: str, slot: _Slot, spaces: Sequence[str], vs: Any) -> None:
@@ -428,13 +430,35 @@ class SideIndexes:
             if slot.saving:
                 return
             slot.saving = True
+        self._later(self._save, (kind, slot, tuple(spaces)), f"bli-{kind}-index-save")
+
+    def _later(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
+        """Run ``target(*args)`` in a daemon thread when builds run in the background, else now."""
         if not self._background:
-            self._save(kind, slot, spaces)
+            target(*args)
             return
-        thread = threading.Thread(target=self._save, args=(kind, slot, tuple(spaces)), daemon=True,
-                                  name=f"bli-{kind}-index-save")
+        thread = threading.Thread(target=target, args=args, daemon=True, name=name)
         self._threads_started = [t for t in self._threads_started if t.is_alive()] + [thread]
         thread.start()
+
+    def _settle(self, kind: str, slot: _Slot, spaces: Sequence[str]) -> None:
+        """Copy a slot's mapped vector index into memory (see
+        :meth:`~bli_memory.core.embedded.vector_index.VectorIndex.materialise`), once."""
+        with self._lock:
+            if slot.saving:
+                return
+            slot.saving = True
+        try:
+            with slot.lock:
+                if slot.index is not None and slot.index.unsettled:
+                    started = time.perf_counter()
+                    slot.index.materialise()
+                    _log.info("%s side index copied into memory: %d rows in %.1f s", kind,
+                              len(slot.index), time.perf_counter() - started)
+        except Exception as exc:  # a derived index: drop it, the next search rebuilds
+            self._drop(kind, spaces, exc)
+        finally:
+            slot.saving = False
 
     @staticmethod
     def _discard_index(index: Any) -> None:

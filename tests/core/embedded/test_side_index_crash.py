@@ -40,6 +40,29 @@ while True:
     side._save("vector", slot, (SPACE,))
 """
 
+# Maps the saved index, forgets rows (kept beside the mapped graph), then saves over and
+# over (each save copies the index into memory first) until killed.
+MAPPED_SAVER = """
+import sys
+from pathlib import Path
+from tests.core.embedded.side_store import SPACE, indexed, nearest
+b = indexed(Path(sys.argv[1]))
+vs = b.store.vectors((SPACE,))
+side = b.side_indexes
+side.vector_query((SPACE,), vs, vs.matrix[0], 5)
+slot = side._slots[("vector", SPACE)]
+assert slot.index.viewed
+with b.store._read() as conn:
+    ids = [r[0] for r in conn.execute("SELECT id FROM memories ORDER BY seq LIMIT 30")]
+for memory_id in ids:
+    b.store.forget(b.store.get(memory_id))
+nearest(b, vs.matrix[0])
+assert slot.index.viewed
+print("ready", flush=True)
+while True:
+    side._save("vector", slot, (SPACE,))
+"""
+
 # Writes batches of rows and forgets rows, searching between writes (the searches catch
 # the index up and save it every 1,000 rows moved), until killed.
 WRITER = """
@@ -150,4 +173,29 @@ def test_kill_mid_write_then_restart_serves_no_forgotten_row(tmp_path: Path, aft
         assert nearest(b, _vector_of(content))[0] == memory_id
     index = b.side_indexes.built("vector", (SPACE,))[0]  # type: ignore[union-attr,index]
     assert len(index) == len(live)
+    b.close()
+
+
+@pytest.mark.parametrize("after_s", [0.2, 0.8])
+def test_kill_mid_save_of_a_mapped_index_serves_no_forgotten_row(tmp_path: Path, after_s: float) -> None:
+    path = tmp_path / "m.sqlite"
+    _fill_batches(path, 10)
+    a = indexed(path)
+    nearest(a, unit_vectors(1, 0)[0])  # built and saved: the next process maps this file
+    a.close()
+    _kill(_spawn(MAPPED_SAVER, str(path)), after_s)
+
+    (record_path,) = index_folder(path).glob("vector-*.json")
+    record = json.loads(record_path.read_text())
+    assert (index_folder(path) / record["file"]).stat().st_size == record["bytes"]
+    rows = _rows(path)
+    gone = [(i, c) for i, c, state in rows if state != "active"]
+    assert len(gone) == 30
+    b = indexed(path)
+    for memory_id, content in gone:
+        assert memory_id not in nearest(b, _vector_of(content), 10)
+    for memory_id, content, _ in rows[100:110]:
+        assert nearest(b, _vector_of(content))[0] == memory_id
+    index = b.side_indexes.built("vector", (SPACE,))[0]  # type: ignore[union-attr,index]
+    assert len(index) == len(rows) - 30
     b.close()

@@ -72,3 +72,93 @@ def test_removed_rows_are_skipped_at_once_and_leave_the_graph_in_batches() -> No
     assert len(index) == 391 and index.query(vectors[1], 1) == [1]
     index.remove(seqs[100 : 100 + vector_index.TOMBSTONES + 1])
     assert len(index._index) == len(index) == 391 - vector_index.TOMBSTONES - 1  # one batch
+
+
+def _saved(tmp_path, n: int = 400, d: int = 32):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(6)
+    vectors = _unit(rng, n, d)
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    built = vector_index.VectorIndex(d, quantisation="f32")
+    built.add(seqs, vectors)
+    path = str(tmp_path / "saved.usearch")
+    built.save(path)
+    return path, seqs, vectors, rng
+
+
+def test_a_mapped_index_answers_and_keeps_changes_beside_the_graph(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path, seqs, vectors, rng = _saved(tmp_path)
+    index = vector_index.VectorIndex(32, quantisation="f32")
+    index.view(path)
+    assert index.viewed and len(index) == 400
+    assert index.query(vectors[3], 1) == [4]
+    # Removed rows are skipped at once; rows added (new, or a removed row's new vector)
+    # are found by exact score beside the mapped graph, which never changes.
+    index.apply(np.asarray([7], dtype=np.int64), vectors[100:101], np.asarray([1, 2, 999], dtype=np.int64))
+    new = _unit(rng, 3)
+    index.add(np.asarray([401, 402, 403], dtype=np.int64), new)
+    index.add(np.asarray([5], dtype=np.int64), new[:1])  # a live row of the graph: skipped
+    assert index.viewed and len(index) == 401
+    assert 1 not in index.query(vectors[0], 10) and 2 not in index.query(vectors[1], 10)
+    assert index.query(new[1], 1) == [402]
+    assert set(index.query(vectors[100], 2)) == {7, 101}  # row 7 now has row 101's vector
+    assert 7 not in index.query(vectors[6], 5)
+    index.remove(np.asarray([402], dtype=np.int64))
+    assert 402 not in index.query(new[1], 5) and len(index) == 400
+    assert not index.unsettled
+
+    # Copied into memory with its changes: the same answers, and a save holds them.
+    before = [set(index.query(v, 5)) for v in vectors[:50]]  # sets: rows 7 and 101 tie
+    index.materialise()
+    assert not index.viewed and len(index) == len(index._index) == 400
+    assert [set(index.query(v, 5)) for v in vectors[:50]] == before
+    again = str(tmp_path / "again.usearch")
+    index.save(again)
+    reread = vector_index.VectorIndex(32, quantisation="f32")
+    reread.load(again)
+    assert len(reread) == 400 and reread.query(new[0], 1) == [401] and 1 not in reread.query(vectors[0], 5)
+
+
+def test_a_mapped_index_asks_to_be_copied_then_copies_itself(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path, seqs, vectors, _ = _saved(tmp_path)
+    index = vector_index.VectorIndex(32, quantisation="f32")
+    index.view(path)
+    index.remove(seqs[: vector_index.SETTLE_ROWS + 1] if vector_index.SETTLE_ROWS < 399 else seqs[:1])
+    assert index.unsettled and index.viewed
+    assert not set(index.query(vectors[0], 10)) & set(seqs[:10].tolist())
+    extra = _unit(np.random.default_rng(8), vector_index.FRESH_ROWS)
+    index.add(np.arange(10_000, 10_000 + len(extra), dtype=np.int64), extra)  # past FRESH_ROWS
+    assert not index.viewed and not index.unsettled
+    assert len(index) == len(index._index) == 400 - vector_index.SETTLE_ROWS - 1 + len(extra)
+    assert index.query(extra[9], 1) == [10_009]
+
+
+def test_a_save_put_in_place_of_the_mapped_file_does_not_disturb_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    path, seqs, vectors, _ = _saved(tmp_path)
+    index = vector_index.VectorIndex(32, quantisation="f32")
+    index.view(path)
+    os.unlink(path)  # another process's save swept the file this one maps
+    assert index.query(vectors[10], 1) == [11]
+    index.materialise()
+    assert index.query(vectors[10], 1) == [11] and len(index) == 400
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "zeros"])
+def test_a_file_that_cannot_be_mapped_is_a_clear_error(tmp_path, damage: str) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from bli_memory.core.errors import StoreError
+
+    path, _, _, _ = _saved(tmp_path)
+    data = Path(path)
+    if damage == "missing":
+        data.unlink()
+    elif damage == "truncated":
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    else:
+        data.write_bytes(b"\0" * data.stat().st_size)
+    index = vector_index.VectorIndex(32, quantisation="f32")
+    with pytest.raises(StoreError, match="cannot map"):
+        index.view(path)
+    assert not index.viewed and len(index) == 0
