@@ -30,9 +30,9 @@ def _locomo(res: dict[str, Any], peers: dict[str, Any] | None) -> list[str]:
         o = m["overall"]
         ms = res["search_ms"].get(name)
         rows.append([name, *(o[k] for k in _METRICS), f"{ms:.1f}" if ms is not None else "-"])
-    for label, p, s in _peer_systems(peers):
+    for label, _, s in _peer_systems(peers):
         o = s["metrics"]["overall"]
-        rows.append([f"peer: {label} {p['version']}", *(o[k] for k in _METRICS), f"{s['search_ms']:.1f}"])
+        rows.append([f"peer: {label}", *(o[k] for k in _METRICS), f"{s['search_ms']:.1f}"])
     out.append(markdown_table(["system", *_METRICS, "ms / search"], rows))
     out += ["", "recall_any@5 by category:", ""]
     cats = list(next(iter(res["systems"].values()))["by_category"])
@@ -49,15 +49,16 @@ def _locomo(res: dict[str, Any], peers: dict[str, Any] | None) -> list[str]:
 def _peer_systems(peers: dict[str, Any] | None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(row label, peer result, system result) for every measured search of every peer.
 
-    A peer measured in one search mode is labelled by its name; one measured in several
-    (``systems`` with more than one entry) by name and mode. Results written before
+    A peer measured in one search mode is labelled by its name and version; one measured in
+    several (``systems`` with more than one entry) by name, version and mode. Results written before
     peers had modes (``metrics`` at the top) read as one mode.
     """
     out = []
     for name, p in (peers or {}).get("peers", {}).items():
         systems = p.get("systems") or ({"": p} if "metrics" in p else {})
         for mode, s in systems.items():
-            out.append((f"{name}, {mode}" if len(systems) > 1 else name, p, s))
+            label = f"{name} {p['version']}"
+            out.append((f"{label}, {mode}" if len(systems) > 1 else label, p, s))
     return out
 
 
