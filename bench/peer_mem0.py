@@ -1,13 +1,14 @@
 """Run the LoCoMo retrieval job on the mem0 library (``mem0ai``), offline. Peer venv only.
 
-Usage: ``<peer python> bench/peer_mem0.py JOB_DIR`` where JOB_DIR holds ``job.json``
-(spaces, turns, questions) and ``turns.npy`` / ``questions.npy`` (the vectors of the
-product's all-MiniLM-L6-v2 int8 model for exactly those texts). Writes
-``JOB_DIR/mem0.json``: the ten dia_ids returned per question, and timings.
+Usage: ``<peer python> bench/peer_mem0.py JOB_DIR STORE_DIR`` where JOB_DIR holds
+``job.json`` (spaces, turns, questions) and ``turns.npy`` / ``questions.npy`` (the vectors
+of the product's all-MiniLM-L6-v2 int8 model for exactly those texts); the store is
+rebuilt in STORE_DIR on every run (seconds). Writes ``JOB_DIR/result.json``: the ten
+dia_ids returned per question, and timings.
 
 Configuration (mem0ai 2.x, its own Python API, ``Memory.from_config``):
 
-- vector store: Qdrant in local on-disk mode (``path`` under JOB_DIR), 384 dims;
+- vector store: Qdrant in local on-disk mode (``path`` under STORE_DIR), 384 dims;
 - embedder: the ``huggingface`` provider slot, served by a class that returns the
   product model's vectors for the texts it is given (mem0's own huggingface embedder
   needs sentence-transformers and torch and downloads weights at run time);
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 import types
@@ -33,7 +35,9 @@ __all__ = ["main"]
 def main(argv: list[str]) -> int:
     import numpy as np
 
-    job_dir = Path(argv[0])
+    job_dir, store_dir = Path(argv[0]), Path(argv[1])
+    shutil.rmtree(store_dir, ignore_errors=True)
+    store_dir.mkdir(parents=True)
     job = json.loads((job_dir / "job.json").read_text())
     turn_vecs = np.load(job_dir / "turns.npy")
     q_vecs = np.load(job_dir / "questions.npy")
@@ -63,12 +67,12 @@ def main(argv: list[str]) -> int:
 
     memory = Memory.from_config({
         "vector_store": {"provider": "qdrant", "config": {
-            "collection_name": "locomo", "path": str(job_dir / "mem0-qdrant"),
+            "collection_name": "locomo", "path": str(store_dir / "qdrant"),
             "embedding_model_dims": 384, "on_disk": True}},
         "embedder": {"provider": "huggingface",
                      "config": {"model": "all-MiniLM-L6-v2", "embedding_dims": 384}},
         "llm": {"provider": "openai", "config": {"model": "unused"}},
-        "history_db_path": str(job_dir / "mem0-history.db"),
+        "history_db_path": str(store_dir / "history.db"),
     })
     t0 = time.perf_counter()
     n = 0
@@ -85,9 +89,9 @@ def main(argv: list[str]) -> int:
         hits = res["results"] if isinstance(res, dict) else res
         ranked.append([(h.get("metadata") or {}).get("dia_id", "") for h in hits])
     search_ms = (time.perf_counter() - t0) * 1000 / max(len(job["questions"]), 1)
-    (job_dir / "mem0.json").write_text(json.dumps({
-        "ranked": ranked, "import_s": import_s, "memories": n, "search_ms": search_ms,
-        "version": _version("mem0ai"),
+    (job_dir / "result.json").write_text(json.dumps({
+        "systems": {"vector (its only search)": {"ranked": ranked, "search_ms": search_ms}},
+        "import_s": import_s, "memories": n, "turns": n, "version": _version("mem0ai"),
     }))
     return 0
 

@@ -30,34 +30,59 @@ def _locomo(res: dict[str, Any], peers: dict[str, Any] | None) -> list[str]:
         o = m["overall"]
         ms = res["search_ms"].get(name)
         rows.append([name, *(o[k] for k in _METRICS), f"{ms:.1f}" if ms is not None else "-"])
-    for name, p in (peers or {}).get("peers", {}).items():
-        if "metrics" in p:
-            o = p["metrics"]["overall"]
-            rows.append([f"peer: {name} {p['version']}", *(o[k] for k in _METRICS), f"{p['search_ms']:.1f}"])
+    for label, _, s in _peer_systems(peers):
+        o = s["metrics"]["overall"]
+        rows.append([f"peer: {label}", *(o[k] for k in _METRICS), f"{s['search_ms']:.1f}"])
     out.append(markdown_table(["system", *_METRICS, "ms / search"], rows))
     out += ["", "recall_any@5 by category:", ""]
     cats = list(next(iter(res["systems"].values()))["by_category"])
     rows = []
     for name, m in res["systems"].items():
         rows.append([name, *(m["by_category"][c]["recall_any@5"] for c in cats)])
-    for name, p in (peers or {}).get("peers", {}).items():
-        if "metrics" in p:
-            rows.append([f"peer: {name}", *(p["metrics"]["by_category"][c]["recall_any@5"] for c in cats)])
+    for label, _, s in _peer_systems(peers):
+        rows.append([f"peer: {label}", *(s["metrics"]["by_category"][c]["recall_any@5"] for c in cats)])
     n = {c: next(iter(res["systems"].values()))["by_category"][c]["n"] for c in cats}
     out.append(markdown_table(["system", *(f"{c} (n={n[c]})" for c in cats)], rows))
+    return out
+
+
+def _peer_systems(peers: dict[str, Any] | None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(row label, peer result, system result) for every measured search of every peer.
+
+    A peer measured in one search mode is labelled by its name and version; one measured in
+    several (``systems`` with more than one entry) by name, version and mode. Results written before
+    peers had modes (``metrics`` at the top) read as one mode.
+    """
+    out = []
+    for name, p in (peers or {}).get("peers", {}).items():
+        systems = p.get("systems") or ({"": p} if "metrics" in p else {})
+        for mode, s in systems.items():
+            label = f"{name} {p['version']}"
+            out.append((f"{label}, {mode}" if len(systems) > 1 else label, p, s))
     return out
 
 
 def _peers(peers: dict[str, Any]) -> list[str]:
     out = ["", "### Peers", ""]
     for name, p in peers.get("peers", {}).items():
-        if "metrics" in p:
-            out.append(f"- {name} {p['version']}: imported in {p['import_s']:.0f} s, "
-                       f"{p['search_ms']:.1f} ms per search (whole subprocess {p['wall_s']:.0f} s).")
+        if "version" in p:
+            kept = (f", {p['memories']} of {p['turns']} turns kept"
+                    if p.get("memories") not in (None, p.get("turns")) else "")
+            how = "store kept from an earlier run, imported" if p.get("cached") else "imported"
+            out.append(f"- {name} {p['version']}: {how} in {p['import_s']:.0f} s{kept}; whole subprocess "
+                       f"{p['wall_s']:.0f} s.")
+        elif "skipped" in p:
+            out.append(f"- {name}: skipped, {p['skipped']}.")
         else:
             out.append(f"- {name}: failed: `{p['error'][-300:].strip()}`")
+        if p.get("hook"):
+            out.append(f"  Automatic injection: {p['hook']}")
     for name, why in peers.get("unavailable", {}).items():
         out.append(f"- {name}: not run. {why}")
+    endpoint = peers.get("embeddings_endpoint")
+    if endpoint and endpoint["requests"]:
+        out.append(f"- The local embeddings endpoint (our model) answered {endpoint['requests']} requests "
+                   f"in {endpoint['seconds']:.0f} s in all.")
     return out
 
 
