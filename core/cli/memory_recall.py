@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
 def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
     from bli_memory.core.hooks.blocks import recall_block
     from bli_memory.core.hooks.prompt_recall import prompt_decision
-    from bli_memory.core.memory.relevance import GATE_THRESHOLD
+    from bli_memory.core.memory.relevance import DIVERSE_THRESHOLD
     from bli_memory.core.settings import load_settings
 
     settings = load_settings()
@@ -109,18 +109,19 @@ def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[s
     block = recall_block(d.inject, space=res.space, budget=settings.recall_budget_chars) if d.inject else None
     if args.json:
         out(json.dumps({
-            "space": res.space, "reason": d.reason, "score": d.score, "threshold": GATE_THRESHOLD,
+            "space": res.space, "reason": d.reason, "score": d.score, "threshold": d.threshold,
             "top": d.top, "coverage": round(d.coverage, 4), "floor": settings.similarity_floor,
             "inject": [_hit(h) for h in d.inject], "block": block,
         }, ensure_ascii=False, indent=2) + "\n")
         return 0
     evidence = (f"best cosine {d.top:.2f}, term coverage {d.coverage:.2f}" if d.top is not None
                 else "no memory of the space resembles it")
+    bar = " of a space of mutually unlike memories" if d.threshold == DIVERSE_THRESHOLD else ""
     why = {
         "exact_keyword": "a memory holds every word or identifier of the prompt",
-        "relevant": f"score {d.score:.2f} >= threshold {GATE_THRESHOLD}" if d.score is not None else "",
-        "below_threshold": (f"score {d.score:.2f} < threshold {GATE_THRESHOLD}" if d.score is not None
-                            and d.score < GATE_THRESHOLD else
+        "relevant": f"score {d.score:.2f} >= threshold {d.threshold}{bar}" if d.score is not None else "",
+        "below_threshold": (f"score {d.score:.2f} < threshold {d.threshold}{bar}" if d.score is not None
+                            and d.score < d.threshold else
                             f"best cosine below the floor {settings.similarity_floor}"),
         "no_hits": "nothing found",
     }[d.reason]
