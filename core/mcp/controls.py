@@ -73,7 +73,7 @@ async def memory_info(
         storeEmbeddingModel=info.get("storeEmbeddingModel"),
         route="mcp stdio -> " + ("daemon -> " if daemon else "") + str(info["store"].get("kind", "?")),
         via=via, daemon=DaemonOut.model_validate(daemon) if daemon else None,
-        switches=switch_status(info["space"]),
+        switches=switch_status(info["space"]), reembedUnfinished=info.get("reembedUnfinished"),
     )
     if daemon is None:
         held = "in process"
@@ -90,12 +90,19 @@ async def memory_info(
         f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
         f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route} ({held})."
     )
-    if out.storeEmbeddingModel:
-        from bli_memory.core.memory.model_mismatch import mismatch_advice
+    from bli_memory.core.memory.model_mismatch import install_advice, mismatch_advice
 
+    if out.storeEmbeddingModel:
         advice = mismatch_advice(out.storeEmbeddingModel, out.embeddingModel)
         text += (f"\nThe store holds vectors of {out.storeEmbeddingModel}: searches and saves are "
                  f"refused. To go on, {advice}.")
+    elif (install := install_advice(out.embeddingModel)) is not None:
+        text += (f"\nThe configured model {out.embeddingModel} is not installed: searches and saves "
+                 f"fail until `{install}` has run.")
+    if out.reembedUnfinished:
+        moved = ", ".join(f"{n} of {model}" for model, n in sorted(out.reembedUnfinished.items()))
+        text += (f"\nA `memory reembed` stopped part way ({moved}): vector search serves the rows "
+                 "still of the store's model, the others by keyword; run it again to finish.")
     return tool_result(text, out)
 
 

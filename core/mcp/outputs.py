@@ -161,6 +161,9 @@ class InfoOutput(BaseModel):
         default="in-process", description="Who answered: the resident daemon, or this server process.")
     daemon: DaemonOut | None = None
     switches: dict[str, Any]
+    reembedUnfinished: dict[str, int] | None = Field(
+        default=None, description="Rows already moved by a `memory reembed` that stopped part way, by "
+        "model; run it again to finish.")
 
 
 class ListOutput(BaseModel):

@@ -24,6 +24,7 @@ def test_a_configured_model_not_installed_yet_lets_the_server_start(tmp_path: Pa
 
     info, saved = run_session(tmp_path, body, BLI_MEMORY_EMBEDDER="mpnet", BLI_MEMORY_DAEMON="0")
     assert not info.is_error and "all-mpnet-base-v2-int8" in text_of(info)
+    assert "is not installed" in text_of(info) and "`bli-memory-mcp model install mpnet`" in text_of(info)
     assert saved.is_error and "bli-memory-mcp model install mpnet" in text_of(saved)
 
 
@@ -44,3 +45,4 @@ def test_an_empty_setting_is_the_shipped_model(tmp_path: Path) -> None:
 
     saved, info = run_session(tmp_path, body, BLI_MEMORY_EMBEDDER="", BLI_MEMORY_DAEMON="0")
     assert not saved.is_error and "all-MiniLM-L6-v2-int8" in text_of(info)
+    assert "not installed" not in text_of(info)
