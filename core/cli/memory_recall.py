@@ -100,13 +100,23 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
 def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
     from bli_memory.core.hooks.blocks import recall_block
     from bli_memory.core.hooks.prompt_recall import prompt_decision
+    from bli_memory.core.hooks.trivial import is_trivial
     from bli_memory.core.memory.relevance import DIVERSE_THRESHOLD
     from bli_memory.core.settings import load_settings
 
+    if is_trivial(args.prompt):
+        if args.json:
+            out(json.dumps({"reason": "trivial_prompt", "inject": [], "block": None}, indent=2) + "\n")
+        else:
+            out("skipped: a trivial prompt (ok, continue, a /command, under 12 characters): the hook "
+                "does not search for it (docs/hooks.md)\n")
+        return 0
     settings = load_settings()
     res, d = prompt_decision(backend, args.prompt, space=space, limit=settings.recall_limit,
                              floor=settings.similarity_floor)
-    block = recall_block(d.inject, space=res.space, budget=settings.recall_budget_chars) if d.inject else None
+    # The block as the hook gives it in a host session (session_known: the header says so).
+    block = (recall_block(d.inject, space=res.space, budget=settings.recall_budget_chars, session_known=True)
+             if d.inject else None)
     if args.json:
         out(json.dumps({
             "space": res.space, "reason": d.reason, "score": d.score, "threshold": d.threshold,

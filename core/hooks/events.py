@@ -191,6 +191,8 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
                              wrappers=host_wrappers(ctx.pm))
         shown = claimed
     fields: dict[str, Any] = {"hits": len(shown), "gate": decision.reason}
+    if decision.given:
+        fields["given"] = decision.given  # left out: this session already has them
     return HookResult(event="prompt", outcome="ok", block=block, fields=fields)
 
 

@@ -67,4 +67,15 @@ def prompt_decision(
         result.hits, coverage=coverage, limit=limit, prompt=prompt, floor=floor,
         skip_ids=skip_ids, skip_session=skip_session, background=background,
     )
+    if skip_ids or skip_session:
+        # What the session already has: counted, so the receipt can say why a prompt on
+        # the space's subject got nothing (or less).
+        unskipped = decide(result.hits, coverage=coverage, limit=limit, prompt=prompt, floor=floor,
+                           background=background)
+        given = sum(1 for h in unskipped.inject
+                    if h.memory.id in skip_ids or (skip_session and h.memory.session_id == skip_session))
+        if given:
+            from dataclasses import replace
+
+            decision = replace(decision, given=given)
     return result, decision

@@ -133,6 +133,9 @@ class Decision:
         reason: ``exact_keyword``, ``relevant``, ``below_threshold`` or ``no_hits``.
         threshold: The ``z`` this space needed (:data:`GATE_THRESHOLD`, or
             :data:`DIVERSE_THRESHOLD` in a space of mutually unlike texts).
+        given: Memories the prompt would have got that were left out because the
+            session already has them (set by
+            :func:`bli_memory.core.hooks.prompt_recall.prompt_decision`).
     """
 
     inject: tuple[SearchHit, ...]
@@ -141,6 +144,7 @@ class Decision:
     coverage: float
     reason: str
     threshold: float = GATE_THRESHOLD
+    given: int = 0
 
 
 def gate_score(top: float, coverage: float) -> float:

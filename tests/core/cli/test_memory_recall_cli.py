@@ -60,6 +60,18 @@ def test_recall_shows_the_hooks_own_decision(project: Path) -> None:
     assert json.loads(cli(project, "recall", prompt, "--json").stdout)["inject"] == shown["inject"]
     text = cli(project, "recall", prompt).stdout
     assert "would inject" in text and "We deploy the billing service" in text
+    assert shown["block"] == block  # the same block, header included
+    # The same session asking again gets nothing, and its receipt says why.
+    again = run_hook("prompt", {**payload, "prompt": prompt + " again"}, cwd=project)
+    if again.reason != "timeout":
+        assert again.stdout == "" and again.receipt[1].get("given", 0) >= 1, again.receipt
+
+
+def test_recall_reports_a_trivial_prompt_as_the_hook_skips_it(project: Path) -> None:
+    assert cli(project, "save", "We deploy the billing service with blue-green on Fridays").returncode == 0
+    r = cli(project, "recall", "ok")
+    assert r.returncode == 0 and r.stdout.startswith("skipped: a trivial prompt")
+    assert json.loads(cli(project, "recall", "ok", "--json").stdout)["reason"] == "trivial_prompt"
 
 
 def test_recall_says_why_a_prompt_gets_nothing(project: Path) -> None:
