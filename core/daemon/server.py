@@ -146,7 +146,8 @@ class Daemon:
 
         Returns:
             0 after a normal stop or when another daemon is already running (stderr
-            says ``daemon_already_running``); 1 when the socket path is not ours.
+            says ``daemon_already_running``); 1 when the socket path is not ours or the
+            model could not be loaded (``cannot_embed``).
         """
         try:
             if not self.endpoint.acquire():
@@ -164,7 +165,7 @@ class Daemon:
         finally:
             self._shutdown()
         log("stopped", reason=self.stop_reason, requests=self.requests)
-        return 0
+        return 1 if self.stop_reason == "cannot_embed" else 0
 
     def _start_thread(self, target: Any, name: str, *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, args=args, daemon=True)
@@ -223,7 +224,8 @@ class Daemon:
         started = time.monotonic()
         try:
             self.warm.context(self.warm.pm(DEFAULT_HOST))
-            log("ready", warm_ms=int((time.monotonic() - started) * 1000))
+            if self.warm.cannot_embed is None:  # "ready" only for a daemon that can embed
+                log("ready", warm_ms=int((time.monotonic() - started) * 1000))
         except Exception as exc:  # the store may be unavailable now; requests retry
             from bli_memory.core.hooks.events import reason_of
 

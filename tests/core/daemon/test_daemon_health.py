@@ -73,7 +73,8 @@ def test_a_daemon_that_cannot_embed_answers_info_then_leaves_and_says_why(daemon
     assert "1 live" in text_of(info) and "all-mpnet-base-v2-int8" in text_of(info)
     assert "bli-memory-mcp model install mpnet" in text_of(info)  # how to install it
     wait_until(lambda: proc.poll() is not None, what="the daemon that cannot embed to leave")
-    assert proc.returncode == 0 and "cannot_embed" in daemons.stderr(proc)
+    assert proc.returncode == 1 and "cannot_embed" in daemons.stderr(proc)
+    assert '"ready"' not in daemons.stderr(proc) and "daemon ready" not in daemons.stderr(proc)
 
     full = {**os.environ, **env}
     st = subprocess.run([bin_path(), "daemon", "--status"], env=full, capture_output=True, text=True,
