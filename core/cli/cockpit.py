@@ -275,7 +275,7 @@ def _daemon_ping() -> dict[str, Any] | None:
     try:
         from bli_memory.core.hooks import daemon_client
 
-        return daemon_client.ping()
+        return daemon_client.ping(with_config=True)
     except Exception:
         return None
 
@@ -309,6 +309,10 @@ def _mcp_route(settings: Any, daemon: dict[str, Any] | None) -> str:
         return "in process (BLI_MEMORY_DAEMON is off)"
     if daemon is None:
         return "through the daemon once one runs (an MCP server starts it); in process until then"
+    if daemon.get("same_config") is False:
+        return (f"in process: the running daemon (pid {daemon.get('pid')}) was started with other "
+                "BLI_MEMORY_* settings than this shell's (env_mismatch); `bli-memory-mcp daemon --restart` "
+                "from this shell replaces it")
     return f"through the daemon (pid {daemon.get('pid')}); in process whenever it cannot answer"
 
 

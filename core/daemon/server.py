@@ -336,7 +336,9 @@ class Daemon:
             return {"alive": True, "ready": self._ready.is_set(),
                     "uptime_s": int(time.monotonic() - self.started), "requests": self.requests,
                     "sessions": self.sessions, "relays": relays,
-                    "rss_bytes": rss_bytes()}
+                    "rss_bytes": rss_bytes(),
+                    # A ping that carries a config learns whether this daemon would serve it.
+                    **({"same_config": message["config"] == self.config} if "config" in message else {})}
         if message.get("stop") is True:
             self.request_stop("stop_requested")
             return {"stopping": True}

@@ -381,19 +381,25 @@ def request(
             "receipt_log": reply.get("receiptLog") is True}
 
 
-def ping(path: Path | None = None, *, timeout: float = 0.5) -> dict[str, Any]:
+def ping(path: Path | None = None, *, timeout: float = 0.5, with_config: bool = False) -> dict[str, Any]:
     """Ask whether a daemon answers on the socket.
 
-    A ping carries no version, so it never makes a daemon stand down.
+    A ping carries no version, so it never makes a daemon stand down. With
+    ``with_config`` it carries this process's :func:`config_of`, and the answer's
+    ``same_config`` says whether the daemon would serve this process or answer
+    ``env_mismatch``.
 
     Returns:
-        ``{"alive": True, "version": str, "pid": int, "ready": bool}``.
+        ``{"alive": True, "version": str, "pid": int, "ready": bool, ...}``.
 
     Raises:
         DaemonUnavailable: nothing answered.
     """
     deadline = time.monotonic() + timeout
-    reply = exchange({"ping": True}, deadline=deadline, path=path, connect_budget=timeout)
+    message: dict[str, Any] = {"ping": True}
+    if with_config:
+        message["config"] = config_of()
+    reply = exchange(message, deadline=deadline, path=path, connect_budget=timeout)
     if reply.get("alive") is not True:
         raise DaemonUnavailable("bad_reply")
     return reply

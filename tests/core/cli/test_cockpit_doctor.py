@@ -100,8 +100,13 @@ def test_a_running_daemon_is_named_with_its_memory_and_the_mcp_route_through_it(
         assert rows["mcp route"].startswith("through the daemon once one runs")
         proc = daemons.start()
         rows = {row["check"]: row["detail"] for row in json.loads(_doctor(tmp_path, "--json").stdout)}
+        # From a shell whose settings differ from the daemon's, an MCP server answers in process.
+        other = _doctor(tmp_path, "--json", BLI_MEMORY_SIMILARITY_FLOOR="0.3")
+        other_rows = {row["check"]: row["detail"] for row in json.loads(other.stdout)}
     finally:
         daemons.kill_all()
+    route = other_rows["mcp route"]
+    assert route.startswith("in process: the running daemon") and "env_mismatch" in route
     assert rows["memory-daemon"].startswith("running (version ") and f"pid {proc.pid}, holding " in rows[
         "memory-daemon"] and rows["memory-daemon"].endswith(" MB)")
     assert rows["mcp route"] == f"through the daemon (pid {proc.pid}); in process whenever it cannot answer"
