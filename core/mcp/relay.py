@@ -58,6 +58,8 @@ from typing import Any
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
 from bli_memory.core.hooks import daemon_client
+from bli_memory.core.mcp.stdin_claim import claim_stdin
+from bli_memory.core.memory.unicode_text import lone_surrogates_replaced
 
 __all__ = [
     "CONNECT_BUDGET_S",
@@ -296,6 +298,9 @@ class _Pipe:
             self.initialized_line = line
         if not isinstance(ident, str | int) or not _is_id(ident):
             return
+        # The server answers a lone surrogate in an id as U+FFFD (core/mcp/stdio.py); track
+        # the id as it will come back, or the answer would never close the request.
+        ident = lone_surrogates_replaced(ident) if isinstance(ident, str) else ident
         if method == "initialize" and self.init_line is None:
             self.init_line, self.init_id = line, ident
         self.inflight[ident] = (line, time.time())
@@ -402,16 +407,8 @@ class _Pipe:
 
 def _claim_stdin() -> Any:
     """The wire on a private descriptor, fd 0 on the null device (a child reads EOF)."""
-    try:
-        private = os.dup(0)
-        null = os.open(os.devnull, os.O_RDONLY)
-        try:
-            os.dup2(null, 0)
-        finally:
-            os.close(null)
-    except OSError:
-        return sys.stdin.buffer
-    return os.fdopen(private, "rb", closefd=False)
+    private = claim_stdin()
+    return sys.stdin.buffer if private is None else os.fdopen(private, "rb", closefd=False)
 
 
 def _decode(line: bytes) -> Any:

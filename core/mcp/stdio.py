@@ -37,6 +37,7 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from bli_memory.core.mcp.stdin_claim import claim_stdin
 from bli_memory.core.memory.unicode_text import clean_strings
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ async def robust_stdio_server(
     """
     private = None
     if source is None:
-        private = _claim_stdin()
+        private = claim_stdin()
         if private is not None:
             source = anyio.wrap_file(os.fdopen(private, "rb", closefd=False))
         elif sys.stdin is not None and hasattr(sys.stdin, "buffer"):
@@ -234,29 +235,6 @@ def handover_source(replay: list[bytes], queue: Any) -> _HandoverLines:
         queue: A ``queue.Queue`` of further ``bytes`` lines; ``None`` marks end of input.
     """
     return _HandoverLines(replay, queue)
-
-
-def _claim_stdin() -> int | None:
-    """Move the wire off fd 0 to a private descriptor and point fd 0 at the null device.
-
-    Returns None when the process started without stdin: fd 0 may then be anything
-    opened since (the event loop's selector), and is left alone.
-    """
-    try:
-        if sys.stdin is None or sys.stdin.fileno() != 0:
-            return None
-        private = os.dup(0)
-    except (OSError, ValueError, AttributeError):
-        return None
-    try:
-        null = os.open(os.devnull, os.O_RDONLY)
-        try:
-            os.dup2(null, 0)
-        finally:
-            os.close(null)
-    except OSError:
-        return private
-    return private
 
 
 def _release_stdin(private: int) -> None:

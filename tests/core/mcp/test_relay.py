@@ -21,6 +21,7 @@ from mcp.client import Client
 from mcp.client.stdio import stdio_client
 
 from bli_memory.core.hooks import daemon_client
+from tests.conftest import bin_path
 from tests.core.daemon.test_daemon import Daemons, daemons, wait_until
 from tests.mcp_client import server_params, text_of
 
@@ -320,3 +321,25 @@ def test_an_open_session_keeps_the_daemon_from_its_idle_exit(tmp_path: Path, dae
     assert _session(tmp_path, tmp_path / "server.err", body)["via"] == "daemon"
     wait_until(lambda: daemon.poll() is not None, timeout=60, what="the idle exit once the session ended")
     assert '"reason":"idle"' in daemons.stderr(daemon)
+
+
+def test_a_lone_surrogate_in_a_request_id_gets_one_answer_and_no_fallback(tmp_path: Path, daemons) -> None:
+    daemons.start()
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+    ]
+    with subprocess.Popen([bin_path()], cwd=tmp_path, env=dict(os.environ), stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdin and proc.stdout and proc.stderr
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline())
+        answer = json.loads(proc.stdout.readline())
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        err = proc.stderr.read()
+    assert first["id"] == 0 and answer == {"jsonrpc": "2.0", "id": "\ufffd", "result": {}}
+    assert rest.strip() == "", rest  # answered once, not again by a fallback
+    assert "daemon_gone" not in err and "mcp route daemon" in err, err
