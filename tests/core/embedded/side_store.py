@@ -59,3 +59,22 @@ def nearest(backend: EmbeddedBackend, vector: np.ndarray, k: int = 5) -> list[st
         marks = ",".join("?" * len(seqs))
         by_seq = dict(conn.execute(f"SELECT seq, id FROM memories WHERE seq IN ({marks})", seqs).fetchall())
     return [by_seq[s] for s in seqs if s in by_seq]
+
+
+def keyword_engine(path: Path) -> EmbeddedBackend:
+    """An engine whose keyword side index answers from the first row (no vector index)."""
+    backend = EmbeddedBackend(path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
+    backend.enable_side_indexes(background=False)
+    return backend
+
+
+def keyword_ids(backend: EmbeddedBackend, word: str) -> list[str]:
+    """Ids the keyword side index itself answers for ``word`` (it must answer)."""
+    from bli_memory.core.memory.terms import query_forms, query_terms
+
+    vs = backend.store.vectors((SPACE,))
+    seqs = backend.side_indexes.keyword_query(  # type: ignore[union-attr]
+        (SPACE,), vs, query_forms(query_terms(word)), 10, every=True)
+    assert seqs is not None, "the keyword side index did not answer"
+    rows = backend.store.rows_by_seq(seqs)
+    return [rows[s].id for s in seqs if s in rows]

@@ -17,7 +17,7 @@ import pytest
 from bli_memory.core.embedded import vector_index
 from bli_memory.core.embedded.engine import EmbeddedBackend
 from bli_memory.core.embedded.side_index_files import index_folder
-from tests.core.embedded.side_store import SPACE, fill, indexed, nearest
+from tests.core.embedded.side_store import SPACE, fill, indexed, keyword_engine, keyword_ids, nearest
 
 pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")
 
@@ -246,29 +246,13 @@ def test_a_damaged_saved_matrix_is_read_from_the_table(tmp_path: Path, damage: s
     b.close()
 
 
-def _keyword_engine(path: Path) -> EmbeddedBackend:
-    backend = EmbeddedBackend(path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
-    backend.enable_side_indexes(background=False)
-    return backend
-
-
-def _keyword_ids(backend: EmbeddedBackend, word: str) -> list[str]:
-    from bli_memory.core.memory.terms import query_forms, query_terms
-
-    vs = backend.store.vectors((SPACE,))
-    seqs = backend.side_indexes.keyword_query(  # type: ignore[union-attr]
-        (SPACE,), vs, query_forms(query_terms(word)), 10, every=True)
-    assert seqs is not None, "the keyword side index did not answer"
-    rows = backend.store.rows_by_seq(seqs)
-    return [rows[s].id for s in seqs if s in rows]
-
 
 def test_the_keyword_index_is_saved_loaded_and_caught_up(tmp_path: Path,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "m.sqlite"
     rows = fill(path, 300)
-    a = _keyword_engine(path)
-    assert _keyword_ids(a, "17") == [rows[17][0]]
+    a = keyword_engine(path)
+    assert keyword_ids(a, "17") == [rows[17][0]]
     a.close()
     (record_path,) = index_folder(path).glob("keyword-*.json")
     record = json.loads(record_path.read_text())
@@ -283,11 +267,11 @@ def test_the_keyword_index_is_saved_loaded_and_caught_up(tmp_path: Path,
     added = fill(path, 1, seed=3, start=7000)
 
     caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
-    b = _keyword_engine(path)
-    assert _keyword_ids(b, "17") == []
-    assert _keyword_ids(b, "18") == []
-    assert _keyword_ids(b, "7000") == [added[0][0]]
-    assert _keyword_ids(b, "19") == [rows[19][0]]
+    b = keyword_engine(path)
+    assert keyword_ids(b, "17") == []
+    assert keyword_ids(b, "18") == []
+    assert keyword_ids(b, "7000") == [added[0][0]]
+    assert keyword_ids(b, "19") == [rows[19][0]]
     assert "keyword side index loaded: 300 rows" in caplog.text
     assert "re-syncing" not in caplog.text and "side index ready" not in caplog.text
     works = [p for p in index_folder(path).iterdir() if p.name.endswith(".work")]
@@ -299,8 +283,8 @@ def test_the_keyword_index_is_saved_loaded_and_caught_up(tmp_path: Path,
 def test_a_damaged_keyword_save_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "m.sqlite"
     rows = fill(path, 200)
-    a = _keyword_engine(path)
-    _keyword_ids(a, "5")
+    a = keyword_engine(path)
+    keyword_ids(a, "5")
     a.close()
     (record_path,) = index_folder(path).glob("keyword-*.json")
     saved = index_folder(path) / json.loads(record_path.read_text())["file"]
@@ -308,8 +292,8 @@ def test_a_damaged_keyword_save_is_rebuilt(tmp_path: Path, caplog: pytest.LogCap
         if f.name != "seqs":
             f.write_bytes(b"\0" * 16)
     caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
-    b = _keyword_engine(path)
-    assert _keyword_ids(b, "5") == [rows[5][0]]
+    b = keyword_engine(path)
+    assert keyword_ids(b, "5") == [rows[5][0]]
     assert "saved keyword side index ignored" in caplog.text
     assert "keyword side index ready: 200 rows" in caplog.text
     b.close()
@@ -383,8 +367,8 @@ def test_a_working_copy_left_by_a_killed_process_is_swept_by_the_next_load(tmp_p
 
     path = tmp_path / "m.sqlite"
     fill(path, 100)
-    a = _keyword_engine(path)
-    _keyword_ids(a, "5")
+    a = keyword_engine(path)
+    keyword_ids(a, "5")
     a.close()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
@@ -395,7 +379,7 @@ def test_a_working_copy_left_by_a_killed_process_is_swept_by_the_next_load(tmp_p
     (left / "seqs").write_bytes(b"")
     mine = index_folder(path) / f".{stem}.{os.getpid()}.0badc0de.work"  # a live process's copy
     mine.mkdir()
-    b = _keyword_engine(path)
-    assert _keyword_ids(b, "5")
+    b = keyword_engine(path)
+    assert keyword_ids(b, "5")
     assert not left.exists() and mine.exists()
     b.close()

@@ -12,7 +12,7 @@ import pytest
 from bli_memory.core.embedded import vector_index
 from bli_memory.core.embedded.engine import EmbeddedBackend
 from bli_memory.core.embedded.side_index_files import index_folder
-from tests.core.embedded.side_store import SPACE, fill, indexed, nearest
+from tests.core.embedded.side_store import SPACE, fill, indexed, keyword_engine, keyword_ids, nearest
 
 pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")
 
@@ -107,22 +107,6 @@ def test_a_purge_after_the_save_rebuilds_even_when_mapped(tmp_path: Path) -> Non
     b.close()
 
 
-def _keyword_engine(path: Path) -> EmbeddedBackend:
-    backend = EmbeddedBackend(path, keyword_index_min_rows=0, vector_index_min_rows=10**9)
-    backend.enable_side_indexes(background=False)
-    return backend
-
-
-def _keyword_ids(backend: EmbeddedBackend, word: str) -> list[str]:
-    from bli_memory.core.memory.terms import query_forms, query_terms
-
-    vs = backend.store.vectors((SPACE,))
-    seqs = backend.side_indexes.keyword_query(  # type: ignore[union-attr]
-        (SPACE,), vs, query_forms(query_terms(word)), 10, every=True)
-    assert seqs is not None, "the keyword side index did not answer"
-    rows = backend.store.rows_by_seq(seqs)
-    return [rows[s].id for s in seqs if s in rows]
-
 
 def _listing(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
@@ -132,20 +116,20 @@ def _listing(folder: Path) -> dict[str, tuple[int, int]]:
 def test_the_saved_keyword_index_is_read_in_place_until_it_must_change(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite"
     rows = fill(path, 300)
-    a = _keyword_engine(path)
-    assert _keyword_ids(a, "17") == [rows[17][0]]
+    a = keyword_engine(path)
+    assert keyword_ids(a, "17") == [rows[17][0]]
     a.close()
     folder = index_folder(path)
     before = _listing(folder)
 
-    b = _keyword_engine(path)
-    assert _keyword_ids(b, "17") == [rows[17][0]]
+    b = keyword_engine(path)
+    assert keyword_ids(b, "17") == [rows[17][0]]
     _forget(b, [rows[17][0]])  # a forget is a tombstone: still no copy
-    assert _keyword_ids(b, "17") == []
+    assert keyword_ids(b, "17") == []
     assert _listing(folder) == before  # nothing copied, nothing written in the saved folder
     added = fill(path, 1, seed=3, start=7000)  # an add must change the index: copied first
-    assert _keyword_ids(b, "7000") == [added[0][0]]
-    assert _keyword_ids(b, "17") == [] and _keyword_ids(b, "18") == [rows[18][0]]
+    assert keyword_ids(b, "7000") == [added[0][0]]
+    assert keyword_ids(b, "17") == [] and keyword_ids(b, "18") == [rows[18][0]]
     works = [p for p in folder.iterdir() if p.name.endswith(".work")]
     assert len(works) == 1
     assert {k: v for k, v in _listing(folder).items() if not k.startswith(works[0].name)} == before
