@@ -41,7 +41,12 @@ __all__ = [
 
 
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
-    """``(metadata with every string key and value redacted, secrets masked)``; None stays None."""
+    """``(metadata with every string key and value redacted, secrets masked)``; None stays None.
+
+    A string value is also judged with its key, as ``key=value``: ``{"password": "hunter2"}``
+    is masked as ``password=hunter2`` would be, and ``{"pwd": "/srv/app"}`` kept as the path
+    it is (:mod:`bli_memory.core.redaction`).
+    """
     from bli_memory.core.memory.redaction import redact
 
     count = 0
@@ -53,10 +58,22 @@ def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | N
             count += clean.masked
             return clean.text
         if isinstance(value, dict):  # keys too: a secret pasted as a key is still a secret
-            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
+            return {walk(k) if isinstance(k, str) else k: named(k, v) for k, v in value.items()}
         if isinstance(value, list):
             return [walk(v) for v in value]
         return value
+
+    def named(key: Any, value: Any) -> Any:
+        # {"password": "hunter2"} says what {"x": "password=hunter2"} says: the key names
+        # the value a secret, so the pair is judged as one assignment (the PWD rule included).
+        nonlocal count
+        if isinstance(key, str) and isinstance(value, str) and not redact(value).masked:
+            pair = redact(f"{key}={value}")
+            head = f"{key}="
+            if pair.masked and pair.text.startswith(head):
+                count += 1
+                return pair.text[len(head):]
+        return walk(value)
 
     if metadata is None:
         return None, 0

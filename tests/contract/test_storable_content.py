@@ -69,6 +69,14 @@ def test_secrets_in_metadata_are_masked_and_a_secret_custom_id_is_refused(backen
     keyed = backend.save("A token was pasted as a metadata key.", space=space,
                          metadata={GITHUB_TOKEN: "seen", "nested": {f"x {GITHUB_TOKEN}": 1}})
     assert GITHUB_TOKEN not in json.dumps(keyed.memory.metadata)
+    # A key that names its value a secret is judged with it: {"password": v} as password=v.
+    named = backend.save("The database credentials are in the metadata.", space=space,
+                         metadata={"password": "mdsecretAAA111", "DB_PASSWORD": "qv7Hunter2xb",
+                                   "pwd": "/srv/app", "token_ttl": "3600"})
+    assert "mdsecretAAA111" not in json.dumps(named.memory.metadata)
+    assert "qv7Hunter2xb" not in json.dumps(named.memory.metadata)
+    assert named.memory.metadata["pwd"] == "/srv/app" and named.memory.metadata["token_ttl"] == "3600"
+    assert named.masked >= 2
 
 
 def test_every_store_refuses_nul_in_content_as_import_does(backend, space: str) -> None:
