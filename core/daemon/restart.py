@@ -17,12 +17,33 @@ from bli_memory.core.hooks import daemon_client, daemon_start
 __all__ = ["restart"]
 
 
+def _model_missing() -> str | None:
+    """The install command when ``BLI_MEMORY_EMBEDDER`` names an installable model that is
+    not installed (checked up front, so the running daemon is not stopped for nothing)."""
+    from bli_memory.core.errors import BliMemoryError
+    from bli_memory.core.memory.embedder_models import INSTALLABLE
+    from bli_memory.core.memory.model_mismatch import install_advice
+    from bli_memory.core.settings import load_settings
+
+    try:
+        model = INSTALLABLE.get(load_settings().embedder.strip())
+    except BliMemoryError:
+        return None  # refuse_unusable_settings has said what is wrong
+    return install_advice(model.model_id) if model is not None else None
+
+
 def restart(wait_s: float = 30.0) -> int:
     """``daemon --restart``: stop the running daemon, start one now, wait until it answers.
 
-    Returns 0 once the new daemon answers and warmed up; 1 when none answered within ``wait_s``
-    or it cannot embed (:func:`~bli_memory.core.daemon.warm.report_warm_up_problem`).
+    Returns 0 once the new daemon answers and warmed up; 1, with the running daemon left
+    alone, when the configured installable model is not installed; 1 when none answered
+    within ``wait_s`` or it cannot embed (:func:`~bli_memory.core.daemon.warm.report_warm_up_problem`).
     """
+    missing = _model_missing()
+    if missing is not None:
+        sys.stderr.write(f"[bli-memory] the daemon cannot start: the configured embedding model is not "
+                         f"installed; run `{missing}` first (the running daemon was left as it is)\n")
+        return 1
     old = daemon_client.stop()
     give_up = time.monotonic() + wait_s
     while old is not None and time.monotonic() < give_up:

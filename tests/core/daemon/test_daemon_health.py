@@ -109,15 +109,18 @@ def test_a_daemon_that_embeds_clears_the_problem(daemons: Daemons, project: Path
     assert "problem" not in daemon_client.status()
 
 
-def test_restart_into_a_model_that_cannot_load_says_so(daemons: Daemons, project: Path) -> None:
-    daemons.start()
+def test_restart_into_a_model_that_is_not_installed_says_so_and_keeps_the_daemon(daemons: Daemons,
+                                                                                  project: Path) -> None:
+    running = daemons.start()
     env = {**os.environ, "BLI_MEMORY_EMBEDDER": "mpnet"}
     r = subprocess.run([bin_path(), "daemon", "--restart"], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 1, r.stderr
     line = r.stderr.strip().splitlines()[-1]
-    assert line.startswith("[bli-memory] daemon cannot embed: the mpnet embedding model is not installed")
-    assert "bli-memory-mcp model install mpnet" in line and "daemon --restart" in line
+    assert line.startswith("[bli-memory] the daemon cannot start: the configured embedding model is not "
+                           "installed")
+    assert "`bli-memory-mcp model install mpnet`" in line
+    assert daemon_client.ping()["pid"] == running.pid  # the working daemon was left as it is
     back = subprocess.run([bin_path(), "daemon", "--restart"], capture_output=True, text=True, timeout=120)
     assert back.returncode == 0 and "daemon restarted" in back.stderr, back.stderr
     assert "problem" not in daemon_client.status()
