@@ -216,6 +216,9 @@ _add("PWD upper", "PWD=hunter2", "hunter2")
 _add("export PWD upper", "export PWD=" + _p(53), _p(53))
 _add("PWD quoted", "PWD='" + _p(54) + "'", _p(54))
 _add("PWD yaml", "PWD: " + _p(55), _p(55))
+_add("PASS upper", "DB_PASS=" + _p(56), _p(56))
+_add("PASS export", "export SMTP_PASS=" + _p(57), _p(57))
+_add("Pass camel", "smtpPass = '" + _p(58) + "'", _p(58))
 
 # -- prose ---------------------------------------------------------------------------------
 _add("wifi password prose", "the staging wifi password is kkcglHpqS&3", "kkcglHpqS&3")
@@ -282,6 +285,9 @@ BENIGN: list[str] = [
     "cd $PWD && ls",
     "PWD=$HOME/src/api",
     "export PWD=/srv/app",
+    "PASS_RATE=0.95",
+    "BYPASS_CACHE=1",
+    "first_pass=true",
     "OLDPWD=$PWD",
     "PWD=~/src/api",
     "PWD=`pwd`",

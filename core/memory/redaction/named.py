@@ -42,8 +42,11 @@ _ASSIGNED_VALUE = (
     rf"|(?={_INLINE_CHAR}{{0,255}}[0-9+/=@!#%^*~$])){_INLINE_VALUE}))"
     r"(?(q)(?P=q))"
 )
-# pw or pwd as a whole word of a name: after a separator or a camelCase hump, at its end.
-_SHORT_PASSWORD_WORD = r"(?:(?<![A-Za-z0-9])|(?<=[a-z])(?=P))(?i:pwd?)(?![A-Za-z0-9])"
+# pw or pwd as a whole word of a name, and pass as its last word: after a separator or a
+# camelCase hump (db_pwd, DB_PASS, smtpPass; not BYPASS, COMPASS or PASS_RATE).
+_SHORT_PASSWORD_WORD = (
+    r"(?:(?<![A-Za-z0-9])|(?<=[a-z])(?=P))(?:(?i:pwd?)(?![A-Za-z0-9])|(?i:pass)(?![\w.-]))"
+)
 
 _NAMED_SECRET_RULES = (
     _rule(
