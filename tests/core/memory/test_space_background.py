@@ -21,7 +21,9 @@ def _texts(n: int, *, alike: bool) -> list[str]:
                 for i in range(n)]
     # Short texts on many subjects: the first lines of the standard library's module docstrings.
     out: list[str] = []
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        if "test" in path.parts or "site-packages" in path.parts:
+            continue
         try:
             doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
         except (SyntaxError, UnicodeDecodeError):
