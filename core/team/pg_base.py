@@ -264,6 +264,8 @@ class SharedResources:
         from bli_memory.core.team.pg_pool import make_pool
 
         self.database_url = libpq_url(database_url)
+        #: Space backgrounds by view, ``(when, value)`` (``PostgresSearch.space_background``).
+        self._backgrounds: dict[Any, tuple[float, float | None]] = {}
         self.ranking = ranking
         self._embedder = embedder
         self.model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME

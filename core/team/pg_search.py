@@ -266,7 +266,7 @@ class PostgresSearch(PgCore):
         with self._conn("search") as conn:
             view = self._view(conn, space)
             key = (tuple(view.spaces), tuple(view.readers))
-            cache: dict[Any, tuple[float, float | None]] = self.__dict__.setdefault("_backgrounds", {})
+            cache = self._shared._backgrounds
             hit = cache.get(key)
             if hit is not None and time.monotonic() - hit[0] < BACKGROUND_TTL_S:
                 return hit[1]
@@ -278,7 +278,8 @@ class PostgresSearch(PgCore):
         assert row is not None  # an aggregate always answers one row
         n = int(row[0])
         value = None if n < SMALL_SPACE or row[1] is None else (float(row[1]) ** 2 - n) / (n * (n - 1))
-        if len(cache) >= 256:
-            cache.clear()
-        cache[key] = (time.monotonic(), value)
+        if value is not None:  # a small space is cheap to count again, and may grow past the limit
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = (time.monotonic(), value)
         return value

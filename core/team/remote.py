@@ -95,6 +95,7 @@ class RemoteBackend:
         self.base_url = base_url.rstrip("/")
         self._token = token
         self._service = ServiceClient(self.base_url, token=token, timeout=timeout, transport=transport)
+        self._backgrounds: dict[str, tuple[float, float | None]] = {}  # space -> (when, value)
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.base_url!r})"
@@ -248,7 +249,7 @@ class RemoteBackend:
         """
         import time
 
-        cache: dict[str, tuple[float, float | None]] = self.__dict__.setdefault("_backgrounds", {})
+        cache = self._backgrounds
         hit = cache.get(space)
         if hit is not None and time.monotonic() - hit[0] < 300.0:
             return hit[1]
@@ -259,7 +260,8 @@ class RemoteBackend:
             return None if value is None else float(value)
 
         value = parsed(parse, data)
-        cache[space] = (time.monotonic(), value)
+        if value is not None:  # a small space may grow past the limit: ask again next time
+            cache[space] = (time.monotonic(), value)
         return value
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:

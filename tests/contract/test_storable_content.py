@@ -131,3 +131,14 @@ def test_a_container_tag_that_looks_like_a_secret_is_refused_on_save_queue_and_i
     with pytest.raises(InvalidInputError, match="record 1: space holds what looks like a secret"):
         backend.import_records([record])
     assert all(GITHUB_TOKEN not in json.dumps(r) for r in backend.export())
+
+
+def test_every_store_measures_a_space_background_from_100_memories(backend, space: str) -> None:
+    assert backend.space_background(space=space) is None  # empty
+    for n in range(99):
+        backend.save(f"[2023-05-{1 + n % 28:02d}] Caroline: I went hiking with Melanie again, day {n}.",
+                     space=space)
+    assert backend.space_background(space=space) is None  # too few pairs to say
+    backend.save("[2023-06-01] Caroline: I went hiking with Melanie again, day 99.", space=space)
+    background = backend.space_background(space=space)
+    assert background is not None and 0.5 < background <= 1.0  # turns that resemble one another
