@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core.errors import ConfigError
+from bli_memory.core.hooks.deadlines import REGISTERED_TIMEOUTS_S
 
 __all__ = [
     "BIN_NAME",
@@ -51,9 +52,9 @@ BIN_NAME = "bli-memory-mcp"
 #: Host event -> (our hook subcommand, timeout registered with the host in seconds).
 #: The hook's own deadlines (8 / 2 / 15 s) sit under these (BLI Memory spec).
 HOOK_SUBCOMMANDS: dict[str, tuple[str, int]] = {
-    "SessionStart": ("session-start", 30),
-    "UserPromptSubmit": ("prompt", 5),
-    "Stop": ("stop", 30),
+    host_event: (event, REGISTERED_TIMEOUTS_S[event])
+    for host_event, event in (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"),
+                              ("Stop", "stop"))
 }
 
 

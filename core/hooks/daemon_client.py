@@ -115,7 +115,11 @@ REASONS = DAEMON_ERRORS | {
 _OFF = frozenset({"0", "false", "no", "off"})
 _SPACE_VARS = ("BLI_MEMORY_CONTAINER_TAG", "BLI_MEMORY_ISOLATE_WORKTREES")
 #: Variables that steer the daemon route itself, not what the engine answers.
-_ROUTE_VARS = frozenset({"BLI_MEMORY_DAEMON", "BLI_MEMORY_DAEMON_IDLE_SECONDS", "BLI_MEMORY_TRACE_PLUGINS"})
+#: Variables that change how a caller waits or which route it takes, never what the
+#: engine answers: a daemon serves callers whatever their values.
+_ROUTE_VARS = frozenset({"BLI_MEMORY_DAEMON", "BLI_MEMORY_DAEMON_IDLE_SECONDS", "BLI_MEMORY_TRACE_PLUGINS",
+                         "BLI_MEMORY_HOOK_DEADLINE_SCALE", "BLI_MEMORY_RELAY_QUIET_S",
+                         "BLI_MEMORY_RELAY_PING_TIMEOUT_S"})
 _CONFIG_EXTRA = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
 _SECRET_VARS = frozenset({"BLI_MEMORY_DEVICE_TOKEN"})
 #: AF_UNIX paths longer than this go through ``/proc/self/fd`` (the kernel limit is 108).
@@ -156,7 +160,8 @@ def config_of(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
     Returns:
         ``{name: value}`` for every ``BLI_MEMORY_*`` variable except the two space
-        variables and the daemon's own switches, plus ``HOME``, ``XDG_DATA_HOME`` and
+        variables, the daemon's own switches and the caller's waits (``_ROUTE_VARS``),
+        plus ``HOME``, ``XDG_DATA_HOME`` and
         ``XDG_CONFIG_HOME``; ``BLI_MEMORY_DEVICE_TOKEN`` becomes ``sha256:<hex>``.
     """
     env = _env(environ)

@@ -54,7 +54,8 @@ MAX_SESSIONS = 256
 #: resume sessions within days, not weeks): 7 days.
 MAX_AGE_SECONDS = 7 * 24 * 3600
 #: Longest wait for the lock (the holder only reads and writes one small file): 0.2 s,
-#: as the hourly stats wait (:mod:`bli_memory.core.hooks.stats`), a tenth of a prompt's deadline.
+#: as the hourly stats wait (:mod:`bli_memory.core.hooks.stats`), a tenth of a prompt's
+#: deadline; stretched by ``BLI_MEMORY_HOOK_DEADLINE_SCALE`` as the deadline is.
 LOCK_WAIT_SECONDS = 0.2
 
 
@@ -106,8 +107,10 @@ def _locked(folder: Path) -> int | None:
     import fcntl
     import os
 
+    from bli_memory.core.hooks.deadlines import deadline_scale
+
     fd = os.open(folder / "lock", os.O_WRONLY | os.O_CREAT, FILE_MODE)
-    give_up = time.monotonic() + LOCK_WAIT_SECONDS
+    give_up = time.monotonic() + LOCK_WAIT_SECONDS * deadline_scale()
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

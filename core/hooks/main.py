@@ -50,21 +50,30 @@ from bli_memory.core import paths
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import receipt_log
 from bli_memory.core.hooks import stats as hook_stats
+from bli_memory.core.hooks.deadlines import (
+    DAEMON_ANSWER_MS,
+    DEADLINE_SCALE_ENV,
+    DEADLINES_MS,
+    MAX_DEADLINE_SCALE,
+    REGISTERED_TIMEOUTS_S,
+    STDIN_BUDGET_MS,
+    budgets_ms,
+    deadline_scale,
+)
 from bli_memory.core.hooks.receipts import format_receipt, to_log_reason
 from bli_memory.core.hooks.stdin import StdinFailure, read_payload
 
-__all__ = ["DAEMON_ANSWER_MS", "DEADLINES_MS", "STDIN_BUDGET_MS", "main"]
-
-#: Per-event deadlines in ms, under the registered timeouts of 30 / 5 / 30 s
-#: (BLI Memory spec; the prompt budget is sized to a person waiting, BLI-3730).
-DEADLINES_MS = {"session-start": 8000, "prompt": 2000, "stop": 15000}
-#: Share of each deadline that reading stdin may take.
-STDIN_BUDGET_MS = {"session-start": 1000, "prompt": 500, "stop": 1000}
-#: How long after the hook's start the daemon may take to answer: half the deadline.
-#: A warm daemon answers a prompt in a few ms (docs/benchmarks-hooks.md), but on a
-#: machine short of CPU it can take hundreds; the other half is left for the direct
-#: path, which needs 0.5-1.5 s cold.
-DAEMON_ANSWER_MS = {event: ms // 2 for event, ms in DEADLINES_MS.items()}
+__all__ = [
+    "DAEMON_ANSWER_MS",
+    "DEADLINES_MS",
+    "DEADLINE_SCALE_ENV",
+    "MAX_DEADLINE_SCALE",
+    "REGISTERED_TIMEOUTS_S",
+    "STDIN_BUDGET_MS",
+    "budgets_ms",
+    "deadline_scale",
+    "main",
+]
 
 _EVENTS = tuple(DEADLINES_MS)
 
@@ -77,7 +86,7 @@ class _Run:
         self.host = host
         self.probe = probe
         self.started = time.monotonic()
-        self.deadline_ms = DEADLINES_MS[event]
+        self.deadline_ms, self.stdin_ms, self.daemon_answer_ms = budgets_ms(event)
         self.deadline = self.started + self.deadline_ms / 1000
         self.via: str | None = None
         self.daemon_note: str | None = None
@@ -139,7 +148,7 @@ class _Run:
 
     def go(self) -> bool:
         """Run the hook; returns True when a worker thread may still be running."""
-        stdin_deadline = min(self.deadline, self.started + STDIN_BUDGET_MS[self.event] / 1000)
+        stdin_deadline = min(self.deadline, self.started + self.stdin_ms / 1000)
         try:
             payload = read_payload(stdin_deadline)
         except StdinFailure as exc:
@@ -157,7 +166,7 @@ class _Run:
         """Ask the daemon; True when it answered (output written), False to go direct."""
         from bli_memory.core.hooks import daemon_client
 
-        answer_by = self.started + DAEMON_ANSWER_MS[self.event] / 1000
+        answer_by = self.started + self.daemon_answer_ms / 1000
         try:
             reply = daemon_client.request(self.event, self.host, payload, deadline=answer_by, cwd=_cwd())
         except daemon_client.DaemonUnavailable as exc:

@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 #: Our modules a skipped prompt needs: the entry, receipts (and where they go) and stats,
 #: the daemon client (tried first) with its start rule, the plugin seam, the host's
 #: adapter, payload text clean-up, private file modes and the skip rule. All standard
@@ -23,7 +27,8 @@ SKIP_PATH_MODULES = {
     "bli_memory.core.plugins", "bli_memory.core.hookspecs", "bli_memory.core.hooks.daemon_client",
     "bli_memory.core.errors", "bli_memory.core.defaults",
     "bli_memory.core.hooks.events", "bli_memory.core.hooks.stats", "bli_memory.core.hooks.stdin",
-    "bli_memory.core.hooks.main", "bli_memory.core.models", "bli_memory.core.paths",
+    "bli_memory.core.hooks.main", "bli_memory.core.hooks.deadlines", "bli_memory.core.models",
+    "bli_memory.core.paths",
     "bli_memory.core.hooks.payloads", "bli_memory.core.hooks.receipts", "bli_memory.core.hooks.transcripts",
     "bli_memory.core.hooks.trivial", "bli_memory.installers", "bli_memory.installers.files",
     "bli_memory.core.hooks.daemon_start", "bli_memory.core.private_files",
