@@ -79,11 +79,25 @@ CONNECT_BUDGET_S = 1.0
 HELLO_TIMEOUT_S = 10.0
 #: Seconds to wait for a daemon this relay (or a hook) just started to listen.
 START_WAIT_S = 15.0
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    """Seconds from the environment variable ``name``: a number above 0 and up to an
+    hour, else ``default`` (a session never fails on a setting)."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if 0 < value <= 3600 else default
+
+
 #: A request unanswered this long makes the relay ping the daemon (a ping is answered
 #: by its accept loop, whatever the sessions are doing); no answer within
 #: :data:`PING_TIMEOUT_S` means a hung daemon, and the session goes on in process.
-QUIET_S = 30.0
-PING_TIMEOUT_S = 5.0
+#: ``BLI_MEMORY_RELAY_QUIET_S`` and ``BLI_MEMORY_RELAY_PING_TIMEOUT_S`` override them
+#: (docs/daemon.md): a shorter wait, for instance, where a hung daemon must be left sooner.
+QUIET_S = _seconds_from_env("BLI_MEMORY_RELAY_QUIET_S", 30.0)
+PING_TIMEOUT_S = _seconds_from_env("BLI_MEMORY_RELAY_PING_TIMEOUT_S", 5.0)
 
 #: Failures after which a daemon is started (the hooks' rule decides whether it may be).
 _STARTABLE = frozenset({"no_socket", "stale_socket", "stand_down"})
