@@ -161,7 +161,7 @@ class KeywordIndex:
         adopted = np.unique(np.fromiter((int(s) for s in seqs), dtype=np.int64)) \
             if not hasattr(seqs, "dtype") else np.asarray(seqs, dtype=np.int64)
         self._adopted, self._seq_set = adopted, None
-        self.max_seq = int(adopted.max()) if len(adopted) else 0
+        self.max_seq = int(np.max(adopted)) if len(adopted) else 0
 
     def _w(self, rows: int = 0) -> Any:
         if self._writer is None:
