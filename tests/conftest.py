@@ -9,11 +9,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+pytest_plugins = ["tests.tiers"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BLI_MEMORY_SHARED_DIR", REPO_ROOT.parent / "shared"))
 FIXTURES = SHARED / "fixtures" / "hosts"
 BIN_DIR = Path(sys.executable).parent
+
+
+#: The hooks' deadlines in tests (``BLI_MEMORY_HOOK_DEADLINE_SCALE``): a cold hook process
+#: on a loaded 2-core machine can take most of a prompt's 2 s, and a test that is not
+#: about the deadline must not depend on it. Tests of the deadline itself are marked
+#: ``deadline`` and run with the real one.
+TEST_DEADLINE_SCALE = "4"
+
+# Hypothesis in CI: the same examples on every run (a failure is reproducible, never a
+# matter of which examples were drawn) and no per-example deadline on a loaded machine.
+settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,8 +51,10 @@ def bin_path(name: str = "bli-memory-mcp") -> str:
 
 
 @pytest.fixture(autouse=True)
-def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point HOME and the XDG folders at a temporary folder; drop BLI_MEMORY_* variables."""
+def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              request: pytest.FixtureRequest) -> Iterator[Path]:
+    """Point HOME and the XDG folders at a temporary folder; drop BLI_MEMORY_* variables;
+    stretch the hooks' deadlines unless the test is marked ``deadline``."""
     home = tmp_path / "home"
     home.mkdir()
     for key in list(os.environ):
@@ -46,6 +65,8 @@ def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # The daemon route is tested on purpose in its own tests; elsewhere hooks go direct.
     monkeypatch.setenv("BLI_MEMORY_DAEMON", "0")
+    if request.node.get_closest_marker("deadline") is None:
+        monkeypatch.setenv("BLI_MEMORY_HOOK_DEADLINE_SCALE", TEST_DEADLINE_SCALE)
     yield home
     # A host that starts our MCP server with an environment of its own (Codex, Hermes) lets
     # it start a daemon, detached: end every daemon of this temporary HOME with the test.

@@ -116,3 +116,13 @@ def extract_jobs() -> list[dict]:
     with closing(sqlite3.connect(store_path())) as conn, conn:
         conn.row_factory = sqlite3.Row
         return [dict(r) for r in conn.execute("SELECT * FROM memory_extract_jobs ORDER BY created_at")]
+
+
+def summed_counts(stats: dict[str, Any], event: str) -> dict[str, int]:
+    """The hook stats file's counts for ``event``, summed over its hour buckets (runs of
+    one test may straddle the turn of an hour)."""
+    counts: dict[str, int] = {}
+    for hour in stats.get("hours", {}).values():
+        for key, n in hour.get(event, {}).items():
+            counts[key] = counts.get(key, 0) + n
+    return counts

@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.plugins import get_plugin_manager
 from tests.conftest import REPO_ROOT, bin_path
 
@@ -70,6 +72,8 @@ def _help_text() -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_cli_reference_is_up_to_date() -> None:
     assert (DOCS / "cli.md").read_text() == _help_text(), "run: python scripts/gen_cli_docs.py"
 

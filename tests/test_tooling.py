@@ -7,7 +7,11 @@ import subprocess
 import sys
 from types import ModuleType
 
+import pytest
+
 from tests.conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 
 def _typecheck() -> ModuleType:

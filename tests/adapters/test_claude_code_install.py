@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import FIXTURES, REPO_ROOT, bin_path
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 CLAUDE = FIXTURES / "claude"
 SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "claude-code-settings.schema.json"
 # Read at import: the autouse fixture clears BLI_MEMORY_* variables for each test.

@@ -15,6 +15,8 @@ from tests.conftest import FIXTURES, REPO_ROOT, SHARED, bin_path
 from tests.hooks_util import extract_jobs as jobs
 from tests.hooks_util import run_hook, save
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 CODEX = FIXTURES / "codex"
 SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "codex-hooks.schema.json"
 UPSTREAM = SHARED / "schemas" / "external" / "codex-hooks-upstream"

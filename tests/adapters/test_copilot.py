@@ -14,6 +14,8 @@ from tests.conftest import REPO_ROOT, bin_path
 from tests.hooks_util import extract_jobs as jobs
 from tests.hooks_util import run_hook, save
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 DATA = REPO_ROOT / "tests" / "data" / "copilot"
 HOST = ("--host", "copilot")
 #: The exchange in tests/data/copilot/events.jsonl (a real run against a local model stub).

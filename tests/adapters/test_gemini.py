@@ -8,9 +8,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, REPO_ROOT, bin_path
 from tests.hooks_util import extract_jobs as jobs
 from tests.hooks_util import receipt_log_path, run_hook, save
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 GEMINI = FIXTURES / "gemini"
 SCHEMA = REPO_ROOT / "tests" / "data" / "schemas" / "gemini-cli-settings.schema.json"

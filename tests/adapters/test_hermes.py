@@ -14,6 +14,8 @@ from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import extract_jobs as jobs
 from tests.hooks_util import run_hook, save
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 HERMES = FIXTURES / "hermes"
 HOST = ("--host", "hermes")
 

@@ -104,7 +104,9 @@ class Subject:
     another: Callable[[], Any]
 
 
-@pytest.fixture(params=["embedded", "postgres", "remote"])
+# Postgres and the service are servers: their cases run in the full tier only (tests/tiers.py).
+@pytest.fixture(params=["embedded", pytest.param("postgres", marks=pytest.mark.e2e),
+                        pytest.param("remote", marks=pytest.mark.e2e)])
 def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]:
     kind = request.param
     opened: list[Any] = []

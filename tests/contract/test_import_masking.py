@@ -30,6 +30,8 @@ def _record(space: str, content: str, **extra: object) -> dict:
             "expiresAt": None, "embedding": None, "embeddingModel": None, **extra}
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_import_masks_secrets_in_content_and_metadata(backend, space: str) -> None:
     source = backend
     source.save("The deploy bot posts to #releases.", space=space)
@@ -78,6 +80,8 @@ def test_import_refuses_a_secret_custom_id(backend, space: str) -> None:
     assert list(backend.export(space=space)) == []
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_the_import_command_reports_masked_secrets(tmp_path: Path) -> None:
     space = f"repo_import__{uuid.uuid4().hex[:12]}"
     path = tmp_path / "in.jsonl"

@@ -73,6 +73,8 @@ except OSError as exc:
 """
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_a_write_that_fails_midway_leaves_the_old_content_and_no_temp_file(tmp_path: Path) -> None:
     target = tmp_path / "stats.json"
     target.write_text("the old content")
@@ -92,6 +94,8 @@ os._exit(9)  # the process dies before the rename
 """
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_a_crash_before_the_rename_leaves_the_old_content(tmp_path: Path) -> None:
     target = tmp_path / "session.json"
     target.write_text("the old content")

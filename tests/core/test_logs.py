@@ -80,6 +80,8 @@ def test_a_second_configuration_replaces_the_first(restore_logging: None) -> Non
     assert first.getvalue() == "" and len(_json_lines(second.getvalue())) == 1
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_the_mcp_server_logs_json_to_stderr_and_keeps_stdout_json_rpc(tmp_path: Path) -> None:
     """The real server process, BLI_MEMORY_LOG_FORMAT=json: its store's lines parse as JSON."""
     requests = [
@@ -110,6 +112,8 @@ def test_the_mcp_server_logs_json_to_stderr_and_keeps_stdout_json_rpc(tmp_path: 
     assert len(lines) == len([line for line in err.splitlines() if line.strip()]), err  # all JSON
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_the_daemon_logs_json_to_stderr(tmp_path: Path) -> None:
     """The real daemon process: its store's migration line comes out as one JSON object."""
     env = {**os.environ, "BLI_MEMORY_LOG_LEVEL": "info", "BLI_MEMORY_LOG_FORMAT": "json"}

@@ -12,10 +12,14 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 from tests.mcp_client import run_session, text_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 KEY = "ACMEKEY-123456789012"
 

@@ -20,6 +20,8 @@ from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 from tests.mcp_client import run_session, text_of
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 
 @pytest.fixture
 def umask_000():

@@ -16,12 +16,16 @@ import subprocess
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.memory.redaction import redact
 from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 from tests.mcp_client import run_session, text_of
 from tests.secret_corpus import BENIGN, SECRETS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 #: The prompt keeps its first 4 KB and the reply its last 8 KB: keep each part under.
 _PART_BYTES = 3000

@@ -99,6 +99,8 @@ def test_paths_with_spaces_are_quoted_for_the_shell(tmp_path) -> None:
         assert shlex.split(hook["command"])[:2] == [weird, "hook"]
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_print_config_outputs(tmp_path) -> None:
     run = lambda *a: subprocess.run([bin_path(), *a], capture_output=True, text=True, timeout=60)  # noqa: E731
     claude = run("--print-config=claude")

@@ -31,7 +31,7 @@ from tests.conftest import bin_path
 from tests.hooks_util import extract_jobs, save
 from tests.integration.test_host_clis import HERMES_BIN, host_env, require
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e, pytest.mark.integration]
 
 REPLY = "Noted: the team service stays on Postgres 16."
 

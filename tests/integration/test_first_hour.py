@@ -17,7 +17,7 @@ from bli_memory.core.hooks import daemon_client
 from tests.conftest import REPO_ROOT, bin_path
 from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e, pytest.mark.integration]
 
 HOSTS = ("claude", "codex", "copilot", "gemini", "hermes")
 #: Folders of the store and of logs/state, which uninstall leaves on purpose.

@@ -31,7 +31,7 @@ import pytest
 from bli_memory.core.paths import store_path
 from tests.conftest import bin_path
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e, pytest.mark.integration]
 
 # Read at import: the autouse fixture drops every BLI_MEMORY_* variable from the test's environment.
 REQUIRE = os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1"

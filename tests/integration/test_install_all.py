@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import bin_path
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 REQUIRE = os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1"
 HERMES_BIN = os.environ.get("BLI_MEMORY_HERMES_BIN")
 

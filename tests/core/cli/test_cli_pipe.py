@@ -8,6 +8,8 @@ import pytest
 
 from tests.conftest import bin_path
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 
 @pytest.mark.parametrize("args", [("--print-config",), ("status",)])
 def test_a_closed_pipe_ends_quietly_without_a_traceback(args: tuple[str, ...]) -> None:

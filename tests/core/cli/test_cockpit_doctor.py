@@ -7,7 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import bin_path
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 
 def _doctor(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

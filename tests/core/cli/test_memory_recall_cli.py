@@ -8,9 +8,13 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.paths import store_path
 from tests.conftest import bin_path
 from tests.hooks_util import run_hook
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.memory import embedder_models
 from bli_memory.core.paths import data_dir
 from tests.conftest import bin_path
 from tests.core.memory.tiny_model import write_tiny_model
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 
 def _model(*args: str, **kw) -> subprocess.CompletedProcess:

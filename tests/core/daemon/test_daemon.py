@@ -24,7 +24,9 @@ from bli_memory.core._version import VERSION
 from bli_memory.core.hooks import daemon_client
 from bli_memory.core.paths import daemon_socket_path, hook_stats_path, state_dir, store_path
 from tests.conftest import FIXTURES, bin_path, daemon_pids
-from tests.hooks_util import HookRun, run_hook
+from tests.hooks_util import HookRun, run_hook, summed_counts
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 CLAUDE = FIXTURES / "claude"
 PROMPT = "What is my favourite colour?"
@@ -187,8 +189,8 @@ def test_daemon_answers_a_prompt_hook_exactly_as_the_direct_path(daemons: Daemon
     assert direct.receipt[1]["via"] == "direct", direct.stderr
     assert direct.stdout == via_daemon.stdout, direct.stderr  # one implementation of recall
 
-    (hour,) = json.loads(hook_stats_path().read_text())["hours"].values()
-    assert hour["prompt"]["via:daemon"] == 1 and hour["prompt"]["via:direct"] == 1
+    counts = summed_counts(json.loads(hook_stats_path().read_text()), "prompt")
+    assert counts["via:daemon"] == 1 and counts["via:direct"] == 1
 
 
 def test_a_session_is_never_given_a_memory_twice_whichever_route_answers(daemons: Daemons,
@@ -359,9 +361,7 @@ def test_kill_9_then_direct_fallback_then_a_restarted_daemon(daemons: Daemons, p
     assert restarted["pid"] != proc.pid
     later = prompt_hook(project)
     assert later.receipt[1]["via"] == "daemon" and later.stdout == r.stdout
-    stats = json.loads(hook_stats_path().read_text())
-    (hour,) = stats["hours"].values()
-    assert hour["prompt"]["daemon:stale_socket"] == 1
+    assert summed_counts(json.loads(hook_stats_path().read_text()), "prompt")["daemon:stale_socket"] == 1
 
 
 def test_prompt_hook_starts_the_daemon_detached_at_most_once_an_hour(daemons: Daemons,

@@ -10,6 +10,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.hooks import daemon_client, daemon_start
 from bli_memory.core.paths import daemon_socket_path
 from tests.core.daemon.test_daemon import (
@@ -21,6 +23,8 @@ from tests.core.daemon.test_daemon import (
     prompt_hook,
     wait_until,
 )
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 __all__ = ["daemons"]  # the fixture, imported for pytest
 

@@ -24,6 +24,8 @@ from tests.core.extraction.test_worker import (
     write_transcript,
 )
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 DECISION = "We decided the public API listens on port 8443 because the load balancer expects it."
 
 

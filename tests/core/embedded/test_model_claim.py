@@ -15,6 +15,8 @@ import subprocess
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
@@ -28,6 +30,8 @@ def _meta() -> dict[str, str]:
         return dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_opening_a_new_store_with_a_model_not_installed_claims_nothing(project: Path) -> None:
     mpnet = {**os.environ, "BLI_MEMORY_EMBEDDER": "mpnet"}
     listed = subprocess.run([bin_path(), "memory", "list"], cwd=project, env=mpnet, capture_output=True,

@@ -25,6 +25,8 @@ from bli_memory.core.paths import store_path
 from tests.conftest import bin_path
 from tests.core.test_hookspecs import _ToyEmbedder
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 SHIPPED = "all-MiniLM-L6-v2-int8"
 
 

@@ -26,6 +26,8 @@ from tests.conftest import bin_path
 from tests.core.embedded.test_reembed import SHIPPED, _models, _toy_store
 from tests.core.test_hookspecs import _ToyEmbedder
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 
 def _kill_part_way(path: Path, moved: int) -> dict[str | None, int]:
     proc = subprocess.Popen([bin_path(), "memory", "reembed", "--batch", "1"],

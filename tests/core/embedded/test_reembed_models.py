@@ -24,6 +24,8 @@ from bli_memory.core.paths import data_dir, store_path
 from tests.conftest import bin_path
 from tests.core.memory.tiny_model import write_tiny_model
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 SHIPPED = "all-MiniLM-L6-v2-int8"
 
 

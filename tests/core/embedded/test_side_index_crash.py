@@ -20,7 +20,8 @@ from bli_memory.core.embedded import vector_index
 from bli_memory.core.embedded.side_index_files import index_folder
 from tests.core.embedded.side_store import SPACE, fill, indexed, nearest, unit_vectors
 
-pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e,
+              pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")]
 
 ROOT = Path(__file__).resolve().parents[3]
 BATCH = 200

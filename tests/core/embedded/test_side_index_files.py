@@ -360,6 +360,8 @@ def test_a_purge_removes_the_saved_indexes_and_no_copy_serves_the_row(tmp_path: 
     assert len(_saved_keyword_matches(path, "gateway")) == 10
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_a_working_copy_left_by_a_killed_process_is_swept_by_the_next_load(tmp_path: Path) -> None:
     import os
     import subprocess

@@ -19,7 +19,7 @@ def test_sync_adds_new_rows_and_drops_rows_that_left() -> None:
     rng = np.random.default_rng(3)
     vectors = _unit(rng, 300)
     seqs = np.arange(1, 301, dtype=np.int64) * 2
-    index = vector_index.VectorIndex(32, quantisation="f32")
+    index = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     index.sync(seqs[:200], vectors[:200], generation=(1,))
     assert len(index) == 200
     index.sync(seqs, vectors, generation=(2,))  # rows appended
@@ -41,7 +41,7 @@ def test_same_generation_is_a_no_op_and_recall_is_close_to_exact() -> None:
     rng = np.random.default_rng(4)
     vectors = _unit(rng, 2000)
     seqs = np.arange(10, 2010, dtype=np.int64)
-    index = vector_index.VectorIndex(32)
+    index = vector_index.VectorIndex(32, threads=1)
     index.sync(seqs, vectors, generation=(7,))
     index.sync(seqs[:10], vectors[:10], generation=(7,))  # unchanged generation: ignored
     assert len(index) == 2000
@@ -58,14 +58,15 @@ def test_removed_rows_are_skipped_at_once_and_leave_the_graph_in_batches() -> No
     rng = np.random.default_rng(5)
     vectors = _unit(rng, 400)
     seqs = np.arange(1, 401, dtype=np.int64)
-    index = vector_index.VectorIndex(32, quantisation="f32")
+    index = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     index.add(seqs, vectors)
     index.remove(seqs[:10])
     assert len(index) == 390 and len(index._index) == 400  # tombstoned, still in the graph
     for i in range(10):
         assert int(seqs[i]) not in index.query(vectors[i], 5)
-    # Asked for every live row, the tombstones do not eat into the answer (HNSW is
-    # approximate and its build is threaded, so a few rows may be out of reach).
+    # Asked for every live row, the tombstones do not eat into the answer. HNSW is
+    # approximate, so a few rows may be out of reach; built on one thread (threads=1) the
+    # graph, and so the answer, is the same on every run.
     every = index.query(vectors[20], 390)
     assert len(every) >= 385 and not set(every) & set(seqs[:10].tolist())
     index.add(seqs[:1], vectors[1:2])  # a tombstoned row comes back with a new vector
@@ -78,7 +79,7 @@ def _saved(tmp_path, n: int = 400, d: int = 32):  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(6)
     vectors = _unit(rng, n, d)
     seqs = np.arange(1, n + 1, dtype=np.int64)
-    built = vector_index.VectorIndex(d, quantisation="f32")
+    built = vector_index.VectorIndex(d, quantisation="f32", threads=1)
     built.add(seqs, vectors)
     path = str(tmp_path / "saved.usearch")
     built.save(path)
@@ -87,7 +88,7 @@ def _saved(tmp_path, n: int = 400, d: int = 32):  # type: ignore[no-untyped-def]
 
 def test_a_mapped_index_answers_and_keeps_changes_beside_the_graph(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path, seqs, vectors, rng = _saved(tmp_path)
-    index = vector_index.VectorIndex(32, quantisation="f32")
+    index = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     index.view(path)
     assert index.viewed and len(index) == 400
     assert index.query(vectors[3], 1) == [4]
@@ -113,14 +114,14 @@ def test_a_mapped_index_answers_and_keeps_changes_beside_the_graph(tmp_path) -> 
     assert [set(index.query(v, 5)) for v in vectors[:50]] == before
     again = str(tmp_path / "again.usearch")
     index.save(again)
-    reread = vector_index.VectorIndex(32, quantisation="f32")
+    reread = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     reread.load(again)
     assert len(reread) == 400 and reread.query(new[0], 1) == [401] and 1 not in reread.query(vectors[0], 5)
 
 
 def test_a_mapped_index_asks_to_be_copied_then_copies_itself(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path, seqs, vectors, _ = _saved(tmp_path)
-    index = vector_index.VectorIndex(32, quantisation="f32")
+    index = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     index.view(path)
     index.remove(seqs[: vector_index.SETTLE_ROWS + 1] if vector_index.SETTLE_ROWS < 399 else seqs[:1])
     assert index.unsettled and index.viewed
@@ -136,7 +137,7 @@ def test_a_save_put_in_place_of_the_mapped_file_does_not_disturb_it(tmp_path) ->
     import os
 
     path, seqs, vectors, _ = _saved(tmp_path)
-    index = vector_index.VectorIndex(32, quantisation="f32")
+    index = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     index.view(path)
     os.unlink(path)  # another process's save swept the file this one maps
     assert index.query(vectors[10], 1) == [11]
@@ -158,7 +159,7 @@ def test_a_file_that_cannot_be_mapped_is_a_clear_error(tmp_path, damage: str) ->
         data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
     else:
         data.write_bytes(b"\0" * data.stat().st_size)
-    index = vector_index.VectorIndex(32, quantisation="f32")
+    index = vector_index.VectorIndex(32, quantisation="f32", threads=1)
     with pytest.raises(StoreError, match="cannot map"):
         index.view(path)
     assert not index.viewed and len(index) == 0

@@ -27,6 +27,8 @@ from bli_memory.core.experience.origin import host_conventions
 from bli_memory.core.settings import load_settings
 from tests.conftest import bin_path
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 T0 = datetime(2026, 11, 30, 7, 5, 9, tzinfo=UTC)  # 14:05 in Bangkok
 HOST_VARS = [var for conv in host_conventions() for var in conv.env_markers]
 

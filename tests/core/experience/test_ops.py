@@ -24,6 +24,8 @@ from bli_memory.core.paths import hook_stats_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 HOST_VARS = [var for conv in host_conventions() for var in conv.env_markers]
 
 

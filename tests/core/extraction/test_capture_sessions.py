@@ -99,6 +99,8 @@ def test_candidates_carry_the_rules_verdict() -> None:
     assert got["Let me check the folder for you now."] is False
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_the_bench_replays_a_revision_with_its_own_capture_modules() -> None:
     """``load_version`` must not mix a revision's extraction with this tree's rules."""
     found = subprocess.run(["git", "cat-file", "-e", "3c5eb55^{commit}"], cwd=REPO, capture_output=True)
@@ -146,6 +148,8 @@ def test_what_another_session_is_doing_and_a_request_to_read_are_not_facts() -> 
     assert kept("Read the README in `bonus/` if you haven't already.") == []
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_the_bench_never_shows_the_test_part() -> None:
     out = subprocess.run([sys.executable, "bench/extraction_sessions.py", "--show", "test"], cwd=REPO,
                          capture_output=True, text=True)

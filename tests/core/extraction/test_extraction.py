@@ -204,6 +204,8 @@ def chat_server() -> Iterator[_ChatServer]:
     server.close()
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_openai_compatible_extractor_talks_to_a_real_endpoint(chat_server: _ChatServer, backend) -> None:
     chat_server.answer("```json\n" + json.dumps({"facts": [
         {"text": "The project deploys with `make deploy` to Fly.io.", "kind": "command"},
@@ -227,6 +229,8 @@ def test_openai_compatible_extractor_talks_to_a_real_endpoint(chat_server: _Chat
     assert all(m.metadata["extractor"] == "openai" for m in backend.store.recent(["s"], limit=10))
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 @pytest.mark.parametrize(("status", "content", "reason"), [
     (500, "boom", "http_500"),
     (200, "I could not find any facts, sorry.", "bad_response"),
@@ -241,6 +245,8 @@ def test_openai_compatible_extractor_errors_have_closed_reasons(
     assert info.value.reason == reason
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_openai_compatible_extractor_unreachable() -> None:
     import socket
 

@@ -25,6 +25,8 @@ from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES, bin_path
 from tests.hooks_util import run_hook
 
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+
 CLAUDE = FIXTURES / "claude"
 DONE = "[bli-memory] extract job done "
 
@@ -321,7 +323,7 @@ def test_kill_9_mid_job_then_the_next_worker_finishes_it(project: Path, tmp_path
     try:
         deadline = time.monotonic() + 120
         while not (log.exists() and log.read_text().strip()):
-            assert first.poll() is None, first.communicate()
+            assert first.poll() is None, first.communicate(timeout=60)
             assert time.monotonic() < deadline, "the first worker never started the job"
             time.sleep(0.05)
         os.kill(first.pid, signal.SIGKILL)  # mid-job: claimed, extracting, not finished
@@ -329,7 +331,7 @@ def test_kill_9_mid_job_then_the_next_worker_finishes_it(project: Path, tmp_path
     finally:
         if first.poll() is None:
             first.kill()
-        first.communicate()
+        first.communicate(timeout=60)
     (row,) = jobs()
     assert row["state"] == "running" and row["attempts"] == 1 and row["claimed_by"]
     dead_worker = row["claimed_by"]
@@ -483,7 +485,7 @@ def test_resident_worker_picks_up_new_jobs_and_stops_on_sigterm(project: Path) -
         (job_id,) = _enqueue(project, ["User: Staging lives at staging.example.internal.\n\nAssistant: ok"])
         deadline = time.monotonic() + 120
         while next(j for j in jobs() if j["id"] == job_id)["state"] != "done":
-            assert proc.poll() is None, proc.communicate()
+            assert proc.poll() is None, proc.communicate(timeout=60)
             assert time.monotonic() < deadline, "the resident worker never ran the job"
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
@@ -491,6 +493,6 @@ def test_resident_worker_picks_up_new_jobs_and_stops_on_sigterm(project: Path) -
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.communicate(timeout=60)
     assert proc.returncode == 0 and out == ""
     assert [d["job"] for d in done_lines(err)] == [job_id]

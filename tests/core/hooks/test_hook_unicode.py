@@ -10,8 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES
 from tests.hooks_util import extract_jobs, run_hook, save
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 CLAUDE = FIXTURES / "claude"
 

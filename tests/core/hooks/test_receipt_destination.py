@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import HookInput, HostConventions
 from bli_memory.core.plugins import ENTRY_POINT_GROUP, get_plugin_manager, own_entry_points
@@ -66,6 +68,8 @@ def test_a_new_host_gets_its_receipts_in_the_log_by_its_own_attribute() -> None:
     assert plain.receipt_log is False and plain.to_wire()["receiptLog"] is False
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_through_the_daemon_the_hook_learns_where_the_receipt_goes(daemons, project: Path) -> None:  # noqa: F811
     import json
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES
 from tests.core.daemon.test_daemon import Daemons, daemons  # noqa: F401  (the fixture)
 from tests.hooks_util import extract_jobs, run_hook
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 CLAUDE = FIXTURES / "claude"
 

@@ -12,8 +12,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import bin_path
 from tests.mcp_client import run_session, text_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 
 def test_a_configured_model_not_installed_yet_lets_the_server_start(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from tests.conftest import bin_path, make_repo
 from tests.mcp_client import run_session, text_of
 
 #: Every test here runs on both routes (tests/core/mcp/conftest.py).
-pytestmark = pytest.mark.usefixtures("mcp_route")
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e, pytest.mark.usefixtures("mcp_route")]
 
 FACT = "We deploy the billing service with `make release-billing` after the BLI-3580 migration."
 
@@ -272,6 +272,7 @@ def test_stdout_is_json_rpc_only_with_verbose_logging(tmp_path: Path, mcp_route,
         assert "mcp route daemon" in err and "mcp route in-process" not in err
 
 
+@pytest.mark.deadline
 def test_initialize_answers_before_the_model_loads(tmp_path: Path) -> None:
     import os
 
@@ -288,8 +289,8 @@ def test_initialize_answers_before_the_model_loads(tmp_path: Path) -> None:
         proc.stdin.close()
         proc.wait(timeout=30)
     assert reply["result"]["serverInfo"]["name"] == "bli-memory"
-    # Not a timing assertion of performance: a generous bound that only fails if
-    # initialize waited for something heavy (it must not block on the model).
+    # A deadline test: a generous bound that only fails if initialize waited for
+    # something heavy (it must not block on the model).
     assert elapsed < 20
 
 

@@ -9,7 +9,7 @@ import pytest
 from tests.mcp_client import run_session, text_of
 
 #: Runs on both routes (tests/core/mcp/conftest.py): the session id is the server's on each.
-pytestmark = pytest.mark.usefixtures("mcp_route")
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e, pytest.mark.usefixtures("mcp_route")]
 
 
 def test_each_connection_names_its_own_session_and_its_saves_share_it(tmp_path: Path) -> None:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from bli_memory.core.paths import store_path
 from tests.conftest import FIXTURES
 from tests.hooks_util import run_hook
 from tests.mcp_client import run_session, text_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 CONTROL_TOOLS = {"memory_info", "list_memories", "get_memory", "memory_status", "enable_memory",
                  "disable_memory", "record_session", "memory_audit"}
@@ -531,8 +536,10 @@ def test_one_record_format_for_every_store_canonical_ids_strict_times_bounded_ke
         with pytest.raises(InvalidInputError, match=expected):
             b.import_records([record])
     # A save through the Python API keeps only what an export can carry.
-    saved = b.save("Expires soon.", space="s1", expires_at="2027-01-01T00:00:00Z").memory
-    assert saved.expires_at == "2027-01-01T00:00:00.000000Z"
+    # (a year from today, never a fixed date: a save refuses an expiry in the past)
+    year = datetime.now(UTC).year + 1
+    saved = b.save("Expires soon.", space="s1", expires_at=f"{year}-01-01T00:00:00Z").memory
+    assert saved.expires_at == f"{year}-01-01T00:00:00.000000Z"
     with pytest.raises(InvalidInputError, match="customId is longer"):
         b.save("Long key.", space="s1", custom_id="k" * 513)
     # its own export is valid

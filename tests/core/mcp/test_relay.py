@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp.client import Client
 from mcp.client.stdio import stdio_client
 
@@ -24,6 +25,8 @@ from bli_memory.core.hooks import daemon_client
 from tests.conftest import bin_path
 from tests.core.daemon.test_daemon import Daemons, daemons, wait_until
 from tests.mcp_client import server_params, text_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 __all__ = ["daemons"]  # the fixture, imported for pytest
 
@@ -256,11 +259,9 @@ def test_the_first_relay_starts_the_daemon_and_answers_through_it(tmp_path: Path
         assert not r.is_error and r.structured_content["count"] == 0
         return await _info(client)
 
-    started = time.monotonic()
-    info = _session(tmp_path, tmp_path / "server.err", body)
+    info = _session(tmp_path, tmp_path / "server.err", body)  # a hang: the client's read timeout
     assert info["via"] == "daemon", info
     assert info["daemon"]["pid"] in _pids(daemons)
-    assert time.monotonic() - started < 120  # a bound on hanging, not a measure of speed
 
 
 def _pids(daemons: Daemons) -> list[int]:
@@ -271,7 +272,7 @@ def _pids(daemons: Daemons) -> list[int]:
 
 def test_a_hung_daemon_is_left_after_a_ping_and_the_request_answered_in_process(
         tmp_path: Path, daemons) -> None:
-    from bli_memory.core.mcp.relay import PING_TIMEOUT_S, QUIET_S
+    quiet, ping = 2.0, 2.0  # the relay's BLI_MEMORY_RELAY_* overrides, so the test waits seconds
 
     first = daemons.start()
     errlog = tmp_path / "server.err"
@@ -287,10 +288,10 @@ def test_a_hung_daemon_is_left_after_a_ping_and_the_request_answered_in_process(
             first.send_signal(signal.SIGCONT)
         return found, waited, await _info(client)
 
-    found, waited, info = _session(tmp_path, errlog, body)
+    found, waited, info = _session(tmp_path, errlog, body, BLI_MEMORY_RELAY_QUIET_S=str(quiet),
+                                   BLI_MEMORY_RELAY_PING_TIMEOUT_S=str(ping))
     assert [r["content"] for r in found.structured_content["results"]] == [FACT_VPN]
-    assert waited >= QUIET_S and info["via"] == "in-process"
-    assert waited < QUIET_S + PING_TIMEOUT_S + 60  # a bound on hanging, not a measure of speed
+    assert waited >= quiet and info["via"] == "in-process"
     assert 'mcp route in-process {"reason": "daemon_hung", "replayed": 1}' in errlog.read_text()
 
 

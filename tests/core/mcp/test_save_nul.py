@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_client import run_session, text_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 
 def test_save_memory_refuses_nul_in_content_and_saves_nothing(tmp_path: Path, mcp_route) -> None:

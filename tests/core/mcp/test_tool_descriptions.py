@@ -6,8 +6,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bli_memory.core.mcp.tool_text import clean_text
 from tests.mcp_client import run_session
+
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
 
 _INDENTED_LINE = re.compile(r"\n[ \t]+\S")
 

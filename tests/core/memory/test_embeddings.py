@@ -224,6 +224,8 @@ def test_sums_without_an_entry_are_refused(model_copy: Path) -> None:
         read_verified_model_files(model_copy)
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_import_is_cheap_and_torch_free() -> None:
     code = (
         "import sys\n"

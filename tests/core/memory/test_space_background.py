@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import itertools
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -14,23 +12,16 @@ from bli_memory.core.memory import relevance
 from bli_memory.core.memory.relevance import DIVERSE_BACKGROUND, DIVERSE_THRESHOLD, GATE_THRESHOLD, decide
 from bli_memory.core.models import Memory, SearchHit
 
+UNLIKE_TEXTS = Path(__file__).resolve().parents[2] / "data" / "unlike_texts.txt"
+
 
 def _texts(n: int, *, alike: bool) -> list[str]:
     if alike:  # conversation turns of two people on the same few subjects
         return [f"[2023-05-{1 + i % 28:02d}] Caroline: I went hiking with Melanie again, day {i}."
                 for i in range(n)]
-    # Short texts on many subjects: the first lines of the standard library's module docstrings.
-    out: list[str] = []
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
-        if "test" in path.parts or "site-packages" in path.parts:
-            continue
-        try:
-            doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        line = doc.strip().splitlines()[0].strip() if doc else ""
-        if len(line) > 25 and line not in out:
-            out.append(line)
+    # Short texts on many subjects, the same on every CPython (tests/data/unlike_texts.txt).
+    lines = UNLIKE_TEXTS.read_text(encoding="utf-8").splitlines()
+    out = [line for line in lines if line and not line.startswith("#")]
     assert len(out) >= n
     return out[:n]
 

@@ -112,6 +112,8 @@ def checkout(tmp_path: Path, git: Git) -> dict[str, Path]:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_main_subfolder_and_worktree_share_one_tag(checkout: dict[str, Path]) -> None:
     expected = f"repo_proj__{sha16(ORIGIN_NORM)}"
     spaces = {k: space(p) for k, p in checkout.items()}
@@ -124,6 +126,8 @@ def test_main_subfolder_and_worktree_share_one_tag(checkout: dict[str, Path]) ->
     assert spaces["wt_sub"].root == str(checkout["wt"].resolve())
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_documented_examples_are_pinned(tmp_path: Path, git: Git) -> None:
     """The literal tags quoted in docs/spaces.md (guards against seed changes)."""
     repo = git.init(tmp_path / "checkout", ("origin", "git@github.com:Org/Repo.git"))
@@ -133,6 +137,8 @@ def test_documented_examples_are_pinned(tmp_path: Path, git: Git) -> None:
     assert sha16("/home/me/notes") == "f8ebe5589671474b"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 @pytest.mark.parametrize("value", ["1", "true", "TRUE", "yes", "on", " On "])
 def test_isolate_worktrees_gives_linked_worktree_its_own_tag(checkout: dict[str, Path], value: str) -> None:
     shared = f"repo_proj__{sha16(ORIGIN_NORM)}"
@@ -146,12 +152,16 @@ def test_isolate_worktrees_gives_linked_worktree_its_own_tag(checkout: dict[str,
     assert ENV_ISOLATE_WORKTREES in wt.derived_from and wt_root in wt.derived_from
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 @pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "maybe"])
 def test_isolate_worktrees_falsy_values_keep_sharing(checkout: dict[str, Path], value: str) -> None:
     env = {ENV_ISOLATE_WORKTREES: value}
     assert space(checkout["wt"], **env).tag == space(checkout["main"], **env).tag
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_two_isolated_worktrees_differ(checkout: dict[str, Path], git: Git, tmp_path: Path) -> None:
     wt2 = tmp_path / "proj-other"
     git(checkout["main"], "worktree", "add", "-q", "-b", "other", str(wt2))
@@ -160,6 +170,8 @@ def test_two_isolated_worktrees_differ(checkout: dict[str, Path], git: Git, tmp_
     assert space(wt2).tag == space(checkout["wt"]).tag
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_same_name_other_remote_differs(tmp_path: Path, git: Git) -> None:
     a = git.init(tmp_path / "a" / "proj", ("origin", "git@github.com:org/proj.git"))
     b = git.init(tmp_path / "b" / "proj", ("origin", "git@github.com:fork/proj.git"))
@@ -168,12 +180,16 @@ def test_same_name_other_remote_differs(tmp_path: Path, git: Git) -> None:
     assert sa.tag != sb.tag
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_same_remote_in_different_clones_and_url_forms_shares_tag(tmp_path: Path, git: Git) -> None:
     a = git.init(tmp_path / "one" / "checkout", ("origin", "git@github.com:Org/Proj.git"))
     b = git.init(tmp_path / "two" / "elsewhere", ("origin", "https://tok:x@GitHub.com/org/proj/"))
     assert space(a).tag == space(b).tag == f"repo_proj__{sha16(ORIGIN_NORM)}"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_name_comes_from_remote_not_folder(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "My Checkout", ("origin", "https://gitlab.example.com/Group/Sub/Cool_Lib.git"))
     s = space(repo)
@@ -181,12 +197,16 @@ def test_name_comes_from_remote_not_folder(tmp_path: Path, git: Git) -> None:
     assert s.tag == f"repo_cool_lib__{sha16('gitlab.example.com/group/sub/cool_lib')}"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_remote_without_path_falls_back_to_folder_name(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "Fancy Folder", ("origin", "https://example.com/"))
     s = space(repo)
     assert s.tag == f"repo_fancy-folder__{sha16('example.com')}"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_origin_preferred_over_earlier_remote(tmp_path: Path, git: Git) -> None:
     repo = git.init(
         tmp_path / "r",
@@ -196,6 +216,8 @@ def test_origin_preferred_over_earlier_remote(tmp_path: Path, git: Git) -> None:
     assert space(repo).derived_from == "git remote github.com/me/r"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_first_remote_in_config_order_without_origin(tmp_path: Path, git: Git) -> None:
     repo = git.init(
         tmp_path / "r",
@@ -205,6 +227,8 @@ def test_first_remote_in_config_order_without_origin(tmp_path: Path, git: Git) -
     assert space(repo).derived_from == "git remote github.com/zeta/r"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_remote_name_is_case_sensitive(tmp_path: Path, git: Git) -> None:
     repo = git.init(
         tmp_path / "r",
@@ -219,6 +243,8 @@ def test_remote_name_is_case_sensitive(tmp_path: Path, git: Git) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_repo_without_remote_is_keyed_by_main_worktree_root(tmp_path: Path, git: Git) -> None:
     main = git.init(tmp_path / "Local Only")
     (main / "sub").mkdir()
@@ -235,11 +261,15 @@ def test_repo_without_remote_is_keyed_by_main_worktree_root(tmp_path: Path, git:
     assert space(main, **{ENV_ISOLATE_WORKTREES: "1"}).tag == expected
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_repo_without_commit_or_remote(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "fresh", commit=False)
     assert space(repo).tag == f"repo_fresh__{sha16('path:' + str(repo.resolve()))}"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_two_remoteless_repos_with_same_name_differ(tmp_path: Path, git: Git) -> None:
     a = git.init(tmp_path / "a" / "same")
     b = git.init(tmp_path / "b" / "same")
@@ -289,6 +319,8 @@ def test_relative_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert space("rel").tag == space(tmp_path / "rel").tag
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_missing_cwd_is_a_plain_folder(tmp_path: Path, git: Git) -> None:
     missing = tmp_path / "gone" / "Away"
     s = space(missing)
@@ -311,6 +343,8 @@ def test_filesystem_root() -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_forced_tag_wins(checkout: dict[str, Path], tmp_path: Path) -> None:
     for p in (checkout["main"], checkout["wt"], tmp_path, tmp_path / "missing"):
         s = space(p, **{ENV_CONTAINER_TAG: "  team:shared-1.0  ", ENV_ISOLATE_WORKTREES: "1"})
@@ -323,6 +357,8 @@ def test_forced_tag_wins(checkout: dict[str, Path], tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_blank_forced_tag_is_ignored(checkout: dict[str, Path]) -> None:
     assert space(checkout["main"], **{ENV_CONTAINER_TAG: "   "}).kind == "repo"
 
@@ -473,6 +509,8 @@ def test_local_remotes(tmp_path: Path) -> None:
     assert normalise_remote("C:\\repos\\x.git", base=base) in {"file:///C:/repos/x", "file://C:/repos/x"}
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_tilde_is_expanded_like_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git: Git) -> None:
     home = Path(git.env["HOME"])  # the same HOME for git and for us
     monkeypatch.setenv("HOME", str(home))
@@ -513,6 +551,8 @@ def test_url_forms_agree_and_hide_credentials(org: str, repo: str, user: str, to
     assert {normalise_remote(u) for u in forms} == {f"github.com/{org.lower()}/{repo.lower()}"}
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_credentials_never_reach_space(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "r", ("origin", "https://bob:s3cr3t-TOKEN@github.com/Org/R.git"))
     s = space(repo)
@@ -524,6 +564,8 @@ def test_credentials_never_reach_space(tmp_path: Path, git: Git) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "url",
     [
@@ -551,6 +593,8 @@ def test_matches_git_remote_get_url(tmp_path: Path, git: Git, url: str) -> None:
         assert s.root == str(Path(top).resolve())
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_first_remote_matches_git_remote_listing(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "r", ("b-remote", "https://h/b.git"), ("a-remote", "https://h/a.git"))
     first = git(repo, "config", "--get-regexp", r"^remote\..*\.url$").splitlines()[0].split()[1]
@@ -577,6 +621,8 @@ TRICKY_CONFIGS = {
 }
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(TRICKY_CONFIGS))
 def test_config_parser_agrees_with_git(tmp_path: Path, git: Git, name: str) -> None:
     repo = git.init(tmp_path / "r", commit=False)
@@ -591,6 +637,8 @@ def test_config_parser_agrees_with_git(tmp_path: Path, git: Git, name: str) -> N
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_real_submodule(tmp_path: Path, git: Git) -> None:
     upstream = git.init(tmp_path / "Upstream Lib", ("origin", "git@github.com:org/lib.git"))
     sup = git.init(tmp_path / "super", ("origin", "git@github.com:org/super.git"))
@@ -607,6 +655,8 @@ def test_real_submodule(tmp_path: Path, git: Git) -> None:
     assert space(sup / "libs").tag == space(sup).tag
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_submodule_like_gitfile_relative_path(tmp_path: Path, git: Git) -> None:
     holder = git.init(tmp_path / "holder", ("origin", "git@github.com:org/mod.git"), commit=False)
     gitdir = tmp_path / "store" / "modules" / "mod"
@@ -622,6 +672,8 @@ def test_submodule_like_gitfile_relative_path(tmp_path: Path, git: Git) -> None:
         assert s.root == str(checkout.resolve())
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_separate_git_dir_without_remote(tmp_path: Path, git: Git) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -636,6 +688,8 @@ def test_separate_git_dir_without_remote(tmp_path: Path, git: Git) -> None:
     assert s.name == "work"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_bare_repository_and_its_worktree(tmp_path: Path, git: Git) -> None:
     seed = git.init(tmp_path / "seed")
     bare = tmp_path / "proj.git"
@@ -647,10 +701,14 @@ def test_bare_repository_and_its_worktree(tmp_path: Path, git: Git) -> None:
     assert space(bare).tag == space(bare / "refs").tag == space(wt).tag == expected
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_inside_dot_git_directory(checkout: dict[str, Path]) -> None:
     assert space(checkout["main"] / ".git" / "refs").tag == space(checkout["main"]).tag
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_garbage_config_does_not_raise(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "junk", ("origin", ORIGIN))
     (repo / ".git" / "config").write_bytes(b'\x00\xff\xfe[[[\n= =\n[remote "origin\n\turl = \\q\n' * 50)
@@ -659,6 +717,8 @@ def test_garbage_config_does_not_raise(tmp_path: Path, git: Git) -> None:
     assert s.tag == f"repo_junk__{sha16('path:' + str(repo.resolve()))}"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_garbage_lines_around_valid_remote(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "r", commit=False)
     (repo / ".git" / "config").write_text(
@@ -668,6 +728,8 @@ def test_garbage_lines_around_valid_remote(tmp_path: Path, git: Git) -> None:
     assert space(repo).derived_from == "git remote h/good"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_unreadable_config_falls_back_to_folder(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "r", ("origin", ORIGIN))
     config = repo / ".git" / "config"
@@ -690,6 +752,8 @@ def test_broken_gitfile_falls_back_to_folder(tmp_path: Path, content: bytes) -> 
     assert space(folder).kind == "dir"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_gitfile_that_is_a_directory_named_dot_git_without_head_is_skipped(tmp_path: Path, git: Git) -> None:
     outer = git.init(tmp_path / "outer", ("origin", ORIGIN))
     inner = outer / "inner"
@@ -700,6 +764,8 @@ def test_gitfile_that_is_a_directory_named_dot_git_without_head_is_skipped(tmp_p
     assert space(lonely).kind == "dir"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_broken_commondir_falls_back_to_folder(checkout: dict[str, Path]) -> None:
     gitfile = (checkout["wt"] / ".git").read_text().split(":", 1)[1].strip()
     (Path(gitfile) / "commondir").write_text("../../../nowhere\n")
@@ -707,6 +773,8 @@ def test_broken_commondir_falls_back_to_folder(checkout: dict[str, Path]) -> Non
     assert space(checkout["main"]).kind == "repo"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_empty_remote_url_is_ignored(tmp_path: Path, git: Git) -> None:
     repo = git.init(tmp_path / "r", commit=False)
     with (repo / ".git" / "config").open("a") as fh:
@@ -714,6 +782,8 @@ def test_empty_remote_url_is_ignored(tmp_path: Path, git: Git) -> None:
     assert space(repo).derived_from == "git remote h/backup"
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_tags_are_always_valid(checkout: dict[str, Path], tmp_path: Path) -> None:
     for p in (*checkout.values(), tmp_path, tmp_path / "nope", Path("/")):
         tag = space(p).tag

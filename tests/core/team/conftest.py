@@ -27,6 +27,17 @@ from tests.conftest import bin_path
 from tests.core.team import pgserver
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of the team wing runs against a real Postgres server, most through the
+    service's HTTP app: all of them are ``e2e`` (tests/tiers.py). ``tryfirst``, so the
+    mark is there before ``-m "not e2e"`` deselects."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(scope="session")
 def pg_instance() -> Iterator[pgserver.PgInstance]:
     try:

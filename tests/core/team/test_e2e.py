@@ -268,14 +268,12 @@ def test_hook_against_a_dead_service(tmp_path: Path) -> None:
     env = {"BLI_MEMORY_DASHBOARD_URL": url, "BLI_MEMORY_DEVICE_TOKEN": "blim_" + "x" * 43}
     project = tmp_path / "p"
     project.mkdir()
-    started = time.monotonic()
     r = run_hook(
         "prompt",
         _fixture("prompt.json", cwd=str(project), prompt="what did we decide about caching?"),
         env=env,
         timeout=30,
     )
-    assert time.monotonic() - started < 15
     assert r.returncode == 0 and r.stdout == ""
     outcome, fields = r.receipt
     assert outcome == "failed" and fields["reason"] == "dashboard_unreachable"
@@ -319,6 +317,7 @@ def hanging_server() -> Any:
     sock.close()
 
 
+@pytest.mark.deadline
 @pytest.mark.parametrize(("event", "deadline_ms"), [("prompt", 2000), ("session-start", 8000)])
 def test_hook_against_a_hanging_service_gives_up_at_its_deadline(
     hanging_server: str, tmp_path: Path, event: str, deadline_ms: int

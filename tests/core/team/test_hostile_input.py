@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import time
 import uuid
 from typing import Any
 
@@ -134,11 +133,10 @@ def test_a_loop_of_links_does_not_hang_history_or_purge(
     with psycopg.connect(admin._shared.database_url, autocommit=True) as conn:
         conn.execute("UPDATE memories SET supersedes = %s WHERE id = %s", (b["id"], a["id"]))
         conn.execute("UPDATE memories SET supersedes = %s WHERE id = %s", (a["id"], b["id"]))
-    started = time.monotonic()
+    # A loop that is followed forever never answers: pytest-timeout names the test.
     versions = _post(client, p, "history", {"id": a["id"]}).json()["versions"]
     assert sorted(v["id"] for v in versions) == sorted([a["id"], b["id"]])
     assert _post(client, p, "purge", {"id": b["id"]}).json() == {"erased": 2}
-    assert time.monotonic() - started < 60  # did not hang
 
 
 def test_remote_import_keeps_a_history_that_spans_parts(start_service, new_person, monkeypatch) -> None:

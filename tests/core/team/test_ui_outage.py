@@ -20,10 +20,10 @@ def test_pages_answer_503_while_postgres_is_down_and_recover(served: Any, dedica
         assert r.status_code == 303
         assert c.get("/ui/").status_code == 200
         with pgserver.outage(dedicated):
-            started = time.monotonic()
-            r = c.get("/ui/", follow_redirects=False)
+            # Answered while Postgres is still down: a page that waited for the database
+            # would outlast the outage (and this request's 15 s timeout).
+            r = c.get("/ui/", follow_redirects=False, timeout=15)
             assert r.status_code == 503 and "database did not answer" in r.text
-            assert time.monotonic() - started < 5
         deadline = time.monotonic() + 30
         while c.get("/ui/", follow_redirects=False).status_code != 200:
             assert time.monotonic() < deadline, "the pages never came back"

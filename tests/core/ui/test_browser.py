@@ -35,7 +35,7 @@ SHOTS = (REPO_ROOT / "docs" / "ui" if os.environ.get("BLI_MEMORY_UI_SCREENSHOTS"
          else Path(tempfile.gettempdir()) / "bli-memory-ui-screenshots")
 REQUIRE = os.environ.get("BLI_MEMORY_REQUIRE_INTEGRATION") == "1"
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 
 def _missing() -> str | None:

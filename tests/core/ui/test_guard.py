@@ -18,6 +18,8 @@ import pytest
 
 from tests.core.ui.conftest import UiServer, start_ui, stop, ui_env
 
+pytestmark = pytest.mark.e2e  # starts processes or servers (tests/tiers.py)
+
 
 @contextmanager
 def _session(ui: UiServer) -> Iterator[httpx.Client]:

@@ -83,6 +83,8 @@ def test_hourly_percentiles_leave_gaps_for_hours_without_runs(tmp_path: Path) ->
     assert series["daemon"] == [None, None, None, 15]
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e
 def test_a_real_hook_run_records_its_latency_by_route(project: Path) -> None:
     payload = json.loads((FIXTURES / "claude" / "prompt.json").read_text())
     payload.update(cwd=str(project), prompt="what is the release process for the billing service?")

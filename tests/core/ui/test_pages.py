@@ -11,6 +11,8 @@ import pytest
 
 from tests.core.ui.conftest import UiServer
 
+pytestmark = pytest.mark.e2e  # starts processes or servers (tests/tiers.py)
+
 
 @pytest.fixture
 def client(ui_server: UiServer) -> Iterator[httpx.Client]:

@@ -1,0 +1,102 @@
+"""The suite's two tiers, and the guard that keeps their marking true.
+
+- **fast**: tests that start no process, bind no socket (so run no server, host CLI or
+  browser). They run on every supported CPython (``nox -s fast-3.11``).
+- **e2e** (``@pytest.mark.e2e``, or ``pytestmark = pytest.mark.e2e`` for a module): tests
+  that do start one. They run once, with every real part, on the newest CPython.
+
+The guard is a :func:`sys.addaudithook` hook (PEP 578). While a test that is not marked
+``e2e`` runs (its fixtures included), the interpreter's ``subprocess.Popen``,
+``os.posix_spawn``, ``os.exec``, ``os.fork`` and ``socket.bind`` events raise
+:class:`UnmarkedProcessError`, and the test fails with its name and what it started. So
+a new test that starts a process without the marker fails on its first run, in either
+tier, and the fast tier can never start one behind CI's back.
+
+A fixture shared by many tests (a Postgres server for the session) starts in whichever
+test first asks for it; in the fast tier, where no ``e2e`` test ran before, that is the
+unmarked test that asked, and the guard names it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+__all__ = ["UnmarkedProcessError"]
+
+_EVENTS = {
+    "subprocess.Popen": "a process",
+    "os.posix_spawn": "a process",
+    "os.exec": "a process",
+    "os.fork": "a forked process",
+    "os.spawn": "a process",
+    "socket.bind": "a server socket",
+}
+
+
+class UnmarkedProcessError(RuntimeError):
+    """A test that is not marked ``e2e`` started a process or bound a socket."""
+
+
+_state: dict[str, Any] = {"test": None, "found": []}
+
+
+def _describe(event: str, args: tuple[Any, ...]) -> str:
+    what = _EVENTS[event]
+    try:
+        if event == "subprocess.Popen":
+            argv = args[1]
+            name = argv if isinstance(argv, (str, bytes)) else (argv[0] if argv else args[0])
+            return f"{what} ({name!s})"
+        if event in ("os.posix_spawn", "os.exec", "os.spawn"):
+            return f"{what} ({args[0]!s})"
+        if event == "socket.bind":
+            return f"{what} ({args[1]!r})"
+    except Exception:  # the description is a courtesy; the refusal is what matters
+        pass
+    return what
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    test = _state["test"]
+    if test is None or event not in _EVENTS:
+        return
+    what = _describe(event, args)
+    _state["found"].append(what)
+    raise UnmarkedProcessError(
+        f"{test} starts {what} but is not marked e2e: add @pytest.mark.e2e (tests/tiers.py)")
+
+
+sys.addaudithook(_audit)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "e2e: starts a process, a server, a host CLI or a browser (tests/tiers.py); "
+                   "the fast tier runs -m 'not e2e'")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Arm the guard for the setup, call and teardown of an unmarked test."""
+    _state["test"] = None if item.get_closest_marker("e2e") else item.nodeid
+    _state["found"] = []
+    try:
+        yield
+    finally:
+        _state["test"] = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Fail a phase in which the guard refused something, even when the code under test
+    caught the refusal (a server thread, a ``try: ... except Exception``)."""
+    outcome = yield
+    report = outcome.get_result()
+    found, _state["found"] = _state["found"], []  # each refusal fails one phase, once
+    if found and report.passed and _state["test"] == item.nodeid:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} starts {found[0]} but is not marked e2e: "
+                           f"add @pytest.mark.e2e (tests/tiers.py)")
