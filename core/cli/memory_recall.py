@@ -30,7 +30,7 @@ def add_parsers(sub: Any, limit_type: Callable[[str], int]) -> None:
     p.add_argument("query")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=limit_type, default=10, help="how many, 1-100 (default 10)")
-    p.add_argument("--json", action="store_true", help="JSON, with channels and cosine per hit")
+    p.add_argument("--json", action="store_true", help="JSON, with channels and each hit's similarity")
     p = sub.add_parser("save", help="remember one fact in a space, as save_memory does (secrets masked)")
     p.add_argument("text")
     p.add_argument("--space", help="container tag (default: this folder's)")

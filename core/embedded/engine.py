@@ -65,7 +65,6 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "EmbeddedBackend",
     "available_embedders",
-    "checked_content",
     "load_embedder",
     "memory_backend",
     "register_embedders",
@@ -246,7 +245,7 @@ class EmbeddedBackend(EngineControls):
             NotFoundError: no live memory matches in this space.
         """
         require_one_of_id_or_custom_id(id, custom_id)
-        text = checked_content(content)
+        text, in_content = checked_content(content)
         _, spaces = self.store.resolve_space(space)
         named = None
         if id is not None:
@@ -257,11 +256,13 @@ class EmbeddedBackend(EngineControls):
                 raise NotFoundError(f"no live memory with customId {custom_id!r} in space {spaces[0]}")
             previous = found
         if is_unchanged(previous.content, text):
-            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
+            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named,
+                                masked=in_content)
         from bli_memory.core.memory.stored_secrets import with_masked_labels
 
-        memory = self.store.supersede(with_masked_labels(previous), text, self._embed_one(text))
-        return UpdateResult(memory=memory, previous=previous, named=named)
+        labels, in_labels = with_masked_labels(previous)
+        memory = self.store.supersede(labels, text, self._embed_one(text))
+        return UpdateResult(memory=memory, previous=previous, named=named, masked=in_content + in_labels)
 
     def forget(
         self,
@@ -307,6 +308,43 @@ class EmbeddedBackend(EngineControls):
         return ForgetResult(
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
         )
+
+    def forgotten_by(self, *, space: str, since: float, content: str | None = None,
+                     query: str | None = None) -> ForgetResult | None:
+        """The forget by ``content`` or ``query`` in ``space`` done at or after the epoch
+        seconds ``since``, as it was answered, or None.
+
+        For a forget run again because its answer was lost (the daemon died between its
+        commit and its answer, core/mcp/relay.py). Among the newest 20 memories of the
+        space forgotten at or after ``since``: the one with exactly ``content``, or the
+        one closest to ``query`` at :data:`FORGET_MIN_SIMILARITY` or more, re-embedded (a
+        forget drops a row's vector). No slack before ``since``: the relay takes it on
+        this machine's clock before the daemon could read the request, and the stored
+        time (``forgotten_at``, microseconds) is read from the same clock after, so a
+        forget done earlier (an earlier request's, answered before this one was sent,
+        however close to this one's query) is not this request's; one that another
+        request commits after this one was sent (sent without waiting for answers, or
+        from another session) can still be. None when there is none: the caller runs
+        the forget.
+        """
+        from datetime import UTC, datetime
+
+        from bli_memory.core.embedded.store_base import iso
+
+        _, spaces = self.store.resolve_space(space)
+        gone = self.store.forgotten_since(spaces, iso(datetime.fromtimestamp(since, UTC)))
+        if content is not None:
+            digest = content_hash(content)
+            found = next((m for m in gone if content_hash(m.content) == digest), None)
+            return None if found is None else ForgetResult(memory=found, matched_by="content")
+        if query is None or not gone:
+            return None
+        wanted = self._embed_one(query.strip())
+        sims = [float(v @ wanted) for v in self.embedder.embed([m.content for m in gone])]
+        best = max(range(len(gone)), key=sims.__getitem__)
+        if sims[best] < FORGET_MIN_SIMILARITY:
+            return None
+        return ForgetResult(memory=gone[best], matched_by="query", similarity=round(sims[best], 4))
 
     def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
         """Forgotten contents of ``space`` and its aliases, newest first (``limit`` None: all).

@@ -11,6 +11,7 @@ from typing import Any
 from bli_memory.core.embedded.engine_base import EngineBase
 from bli_memory.core.errors import InvalidInputError, ModelMismatchError, NotFoundError
 from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
+from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.models import Memory
 
 __all__ = ["EngineControls"]
@@ -67,13 +68,13 @@ class EngineControls(EngineBase):
         """
         memory = self.store.get(id)
         if memory is None and include_inactive:
-            raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
+            raise NotFoundError(f"no memory with id {shown_id(id)} (never saved here, or purged)")
         if memory is not None and memory.state == "superseded" and not include_inactive:
             head = self.store.history(id)[0]  # an id names the memory: read its live head
             memory = head if head.state == "active" else memory
         if memory is None or (memory.state != "active" and not include_inactive):
             hint = " (include_inactive / --include-inactive reads old versions)"
-            raise NotFoundError(f"no live memory with id {id}{hint}")
+            raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}")
         chain = self.store.history(id)
         history = [m for m in chain if m.id != memory.id]
         if not include_inactive:

@@ -61,10 +61,11 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
+from bli_memory.core.defaults import SHIPPED_EMBEDDER
+from bli_memory.core.hooks import daemon_start
 from bli_memory.core.hooks.daemon_start import (
     RECOVERY_SPAWN_INTERVAL_S,
     SPAWN_INTERVAL_S,
-    spawn,
     spawn_stamp_path,
 )
 
@@ -122,6 +123,8 @@ _ROUTE_VARS = frozenset({"BLI_MEMORY_DAEMON", "BLI_MEMORY_DAEMON_IDLE_SECONDS", 
                          "BLI_MEMORY_RELAY_PING_TIMEOUT_S"})
 _CONFIG_EXTRA = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
 _SECRET_VARS = frozenset({"BLI_MEMORY_DEVICE_TOKEN"})
+#: Values that mean the same as leaving the variable unset (core/settings.py reads them so).
+_UNSET_WHEN = {"BLI_MEMORY_EMBEDDER": frozenset({"", SHIPPED_EMBEDDER})}
 #: AF_UNIX paths longer than this go through ``/proc/self/fd`` (the kernel limit is 108).
 _SUN_PATH_MAX = 100
 
@@ -149,6 +152,12 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
     return _env(environ).get("BLI_MEMORY_DAEMON", "1").strip().lower() not in _OFF
 
 
+def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None) -> bool:
+    """Start the daemon detached unless the hooks' rules say wait
+    (:func:`~bli_memory.core.hooks.daemon_start.spawn`, with this caller's :func:`config_of`)."""
+    return daemon_start.spawn(force=force, environ=environ, config=config_of(environ))
+
+
 def space_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The caller's variables that choose the memory space (sent with each request)."""
     env = _env(environ)
@@ -163,10 +172,16 @@ def config_of(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         variables, the daemon's own switches and the caller's waits (``_ROUTE_VARS``),
         plus ``HOME``, ``XDG_DATA_HOME`` and
         ``XDG_CONFIG_HOME``; ``BLI_MEMORY_DEVICE_TOKEN`` becomes ``sha256:<hex>``.
+        ``BLI_MEMORY_EMBEDDER`` set to the shipped model or to blank is left out: the
+        settings read both as unset, and a shell that exported the default (as the
+        "another model" error advises) would otherwise never be served by a daemon started
+        without it (every hook in process, about 20x slower).
     """
     env = _env(environ)
     out: dict[str, str] = {}
     for key, value in env.items():
+        if key in _UNSET_WHEN and value.strip() in _UNSET_WHEN[key]:
+            continue
         if key in _CONFIG_EXTRA or (
             key.startswith("BLI_MEMORY_") and key not in _SPACE_VARS and key not in _ROUTE_VARS
         ):
@@ -435,14 +450,12 @@ def status(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         runs because the last one could not serve (its model failed to load), ``problem``
         says why (``cannot embed: ...``) and ``fix`` what to do.
     """
-    from bli_memory.core.hooks import daemon_start
-
     path = paths.daemon_socket_path(environ)
     try:
         reply = ping(path)
     except DaemonUnavailable:
         answer: dict[str, Any] = {"running": False, "version": None, "pid": None, "socket": str(path)}
-        problem = daemon_start.last_problem(environ)
+        problem = daemon_start.last_problem(environ, config=config_of(environ))
         if problem is not None:
             answer["problem"] = problem
             answer["fix"] = PROBLEM_FIX

@@ -120,14 +120,20 @@ def space_for(
             ``os.environ``; the daemon passes the caller's).
 
     Raises:
-        ValueError: ``BLI_MEMORY_CONTAINER_TAG`` is set but invalid.
+        ConfigError: ``BLI_MEMORY_CONTAINER_TAG`` is invalid (``config_invalid``, as the
+            direct route's settings say) or looks like a secret (``invalid_container_tag``,
+            :func:`~bli_memory.core.hooks.container_tag.checked_space`); never repeating it.
     """
-    from bli_memory.core.memory.spaces import derive_space
+    from bli_memory.core.errors import ConfigError
+    from bli_memory.core.hooks.container_tag import checked_space
 
     base = cwd or os.getcwd()
     # A relative payload cwd is relative to the hook process, on every route.
     folder = os.path.join(base, hook_input.cwd) if hook_input.cwd else base
-    return derive_space(folder, environ=os.environ if environ is None else environ).tag
+    try:
+        return checked_space(folder, environ=os.environ if environ is None else environ).tag
+    except ValueError as exc:  # derive_space's message names the variable, not its value
+        raise ConfigError(str(exc), reason="config_invalid") from None
 
 
 SpaceOf = Callable[[HookInput], str]
@@ -296,9 +302,12 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
 
 _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}
 
-#: Backend reasons that all mean "the local store cannot be used" in a receipt.
+#: Backend reasons that all mean "the local store cannot be used" in a receipt. A model
+#: that cannot be loaded (``embedder_failed``: a model folder that is missing or broken)
+#: leaves the store as unusable as one of another model's vectors, and doctor says which.
 _STORE_REASONS = frozenset(
-    {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch"}
+    {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch",
+     "embedder_failed"}
 )
 
 

@@ -59,8 +59,10 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def checked_content(content: str) -> str:
-    """The normalised form of memory content a caller gave, shared by every store.
+def checked_content(content: str) -> tuple[str, int]:
+    """``(text, masked)``: the normalised form of memory content a caller gave, shared by
+    every store, and the number of secrets masked in it (what a store's update reports in
+    :attr:`~bli_memory.core.models.UpdateResult.masked`).
 
     Secrets are masked here (:func:`bli_memory.core.memory.redaction.redact`), so no store
     keeps one, whoever saves: the tools, the service's doors, the worker, the library.
@@ -73,11 +75,6 @@ def checked_content(content: str) -> str:
         InvalidInputError: empty content, text no store can keep (``content contains a
             NUL character``), or longer than :data:`MAX_CONTENT_CHARS`.
     """
-    return _checked_content(content)[0]
-
-
-def _checked_content(content: str) -> tuple[str, int]:
-    """:func:`checked_content` and the number of secrets it masked."""
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.storable_text import text_problem
 
@@ -105,14 +102,14 @@ def checked_save_fields(
     """A save's content, metadata and ``customId`` as every store takes them.
 
     Returns:
-        ``(text, metadata, custom_id, masked)``: :func:`checked_content`, the metadata
+        ``(text, metadata, custom_id, masked)``: the text of :func:`checked_content`, the metadata
         object (or None), the ``customId`` (a blank one is None: no upsert) and the
         number of secrets masked in the content.
 
     Raises:
         InvalidInputError: empty or oversized content, metadata that is not a JSON object.
     """
-    text, masked = _checked_content(content)
+    text, masked = checked_content(content)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError("metadata must be a JSON object")
     if custom_id is not None and not str(custom_id).strip():

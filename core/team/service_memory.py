@@ -120,7 +120,7 @@ def update(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, A
     res = acting(request, p).update(clean.text, space=body_tag(body),
                                     id=body_str(body, "id"), custom_id=body_str(body, "customId"))
     return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
-                 "named": _memory_json(res.named), "masked": clean.masked}
+                 "named": _memory_json(res.named), "masked": clean.masked + res.masked}
 
 
 def forget(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:

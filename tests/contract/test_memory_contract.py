@@ -175,6 +175,27 @@ def test_forgotten_memory_can_be_saved_again(backend, space: str) -> None:
     assert again.memory.id != first.id
 
 
+def test_a_forget_whose_answer_was_lost_is_found_as_done_or_not_at_all(subject, space: str) -> None:
+    # forgotten_by answers a forget run again (its answer lost with the daemon) as it was
+    # answered: the embedded store can tell; the others answer None, and the caller runs the
+    # forget. Never another memory's forget, nor one done before the request was sent.
+    backend = subject.backend
+    backend.save("Staging deploys need the VPN on.", space=space)
+    gone = backend.save("Code review needs two approvals.", space=space).memory
+    since = time.time()
+    backend.forget(space=space, content="Code review needs two approvals.")
+
+    found = backend.forgotten_by(space=space, since=since, content="Code review needs two approvals.")
+    if subject.kind == "embedded":
+        assert found is not None and found.matched_by == "content" and found.memory.id == gone.id
+        assert found.memory.state == "forgotten"
+    else:
+        assert found is None
+    assert backend.forgotten_by(space=space, since=since, content="Staging deploys need the VPN on.") is None
+    later = time.time() + 60
+    assert backend.forgotten_by(space=space, since=later, content="Code review needs two approvals.") is None
+
+
 def test_aliases_answer_from_every_tag_and_save_to_the_canonical(subject, space: str) -> None:
     backend = subject.backend
     alias = space + "_vendor"
@@ -562,6 +583,37 @@ def test_an_expiry_no_calendar_holds_is_a_clear_error(backend, space: str, when:
     with pytest.raises(InvalidInputError, match="expiresAt"):
         backend.save("Rotate the signing key.", space=space, expires_at=when)
     assert backend.list_memories(space=space) == []
+
+
+def test_an_expiry_that_looks_like_a_secret_is_refused_without_repeating_it(backend, space: str) -> None:
+    token = "ghp_" + "Zq7Wx2Er5Ty8Ui1Op4As" * 2  # pasted into the wrong field
+    for when in (token, "password:hunter2x"):
+        with pytest.raises(InvalidInputError, match="expiresAt") as info:
+            backend.save("Rotate the signing key.", space=space, expires_at=when)
+        assert when not in info.value.message and "hunter2x" not in info.value.message
+    with pytest.raises(InvalidInputError, match="'next tuesday' is not a usable"):  # a typo is shown
+        backend.save("Rotate the signing key.", space=space, expires_at="next tuesday")
+    assert backend.list_memories(space=space) == []
+
+
+def test_an_id_that_looks_like_a_secret_is_not_repeated_in_the_error(backend, space: str) -> None:
+    """Every memory id is a UUID; a token pasted where an id goes came back in the error,
+    and from there in the MCP answer, the log and the memory browser's 404 page."""
+    for token in ("ghp_" + "Zq7Wx2Er5Ty8Ui1Op4As" * 2, "9f86d081884c7d659a2feaa0c55ad015"):  # a bare-hex key
+        _refused_without_repeating(backend, space, token)
+    known = str(uuid.uuid4())  # a UUID that names nothing is still shown: it helps to see it
+    with pytest.raises(NotFoundError, match=known):
+        backend.get_memory(known)
+
+
+def _refused_without_repeating(backend, space: str, token: str) -> None:
+    calls = (lambda: backend.get_memory(token), lambda: backend.get_memory(token, include_inactive=True),
+             lambda: backend.update("New text.", space=space, id=token),
+             lambda: backend.forget(space=space, id=token))
+    for call in calls:
+        with pytest.raises(NotFoundError) as info:
+            call()
+        assert token not in info.value.message and "not a memory id" in info.value.message, info.value.message
 
 
 def _row(space: str, content: str, **extra) -> dict:

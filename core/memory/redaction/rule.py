@@ -39,8 +39,13 @@ class RedactionRule:
             catastrophically: redaction runs on untrusted text in the hook.
         group: The group holding the secret, by number or name; None for the
             whole match.
+        repeat: Apply the rule again, up to 4 times in all, while it masks
+            something: for a rule whose one match finds one of several values
+            (the targets of ``token, secret = "a", "b"``), so that each of them
+            goes in one pass instead of one more pass of every rule each.
     """
 
     kind: str
     pattern: re.Pattern[str]
     group: int | str | None = None
+    repeat: bool = False

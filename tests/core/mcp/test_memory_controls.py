@@ -78,8 +78,9 @@ def test_info_list_get_history_and_dates(tmp_path: Path, mcp_route) -> None:
     assert f"Id {mid} is version 1 of this memory; its live version is 3 (id {newest})." in text_of(old)
     assert redo.structured_content["previous"]["id"] == newest
     assert redo.structured_content["named"]["id"] == mid
-    assert f"Id {mid} is version 1 of this memory; its live version is 3 (id {newest})." in text_of(redo)
     fourth = redo.structured_content["memory"]["id"]
+    # The live version is the one this update made, not the one it replaced.
+    assert f"Id {mid} is version 1 of this memory; its live version is 4 (id {fourth})." in text_of(redo)
     assert gone.structured_content["forgotten"]["id"] == fourth
     assert gone.structured_content["named"]["version"] == 1
     assert f"Id {mid} is version 1 of this memory; its live version is 4 (id {fourth})." in text_of(gone)

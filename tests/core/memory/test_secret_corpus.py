@@ -63,6 +63,30 @@ def test_benign_lines_stay_verbatim(line: str) -> None:
         ("heroku token 0a1b2c3d-4e5f-6789-abcd-ef0123456789", "heroku token [REDACTED:heroku_api_key]"),
         ("pass it with --password and the prompt asks", "pass it with --password and the prompt asks"),
         ("the wifi password is kkcglHpqS&3.", "the wifi password is [REDACTED:prose_password]."),
+        # A passphrase is masked whole, up to the end of its clause; a pointer stays.
+        ("password: correct horse battery staple", "password: [REDACTED:prose_password]"),
+        ('passphrase is "correct horse battery staple"', 'passphrase is "[REDACTED:prose_password]"'),
+        (
+            "the vpn password is Tr4mpoline cactus harbor, then log in",
+            "the vpn password is [REDACTED:prose_password], then log in",
+        ),
+        ("the password is correct horse battery staple", "the password is correct horse battery staple"),
+        ("password: see the vault", "password: see the vault"),
+        ("the password is 12 characters long", "the password is 12 characters long"),
+        ('x = input("Password: "); print("done")', 'x = input("Password: "); print("done")'),
+        # Assignments with spaces and shell builtins keep the name; a path stays.
+        ("DB_PASS = s3cr3tvalue", "DB_PASS = [REDACTED:env_secret]"),
+        ("set -gx DB_PASSWORD s3cr3tvalue", "set -gx DB_PASSWORD [REDACTED:env_secret]"),
+        ("PWD = /home/x/project", "PWD = /home/x/project"),
+        ("env PGPASS=s3cr3tvalue psql", "env PGPASS=[REDACTED:env_secret] psql"),
+        # A value token is masked whole, '&' and all; a passphrase after '=' whole.
+        ("I set TOKEN = okapiZ9& in prod", "I set TOKEN = [REDACTED:env_secret] in prod"),
+        ("PASSWORD=correct horse battery staple", "PASSWORD=[REDACTED:env_secret]"),
+        ("password: Tr4mpoline cactus harbor for the vpn", "password: [REDACTED:env_secret] for the vpn"),
+        ("password = Tr4mpoline cactus harbor for the vpn", "password = [REDACTED:env_secret] for the vpn"),
+        ("user: admin, password: kangaroo", "user: admin, password: [REDACTED:prose_password]"),
+        # A connection string keeps its other fields.
+        ("Password=walrus;Server=.", "Password=[REDACTED:env_secret];Server=."),
     ],
 )
 def test_formats_keep_what_surrounds_the_secret(text: str, expected: str) -> None:
