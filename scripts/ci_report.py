@@ -6,9 +6,10 @@ Usage::
     python3 scripts/ci_report.py RUN_DIR [--rc N] [--seconds S] [--sha SHA]
 
 ``RUN_DIR`` holds one JUnit XML file per test session (``full.xml``, ``fast-3.11.xml``,
-...; ``noxfile.py`` writes them when ``BLI_CI_REPORT_DIR`` is set). The report lists, per
-session, every failed or erroring test with the first :data:`FIRST_LINES` lines of its
-failure, then the :data:`SLOWEST` slowest tests over all sessions, then one closing line
+...; ``noxfile.py`` writes them when ``BLI_CI_REPORT_DIR`` is set). The report gives the
+counts per session, the :data:`SLOWEST` slowest tests over all sessions, then every failed
+or erroring test with the first :data:`FIRST_LINES` lines of its failure (last, so they
+are what the end of the log shows), then one closing line
 ``ci: N passed, N failed, N skipped`` (``N failed`` counts errors too). It also writes
 ``RUN_DIR/summary.json``: ``{"sha", "rc", "failed": [session::test id, ...], "seconds",
 "passed", "skipped"}``.
@@ -105,17 +106,17 @@ def report(run_dir: Path, rc: int, seconds: float | None, sha: str | None) -> st
         n = {k: sum(c.status == k for c in s.cases) for k in ("passed", "failed", "error", "skipped")}
         failed = n["failed"] + n["error"]
         out.append(f"{s.name}: {n['passed']} passed, {failed} failed, {n['skipped']} skipped")
+    slow = sorted((c for c in cases if c.status != "skipped"), key=lambda c: -c.seconds)[:SLOWEST]
+    if slow:
+        out.append("")
+        out.append(f"{len(slow)} slowest tests:")
+        out.extend(f"  {c.seconds:7.1f} s  [{c.session}] {c.test_id}" for c in slow)
     if bad:
         out.append("")
         out.append(f"FAILED ({len(bad)}):")
         for c in bad:
             out.append(f"- [{c.session}] {c.test_id}")
             out.extend(f"    {ln}" for ln in _first_lines(c.text))
-    slow = sorted((c for c in cases if c.status != "skipped"), key=lambda c: -c.seconds)[:SLOWEST]
-    if slow:
-        out.append("")
-        out.append(f"{len(slow)} slowest tests:")
-        out.extend(f"  {c.seconds:7.1f} s  [{c.session}] {c.test_id}" for c in slow)
     passed = sum(c.status == "passed" for c in cases)
     skipped = sum(c.status == "skipped" for c in cases)
     summary = {"sha": sha, "rc": rc, "failed": [f"{c.session}::{c.test_id}" for c in bad],
