@@ -135,8 +135,10 @@ def fast(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """ruff, mypy strict on ``core/`` (``scripts/typecheck.py``) and the import contracts,
-    with the environment nox runs in (the project's ``.venv``, which has the ``test`` extra).
+    """ruff, mypy strict on core/ and the import contracts, in the project's .venv.
+
+    ``scripts/typecheck.py`` runs mypy; the environment is the one nox runs in (the
+    project's ``.venv``, which has the ``test`` extra).
 
     All three run even when one fails, so one run shows every finding; the session fails
     if any did.

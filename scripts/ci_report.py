@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -65,6 +66,15 @@ def _test_id(case: ET.Element) -> str:
     return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
 
 
+def _seconds(value: str | None) -> float:
+    """A JUnit ``time`` attribute as finite seconds (0.0 when missing or not a number)."""
+    try:
+        seconds = float(value or 0)
+    except ValueError:
+        return 0.0
+    return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0
+
+
 def read_session(path: Path) -> Session:
     """The cases of one JUnit XML file (an unreadable file is one erroring case)."""
     session = Session(path.stem)
@@ -73,6 +83,7 @@ def read_session(path: Path) -> Session:
     except (OSError, ET.ParseError) as exc:
         session.cases.append(Case(session.name, "<junit report>", 0.0, "error", f"unreadable: {exc}"))
         return session
+    by_id: dict[str, Case] = {}
     for case in root.iter("testcase"):
         status, text = "passed", ""
         for tag in ("failure", "error", "skipped"):
@@ -81,8 +92,16 @@ def read_session(path: Path) -> Session:
                 status = {"failure": "failed"}.get(tag, tag)
                 text = "\n".join(filter(None, [node.get("message", ""), node.text or ""]))
                 break
-        session.cases.append(Case(session.name, _test_id(case), float(case.get("time", 0) or 0),
-                                  status, text))
+        test_id = _test_id(case)
+        seen = by_id.get(test_id)
+        if seen is None:
+            by_id[test_id] = Case(session.name, test_id, _seconds(case.get("time")), status, text)
+            session.cases.append(by_id[test_id])
+        elif status in ("failed", "error"):
+            # pytest writes a second case for an error in teardown: one test, one entry.
+            seen.text = "\n".join(filter(None, [seen.text, text]))
+            if seen.status not in ("failed", "error"):
+                seen.status = status
     return session
 
 
@@ -92,6 +111,14 @@ def _first_lines(text: str) -> list[str]:
     marked = [ln for ln in lines if ln.lstrip().startswith("E ")]
     chosen = (marked or lines)[:FIRST_LINES]
     return [ln[:300] for ln in chosen]
+
+
+def _last_step(run_dir: Path) -> str:
+    """The step ``.ci/run`` was in when it stopped (its ``step`` file), or ``""``."""
+    try:
+        return (run_dir / "step").read_text(errors="replace").strip()[:200]
+    except OSError:
+        return ""
 
 
 def report(run_dir: Path, rc: int, seconds: float | None, sha: str | None) -> str:
@@ -119,12 +146,21 @@ def report(run_dir: Path, rc: int, seconds: float | None, sha: str | None) -> st
             out.extend(f"    {ln}" for ln in _first_lines(c.text))
     passed = sum(c.status == "passed" for c in cases)
     skipped = sum(c.status == "skipped" for c in cases)
-    summary = {"sha": sha, "rc": rc, "failed": [f"{c.session}::{c.test_id}" for c in bad],
+    failed_ids = [f"{c.session}::{c.test_id}" for c in bad]
+    step = _last_step(run_dir)
+    if rc != 0 and not bad:
+        # No test failed, so a step did: name it, or the log's end would read "0 failed".
+        failed_ids.append(f"step: {step or 'unknown'}")
+        out.append("")
+        out.append(f"FAILED: the step \"{step or 'unknown'}\" exited with status {rc}; "
+                   "its output is just above this summary")
+    summary = {"sha": sha, "rc": rc, "failed": failed_ids,
                "seconds": seconds, "passed": passed, "skipped": skipped}
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     out.append("")
     out.append(f"exit status {rc}" + (f" after {seconds:.0f} s" if seconds is not None else ""))
-    out.append(f"ci: {passed} passed, {len(bad)} failed, {skipped} skipped")
+    out.append(f"ci: {passed} passed, {len(bad)} failed, {skipped} skipped"
+               + (f", stopped in step: {step}" if rc != 0 and not bad else ""))
     return "\n".join(out)
 
 

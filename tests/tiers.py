@@ -7,10 +7,19 @@
 
 The guard is a :func:`sys.addaudithook` hook (PEP 578). While a test that is not marked
 ``e2e`` runs (its fixtures included), the interpreter's ``subprocess.Popen``,
-``os.posix_spawn``, ``os.exec``, ``os.fork`` and ``socket.bind`` events raise
-:class:`UnmarkedProcessError`, and the test fails with its name and what it started. So
-a new test that starts a process without the marker fails on its first run, in either
-tier, and the fast tier can never start one behind CI's back.
+``os.system``, ``os.posix_spawn``, ``os.exec``, ``os.spawn``, ``os.fork``, ``os.forkpty``
+and ``socket.bind`` events raise :class:`UnmarkedProcessError`, and the test fails with
+its name and what it started. So a new test that starts a process without the marker
+fails on its first run, in either tier, and the fast tier can never start one behind
+CI's back. The same events are refused while test modules are imported (collection),
+where nothing may start in either tier.
+
+Events from a thread that was already running when the test began (a server left by a
+session fixture of an earlier e2e test) are not the test's doing and are let through.
+What the audit events cannot see: ``multiprocessing``'s spawn and forkserver start
+methods (``_posixsubprocess`` raises no event) and a ``listen()`` on a socket that was
+never bound. No test uses either; a test that starts a process that way must carry the
+marker by review.
 
 A fixture shared by many tests (a Postgres server for the session) starts in whichever
 test first asks for it; in the fast tier, where no ``e2e`` test ran before, that is the
@@ -20,6 +29,7 @@ unmarked test that asked, and the guard names it.
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -31,6 +41,8 @@ _EVENTS = {
     "os.posix_spawn": "a process",
     "os.exec": "a process",
     "os.fork": "a forked process",
+    "os.forkpty": "a forked process",
+    "os.system": "a shell command",
     "os.spawn": "a process",
     "socket.bind": "a server socket",
 }
@@ -40,7 +52,7 @@ class UnmarkedProcessError(RuntimeError):
     """A test that is not marked ``e2e`` started a process or bound a socket."""
 
 
-_state: dict[str, Any] = {"test": None, "found": []}
+_state: dict[str, Any] = {"test": None, "found": [], "threads": frozenset()}
 
 
 def _describe(event: str, args: tuple[Any, ...]) -> str:
@@ -50,7 +62,7 @@ def _describe(event: str, args: tuple[Any, ...]) -> str:
             argv = args[1]
             name = argv if isinstance(argv, (str, bytes)) else (argv[0] if argv else args[0])
             return f"{what} ({name!s})"
-        if event in ("os.posix_spawn", "os.exec", "os.spawn"):
+        if event in ("os.posix_spawn", "os.exec", "os.spawn", "os.system"):
             return f"{what} ({args[0]!s})"
         if event == "socket.bind":
             return f"{what} ({args[1]!r})"
@@ -63,6 +75,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     test = _state["test"]
     if test is None or event not in _EVENTS:
         return
+    if threading.get_ident() in _state["threads"]:
+        return  # a thread older than the test: a session fixture's server, not this test
     what = _describe(event, args)
     _state["found"].append(what)
     raise UnmarkedProcessError(
@@ -78,11 +92,30 @@ def pytest_configure(config: pytest.Config) -> None:
                    "the fast tier runs -m 'not e2e'")
 
 
+def _arm(test: str | None) -> None:
+    main = threading.main_thread().ident
+    _state["threads"] = frozenset(t.ident for t in threading.enumerate() if t.ident != main)
+    _state["found"] = []
+    _state["test"] = test
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """Arm the guard while a test module is imported: nothing may start at import."""
+    if not isinstance(collector, pytest.Module):
+        yield
+        return
+    _arm(f"importing {collector.nodeid}")
+    try:
+        yield
+    finally:
+        _state["test"] = None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     """Arm the guard for the setup, call and teardown of an unmarked test."""
-    _state["test"] = None if item.get_closest_marker("e2e") else item.nodeid
-    _state["found"] = []
+    _arm(None if item.get_closest_marker("e2e") else item.nodeid)
     try:
         yield
     finally:

@@ -22,7 +22,8 @@ Two routes answer a run, and both run the same function,
 
 - **daemon** (unless ``BLI_MEMORY_DAEMON=0``): the payload goes to the resident
   daemon (:mod:`bli_memory.core.daemon.server`) over its Unix socket, with a 50 ms connect
-  budget and :data:`DAEMON_ANSWER_MS` for the answer (half the deadline: 1 s for a prompt);
+  budget and :data:`~bli_memory.core.hooks.deadlines.DAEMON_ANSWER_MS` for the answer
+  (half the deadline: 1 s for a prompt);
 - **direct**: on any daemon failure the hook answers itself, in a worker thread the
   deadline can abandon; the receipt then names why in its ``daemon`` field
   (``"daemon":"no_socket"``, see :data:`bli_memory.core.hooks.daemon_client.REASONS`), and
@@ -50,30 +51,11 @@ from bli_memory.core import paths
 from bli_memory.core.defaults import DEFAULT_HOST
 from bli_memory.core.hooks import receipt_log
 from bli_memory.core.hooks import stats as hook_stats
-from bli_memory.core.hooks.deadlines import (
-    DAEMON_ANSWER_MS,
-    DEADLINE_SCALE_ENV,
-    DEADLINES_MS,
-    MAX_DEADLINE_SCALE,
-    REGISTERED_TIMEOUTS_S,
-    STDIN_BUDGET_MS,
-    budgets_ms,
-    deadline_scale,
-)
+from bli_memory.core.hooks.deadlines import DEADLINES_MS, budgets_ms
 from bli_memory.core.hooks.receipts import format_receipt, to_log_reason
 from bli_memory.core.hooks.stdin import StdinFailure, read_payload
 
-__all__ = [
-    "DAEMON_ANSWER_MS",
-    "DEADLINES_MS",
-    "DEADLINE_SCALE_ENV",
-    "MAX_DEADLINE_SCALE",
-    "REGISTERED_TIMEOUTS_S",
-    "STDIN_BUDGET_MS",
-    "budgets_ms",
-    "deadline_scale",
-    "main",
-]
+__all__ = ["main"]
 
 _EVENTS = tuple(DEADLINES_MS)
 

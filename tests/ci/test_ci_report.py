@@ -68,10 +68,29 @@ def test_failures_come_with_their_first_lines_then_the_slowest_then_one_count(tm
                                  "full::tests/core/ui/test_pages.py::TestForms::test_setup_fails"]
 
 
-def test_a_run_that_stopped_before_the_tests_says_so(tmp_path: Path) -> None:
+def test_a_run_that_stopped_before_the_tests_names_the_step(tmp_path: Path) -> None:
+    (tmp_path / "step").write_text("host CLIs\n")
     text = _report_module().report(tmp_path, rc=2, seconds=None, sha=None)
     assert "no test session wrote a report" in text
-    assert text.splitlines()[-1] == "ci: 0 passed, 0 failed, 0 skipped"
+    assert 'FAILED: the step "host CLIs" exited with status 2' in text
+    assert text.splitlines()[-1] == "ci: 0 passed, 0 failed, 0 skipped, stopped in step: host CLIs"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["failed"] == ["step: host CLIs"]
+
+
+def test_a_failure_and_its_teardown_error_are_one_failed_test(tmp_path: Path) -> None:
+    (tmp_path / "full.xml").write_text("""<testsuites><testsuite>
+<testcase classname="tests.test_x" name="test_a" time="1.0"><failure message="E assert 1 == 2"/></testcase>
+<testcase classname="tests.test_x" name="test_a" time="0.2"><error message="E teardown: OSError"/></testcase>
+<testcase classname="tests.test_x" name="test_b" time="nan"/>
+<testcase classname="tests.test_x" name="test_c" time="soon"/>
+</testsuite></testsuites>""")
+    text = _report_module().report(tmp_path, rc=1, seconds=3.0, sha=None)
+    assert text.splitlines()[-1] == "ci: 2 passed, 1 failed, 0 skipped"
+    assert text.count("- [full] tests/test_x.py::test_a") == 1
+    assert "E teardown: OSError" in text  # the second report's lines are kept
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["failed"] == ["full::tests/test_x.py::test_a"]
 
 
 def test_an_unreadable_report_counts_as_a_failure(tmp_path: Path) -> None:
