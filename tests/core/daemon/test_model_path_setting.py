@@ -12,10 +12,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import bin_path
 from tests.core.daemon import test_daemon
 from tests.core.daemon.test_daemon import Daemons, _daemon_pids, prompt_hook
 from tests.core.memory.tiny_model import write_tiny_model
+
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
 
 daemons = test_daemon.daemons  # the daemon tests' fixture
 

@@ -157,6 +157,7 @@ def test_the_bench_never_shows_the_test_part() -> None:
     assert "[durable]" not in out.stdout and "[noise]" not in out.stdout
 
 
+@pytest.mark.e2e  # runs the bench as a process
 def test_the_bench_replays_the_tuning_part_alone_only() -> None:
     out = subprocess.run([sys.executable, "bench/extraction_sessions.py", "--split", "test"], cwd=REPO,
                          capture_output=True, text=True)
@@ -164,6 +165,7 @@ def test_the_bench_replays_the_tuning_part_alone_only() -> None:
     assert "@0.6" not in out.stdout
 
 
+@pytest.mark.e2e  # runs the bench as a process
 def test_the_trained_gates_skip_the_test_lines_before_parsing_them() -> None:
     """``bench/extraction_train.py`` and ``extraction_gate.py`` drop a test line by its text, unparsed."""
     lines = (REPO / "bench" / "data" / "real_sessions.jsonl").read_text().splitlines()

@@ -13,10 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, bin_path
 from tests.core.daemon import test_daemon
 from tests.core.daemon.test_daemon import Daemons
 from tests.hooks_util import extract_jobs, run_hook
+
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
 
 CLAUDE = FIXTURES / "claude"
 SECRET = "ghp_" + "Xy7Qw3Er9Ty1Ui5Op2As8Df4Gh6Jk0Lz3Xcv"  # a GitHub token's shape (docs/redaction.md)

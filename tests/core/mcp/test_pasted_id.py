@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_client import run_session, text_of
+
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
 
 
 def test_get_update_and_forget_take_an_id_with_spaces_around_it(tmp_path: Path, mcp_route) -> None:

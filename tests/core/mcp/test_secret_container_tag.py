@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_client import run_session, text_of
+
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
 
 TOKEN = "ghp_" + "Zq7Wx2Er5Ty8Ui1Op4As" * 2
 

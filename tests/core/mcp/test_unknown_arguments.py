@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_client import run_session, text_of
+
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
 
 
 def test_an_unknown_argument_is_refused_naming_the_known_ones(tmp_path: Path, mcp_route) -> None:

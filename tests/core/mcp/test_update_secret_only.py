@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_client import run_session, text_of
+
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
 
 
 def test_an_update_that_changes_only_a_secret_says_why_nothing_changed(tmp_path: Path, mcp_route) -> None:

@@ -14,6 +14,8 @@ import pytest
 
 from tests.core.ui.conftest import UiServer, start_ui, stop
 
+pytestmark = pytest.mark.e2e  # starts bli-memory-mcp processes
+
 TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 #: Refused values, and the pieces of each that must never come back.
 REFUSED = {TOKEN: (TOKEN, "A1b2C3d4"), "password:hunter2x": ("hunter2x",),
