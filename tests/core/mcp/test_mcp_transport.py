@@ -21,7 +21,7 @@ from tests.conftest import bin_path
 from tests.mcp_client import run_session, text_of
 from tests.secret_corpus import chars
 
-pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+pytestmark = pytest.mark.e2e  # starts processes or servers (tests/tiers.py)
 
 INIT = {
     "jsonrpc": "2.0",
