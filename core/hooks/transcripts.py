@@ -25,10 +25,15 @@ def tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:
         HostError: reason ``no_transcript`` when the file is missing or unreadable.
     """
     try:
-        # Only a regular file: opening a FIFO would block, /dev/zero never ends.
+        # Only a regular file: opening a FIFO would block, /dev/zero never ends. The open
+        # never waits (O_NONBLOCK), and the descriptor is checked again: the path may
+        # have been swapped since the stat.
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise HostError("transcript is not a regular file", reason="no_transcript")
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HostError("transcript is not a regular file", reason="no_transcript")
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             start = max(0, size - max_bytes)
