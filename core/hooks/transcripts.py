@@ -49,12 +49,16 @@ def tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:
 
 
 def tail_json_lines(path: str | os.PathLike[str], max_bytes: int) -> list[dict[str, Any]]:
-    """JSON objects of the complete JSONL lines in the tail; unparsable lines are skipped."""
+    """JSON objects of the complete JSONL lines in the tail; unparsable lines are skipped.
+
+    A line nested too deeply for the parser (a tool's input of thousands of levels raises
+    ``RecursionError``) is unparsable too: that line is skipped, the rest of the turn kept.
+    """
     out: list[dict[str, Any]] = []
     for line in tail_lines(path, max_bytes):
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             out.append(obj)
