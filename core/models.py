@@ -297,6 +297,8 @@ class HookResult:
         block: The context block to inject (``<bli-memory-recall>...``), or None.
         reason: Closed-set reason for ``skipped``/``failed``.
         fields: Extra receipt fields (``hits``, ``chars``, ``masked``, ``queued``, ...).
+        injected: Ids of the memories in ``block``, held for the session until the block
+            is written (:mod:`bli_memory.core.hooks.injection_log`).
     """
 
     event: HookEvent
@@ -304,6 +306,7 @@ class HookResult:
     block: str | None = None
     reason: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    injected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -75,11 +75,13 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
     if args.cmd == "save":
         from bli_memory.core.errors import InvalidInputError
         from bli_memory.core.memory.redaction import redact
+        from bli_memory.core.memory.retrieval_writes import check_content_size
         from bli_memory.core.memory.switches import is_enabled
 
         if not is_enabled(space):
             raise InvalidInputError(f"memory is switched off for {space} (or globally); nothing was saved. "
                                     "the enable_memory MCP tool switches it back on", reason="disabled")
+        check_content_size(args.text)  # before the masking: it reads the whole text
         clean = redact(args.text)
         res = backend.save(clean.text, space=space, source="cli")
         if args.json:

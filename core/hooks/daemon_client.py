@@ -12,7 +12,8 @@ connection closes; UTF-8, ASCII-escaped)::
     -> {"event": "prompt", "host": "claude", "payload": {...}, "cwd": "/repo",
         "version": "0.1.0", "env": {...}, "config": {...}}
     <- {"stdout": "...", "outcome": "ok", "reason": null, "fields": {"hits": 2},
-        "backend": true, "receiptLog": false, "version": "0.1.0"}
+        "backend": true, "receiptLog": false, "version": "0.1.0",
+        "injected": {"host": "claude", "session": "...", "ids": [...]}}
 
     -> {"ping": true}
     <- {"alive": true, "version": "0.1.0", "pid": 4242, "ready": true}
@@ -21,6 +22,10 @@ connection closes; UTF-8, ASCII-escaped)::
     <- {"stopping": true, "version": "0.1.0", "pid": 4242}
 
     <- {"error": "<code>", "version": "0.1.0", "pid": 4242}   on any refusal
+
+``injected`` (only when ``stdout`` gives memories) names them: the daemon holds them for
+the session, and the hook records them as given once it has written ``stdout``, or lets
+them go when the write failed (:mod:`bli_memory.core.hooks.injection_log`).
 
 ``env`` carries the two variables that choose the space
 (``BLI_MEMORY_CONTAINER_TAG``, ``BLI_MEMORY_ISOLATE_WORKTREES``); ``config`` carries
@@ -368,8 +373,11 @@ def request(
 
     Returns:
         ``{"stdout": str, "outcome": "ok"|"skipped"|"failed", "reason": str|None,
-        "fields": dict, "backend": bool, "receipt_log": bool}``, checked for shape
-        (``receipt_log``: the host's receipts go to the log file, the wire's ``receiptLog``).
+        "fields": dict, "backend": bool, "receipt_log": bool, "injected": Injected|None}``,
+        checked for shape (``receipt_log``: the host's receipts go to the log file, the
+        wire's ``receiptLog``; ``injected``: the memories in ``stdout``, held for the
+        session until the caller has written it,
+        :func:`~bli_memory.core.hooks.answers.settle_injected`).
 
     Raises:
         DaemonUnavailable: see :func:`exchange`; ``bad_reply`` for a wrong shape.
@@ -397,8 +405,10 @@ def request(
         or not isinstance(backend, bool)
     ):
         raise DaemonUnavailable("bad_reply")
+    from bli_memory.core.hooks.answers import injected_of
+
     return {"stdout": stdout, "outcome": outcome, "reason": reason, "fields": fields, "backend": backend,
-            "receipt_log": reply.get("receiptLog") is True}
+            "receipt_log": reply.get("receiptLog") is True, "injected": injected_of(reply.get("injected"))}
 
 
 def ping(path: Path | None = None, *, timeout: float = 0.5, with_config: bool = False) -> dict[str, Any]:

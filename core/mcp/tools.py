@@ -136,9 +136,12 @@ async def save_memory(
     as history. The result names the space the memory actually went to.
     """
     from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.retrieval_writes import check_content_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
+    if not extract:
+        await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     # Secrets never reach the store, on either backend: a team space shares what it keeps.
     clean = await run_blocking(redact, content)
     require_enabled(tag)
@@ -198,9 +201,11 @@ async def update_memory(
     Give the memory's id (from search_memory) or its customId.
     """
     from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.retrieval_writes import check_content_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
+    await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     clean = await run_blocking(redact, content)
     id = id.strip() if id is not None else None  # as forget_memory takes a pasted id
     res = await run_blocking(state.backend.update, clean.text, space=tag, id=id, custom_id=customId)
