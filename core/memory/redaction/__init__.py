@@ -105,7 +105,7 @@ import re
 
 from bli_memory.core.memory.redaction.benign import _is_benign
 from bli_memory.core.memory.redaction.commands import _COMMAND_LINE_RULES
-from bli_memory.core.memory.redaction.http import _HTTP_AUTH_RULES, _URL_RULES
+from bli_memory.core.memory.redaction.http import _COOKIE_RULES, _HTTP_AUTH_RULES, _URL_RULES
 from bli_memory.core.memory.redaction.markup import _MARKUP_RULES
 from bli_memory.core.memory.redaction.named import (
     _BLOCK_SCALAR_RULES,
@@ -121,6 +121,7 @@ from bli_memory.core.memory.redaction.providers import (
     _PUTTY_RULES,
 )
 from bli_memory.core.memory.redaction.rule import Redacted, RedactionRule
+from bli_memory.core.memory.redaction.seed_phrases import _SEED_PHRASE_RULES
 from bli_memory.core.memory.redaction.statements import _STATEMENT_RULES
 
 __all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "active_rules", "redact", "rules_with_plugins"]
@@ -131,6 +132,7 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
     *_PROVIDER_RULES,
     *_JWT_RULES,
     *_HTTP_AUTH_RULES,
+    *_COOKIE_RULES,
     *_URL_RULES,
     *_BLOCK_SCALAR_RULES,
     *_PHRASE_RULES,
@@ -139,6 +141,7 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
     *_COMMAND_LINE_RULES,
     *_STATEMENT_RULES,
     *_PROSE_RULES,
+    *_SEED_PHRASE_RULES,
     *_GENERIC_RULES,
 )
 """The built-in rules, in the order :func:`redact` applies them."""

@@ -147,6 +147,15 @@ _COMMAND_LINE_RULES = (
         r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:(?P<value>[^\s:][^\s]*)[ \t]*$",
         "value",
     ),
+    # ...and the same line after other text ("from my notes: db:5432:app:backup:Wq8e..."),
+    # where the password must look like one (6+ characters with a digit or symbol) and
+    # hold no colon, so a time or an IPv6 address is not read as one.
+    _rule(
+        "pgpass_password",
+        r"(?<![\w.*:/-])[\w.-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:"
+        r"(?P<value>(?=[^\s:]*[0-9!@#$%^&*+=~?])[^\s:]{6,})(?![^\s.,;)])",
+        "value",
+    ),
     # key=value pairs inside another flag: kubectl --from-literal=password=VALUE,
     # helm --set db.password=VALUE, quoted too (--from-literal=DB_PASSWORD='two words').
     _rule(

@@ -68,6 +68,14 @@ _NOT_A_CALL = r"(?![A-Za-z_][\w.]*\()"
 # A number of at most six digits is never a secret on its own ("is 12 characters long").
 _NOT_A_NUMBER = r"(?![0-9]{1,6}(?![^\s\"'`]))"
 
+# "Password" in German, French, Spanish, Portuguese, Italian, Dutch, Polish, Swedish,
+# Danish and Norwegian, and those languages' "is".
+_FOREIGN_PASSWORD_WORD = (
+    r"(?i:passwort|kennwort|mot[ \t]+de[ \t]+passe|contrase(?:ñ|n)a|senha|parola[ \t]+d'ordine"
+    r"|wachtwoord|has(?:ł|l)o|l(?:ö|o)senord|adgangskode|passord)"
+)
+_FOREIGN_IS = r"(?i:ist|lautet|est|es|é|è|e|is|jest|är|er|lyder)"
+
 # A value that looks made up rather than a word of prose: 8-64 characters, with a letter,
 # a digit, and a symbol or both cases (Blue42!Falcon, Tr4mpolineX; not v2, sha256, 1.40.0).
 _VALUE_CHAR = r"[^\s\"'`,;()\[\]{}<>|]"
@@ -115,8 +123,18 @@ _PROSE_RULES = (
     _rule(
         "prose_password",
         r"[Pp](?<![\w\"'`$%-].)(?:" + _PASSWORD_WORD + r"(?:[ \t]+(?i:to|as))?"
-        + r"|(?i:w)(?![\w-])[ \t]+(?i:is|was))[ \t]+"
+        + r"|(?i:w)(?![\w-])[ \t]+(?i:is|was))[ \t]+" + _OPEN_QUOTE
         + _NOT_A_REFERENCE + _NOT_A_CALL + _MADE_UP + r"(?P<value>" + _INLINE_VALUE + ")",
+        "value",
+    ),
+    # Other languages: "Das Passwort für den Server ist Sonnenblume42!", "le mot de passe
+    # du serveur est Tournesol!73", "la contraseña es ...". The word, up to 40 characters
+    # of what it is for, then the language's "is" or a colon; the value must look made up.
+    _rule(
+        "prose_password",
+        rf"(?<![\w-]){_FOREIGN_PASSWORD_WORD}(?![\w-])(?:[ \t]+[^\s.:;!?]+){{0,5}}?"
+        rf"(?:[ \t]+{_FOREIGN_IS}[ \t]*:?[ \t]+|[ \t]*:[ \t]*)" + _OPEN_QUOTE
+        + _NOT_A_REFERENCE + _MADE_UP + r"(?P<value>" + _INLINE_VALUE + ")",
         "value",
     ),
     # The label form, "db_password: correct horse battery staple": two or more words.
