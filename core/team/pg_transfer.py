@@ -46,7 +46,7 @@ class TransferMixin(PgCore):
         import numpy as np
 
         limit = max(1, min(int(limit), EXPORT_PAGE_MAX))
-        with self._conn("export memories") as conn:
+        with self._tx("export memories", bulk=True) as conn:
             spaces = list(self._view(conn, space).spaces) if space else self._own_spaces(conn)
             rows = conn.execute(
                 f"SELECT {MEMORY_COLUMNS}, embedding::text, embedding_model FROM memories "
@@ -214,13 +214,13 @@ class TransferMixin(PgCore):
                 raise refuse(*loop)
             return todo, len(records) - len(todo)
 
-        with self._conn("plan an import") as conn:
+        with self._tx("plan an import", bulk=True) as conn:
             todo, skipped = plan(conn)
         if dry_run:
             # Written and rolled back: Postgres' own limits (an index key too long, a
             # value a column cannot hold) are checked before any part is written.
             vectors = {i: v for i in todo if (v := self._usable_vector(records[i])) is not None}
-            with self._tx("check an import") as conn:
+            with self._tx("check an import", bulk=True) as conn:
                 self._insert_records(conn, records, keys, todo, vectors)
                 raise psycopg.Rollback()
             return {"imported": len(todo), "skipped": skipped, "masked": sum(masked[i] for i in todo)}
@@ -242,7 +242,7 @@ class TransferMixin(PgCore):
             part = embed[start:start + 64]
             for i, v in zip(part, self.embedder.embed([records[i]["content"] for i in part]), strict=True):
                 vectors[i] = v
-        with self._tx("import memories") as conn:
+        with self._tx("import memories", bulk=True) as conn:
             for space in sorted({records[i]["space"] for i in todo}):
                 self._lock_space(conn, me, space)
             # Ids are unique per space only, and the space locks are per person: two people
