@@ -1,8 +1,9 @@
 """The connection pool of the Postgres store, set to fail fast and come back fast.
 
 A Postgres outage must not make the service hang: every door answers 503
-``store_unavailable`` within about a second, ``/readyz`` within about half a second,
-and requests succeed again about a second after Postgres is back.
+``store_unavailable`` within about a second, ``/readyz`` within about a quarter of a
+second (0.75 s at most: the wait for a connection, its check and the query), and
+requests succeed again about a second after Postgres is back.
 
 Three settings of ``psycopg_pool.ConnectionPool`` do most of it (psycopg-pool docs,
 "Connection pools"):
