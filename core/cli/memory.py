@@ -217,8 +217,10 @@ def main(argv: list[str]) -> int:
                         raise InvalidInputError(message) from exc
             res = backend.import_records(records)
             masked = int(res.get("masked") or 0)
+            forgotten = int(res.get("forgotten") or 0)
             note = f"; {masked} secret{'s' if masked != 1 else ''} masked" if masked else ""
-            out(f"imported {res['imported']}, skipped {res['skipped']} (already present){note}\n")
+            left = f", left out {forgotten} (forgotten in the space)" if forgotten else ""
+            out(f"imported {res['imported']}, skipped {res['skipped']} (already present){left}{note}\n")
         elif args.cmd == "recordings":
             space = _space(args.space)
             recs = backend.recordings(space=space, limit=args.limit)

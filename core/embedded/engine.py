@@ -24,7 +24,6 @@ from bli_memory.core.embedded.engine_controls import EngineControls
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.memory.ranking import RankingConfig
-from bli_memory.core.memory.records import MAX_KEY_CHARS
 from bli_memory.core.memory.retrieval import (
     CHANNELS,
     MAX_QUERY_CHARS,
@@ -210,13 +209,11 @@ class EmbeddedBackend(EngineControls):
         when ``space`` is an alias, and :attr:`SaveResult.space` says so.
 
         Raises:
-            InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
+            InvalidInputError: empty or oversized content, metadata that is not a JSON
+                object, or a ``customId``, ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters.
         """
         text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
-        # What the export format allows, so whatever is saved here can move to the service.
-        for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
-            if value is not None and len(value) > MAX_KEY_CHARS:
-                raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
         from bli_memory.core.memory.stored_secrets import checked_extras
 
         extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
@@ -410,13 +407,19 @@ class EmbeddedBackend(EngineControls):
 
         Raises:
             InvalidInputError: nothing left to extract, more than
-                :data:`MAX_EXTRACT_CHARS` characters, or a container tag that looks like
-                a secret (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
+                :data:`MAX_EXTRACT_CHARS` characters, a ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, or a
+                container tag that looks like a secret
+                (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
         """
         from bli_memory.core.memory.injected_tags import strip_injected
+        from bli_memory.core.memory.records import key_problem
         from bli_memory.core.memory.stored_secrets import check_container_tag
 
         check_container_tag(space)
+        problem = key_problem({"sessionId": session_id, "source": source})
+        if problem:  # the job's saves would carry them
+            raise InvalidInputError(f"{problem}; nothing was queued")
 
         body = strip_injected(text or "").strip()
         if not body:

@@ -9,6 +9,8 @@ in the trace, and nothing is written. This holds for an extract job queued befor
 forget and for any later capture that says the same thing again.
 
 An explicit ``save_memory`` never comes here: the agent asked for it, so it is saved.
+An import does (:mod:`~bli_memory.core.extraction.forgotten_imports`): a live record
+that restates a forgotten memory of its space is left out.
 
 A statement restates a tombstone when, after making their surface forms one (case,
 spaces, numbers: ``8,443``, ``8_443``, ``8.443``, ``8 443``, ``8\u202f443``, ``8443.0`` and

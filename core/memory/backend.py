@@ -186,8 +186,10 @@ class MemoryBackend(Protocol):
     def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
         """Import exported rows exactly; one bad record means nothing is imported.
 
-        Secrets in content and metadata are masked as a save masks them; the answer is
-        ``{"imported": n, "skipped": n, "masked": n}``.
+        Secrets in content and metadata are masked as a save masks them. A live record
+        that restates a memory forgotten or purged in its space is left out, as capture
+        leaves it out. The answer is ``{"imported": n, "skipped": n, "forgotten": n,
+        "masked": n}`` (``skipped``: already present; ``forgotten``: left out as forgotten).
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.

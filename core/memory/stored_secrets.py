@@ -194,7 +194,11 @@ def checked_extras(
 ) -> SaveExtras:
     """What a store may keep of a save besides its content, after the rules both stores share.
 
-    Metadata must pass :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
+    A ``customId``, ``sessionId`` or ``source`` must be at most
+    :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, as import requires
+    (:func:`~bli_memory.core.memory.records.key_problem`), so a store never keeps what
+    another could not import. Metadata must pass
+    :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
     within the size limit); its string values are masked (:func:`masked_metadata`). A
     ``customId`` must be storable text (no NUL character, no lone surrogate, as import
     requires) and hold no secret (:func:`check_custom_id`). A ``sessionId`` or ``source``
@@ -208,13 +212,16 @@ def checked_extras(
 
     Raises:
         InvalidInputError: metadata that cannot be stored, a ``customId``, ``sessionId``
-            or ``source`` that is not storable text, a secret ``customId`` or container
-            tag, or a label
+            or ``source`` that is too long or not storable text, a secret ``customId``
+            or container tag, or a label
             whose placeholders make it longer than its limit; nothing is saved.
     """
-    from bli_memory.core.memory.records import metadata_problem
+    from bli_memory.core.memory.records import key_problem, metadata_problem
     from bli_memory.core.memory.storable_text import text_problem
 
+    problem = key_problem({"customId": custom_id, "sessionId": session_id, "source": source})
+    if problem:
+        raise InvalidInputError(f"{problem}; nothing was saved")
     problem = metadata_problem(metadata)
     if problem:
         raise InvalidInputError(problem)

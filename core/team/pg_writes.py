@@ -118,7 +118,10 @@ class PostgresWrites(PgCore):
 
         Raises:
             InvalidInputError: empty or oversized content, metadata that is not a JSON
-                object, an unreadable ``expires_at`` or one in the past.
+                object, a ``customId``, ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters (as the
+                embedded store, so an export of this store imports there), an unreadable
+                ``expires_at`` or one in the past.
         """
         text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
         for field, value in (("content", text), ("customId", custom_id),

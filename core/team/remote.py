@@ -337,8 +337,9 @@ class RemoteBackend:
         (records already present are skipped).
 
         Returns:
-            ``{"imported": n, "skipped": n, "masked": n}``: the service masks secrets in
-            the records as a save does, and counts them.
+            ``{"imported": n, "skipped": n, "forgotten": n, "masked": n}``: the service
+            leaves out what its space forgot, and masks secrets in the records as a save
+            does, and counts both.
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
@@ -383,13 +384,14 @@ class RemoteBackend:
                     body["chainIds"] = sorted((linked - here) & every)
             for body in bodies:
                 self._call("POST", "/api/memory/import", {**body, "dryRun": True}, timeout=BULK_TIMEOUT_S)
-        total = {"imported": 0, "skipped": 0, "masked": 0}
+        total = {"imported": 0, "skipped": 0, "forgotten": 0, "masked": 0}
         for body in bodies:
             data = self._call("POST", "/api/memory/import", body, timeout=BULK_TIMEOUT_S)
-            got = parsed(lambda d: (int(d["imported"]), int(d["skipped"]), int(d.get("masked") or 0)), data)
-            total["imported"] += got[0]
-            total["skipped"] += got[1]
-            total["masked"] += got[2]
+            got = parsed(lambda d: {"imported": int(d["imported"]), "skipped": int(d["skipped"]),
+                                    "forgotten": int(d.get("forgotten") or 0),
+                                    "masked": int(d.get("masked") or 0)}, data)
+            for key in total:
+                total[key] += got[key]
         return total
 
     def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,

@@ -371,7 +371,7 @@ def test_import_recomputes_vectors_it_cannot_trust(tmp_path: Path) -> None:
             ("Chloe reviews the release notes.", huge),
         ])
     ]
-    assert b.import_records(records) == {"imported": 5, "skipped": 0, "masked": 0}
+    assert b.import_records(records) == {"imported": 5, "skipped": 0, "forgotten": 0, "masked": 0}
     assert b.audit()["ok"]
     hits = b.search("when do deploys go out", space="s1").hits
     assert hits[0].memory.content.startswith("Deploys go out")
@@ -544,7 +544,7 @@ def test_one_record_format_for_every_store_canonical_ids_strict_times_bounded_ke
     with pytest.raises(InvalidInputError, match="customId is longer"):
         b.save("Long key.", space="s1", custom_id="k" * 513)
     # its own export is valid
-    assert b.import_records(list(b.export())) == {"imported": 0, "skipped": 1, "masked": 0}
+    assert b.import_records(list(b.export())) == {"imported": 0, "skipped": 1, "forgotten": 0, "masked": 0}
     b.close()
 
 
