@@ -6,7 +6,7 @@
   that do start one. They run once, with every real part, on the newest CPython.
 
 The guard is a :func:`sys.addaudithook` hook (PEP 578). While a test that is not marked
-``e2e`` runs (its fixtures included), the interpreter's ``subprocess.Popen``,
+``e2e`` runs (the setup of its fixtures included), the interpreter's ``subprocess.Popen``,
 ``os.system``, ``os.posix_spawn``, ``os.exec``, ``os.spawn``, ``os.fork``, ``os.forkpty``
 and ``socket.bind`` events raise :class:`UnmarkedProcessError`, and the test fails with
 its name and what it started. So a new test that starts a process without the marker
@@ -114,12 +114,24 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """Arm the guard for the setup, call and teardown of an unmarked test."""
+    """Arm the guard for the setup and call of an unmarked test."""
     _arm(None if item.get_closest_marker("e2e") else item.nodeid)
     try:
         yield
     finally:
         _state["test"] = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Disarm the guard for teardown: it also finalizes the fixtures of wider scope (the
+    session's Postgres stops in the last test's teardown), which an e2e test started.
+    A function's own fixture that starts something started it in setup, where it is seen."""
+    test, _state["test"] = _state["test"], None
+    try:
+        yield
+    finally:
+        _state["test"] = test
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -125,3 +125,33 @@ def test_a_thread_older_than_the_test_is_not_the_tests_doing(tmp_path: Path) -> 
     done = _pytest(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout, done.stdout
+
+
+WIDER_FIXTURE = '''
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # stops what an e2e test started
+
+
+@pytest.mark.e2e
+def test_marked_uses_the_server(server):
+    pass
+
+
+def test_unmarked_runs_last():
+    pass
+'''
+
+
+def test_a_wider_fixture_may_stop_its_server_in_an_unmarked_tests_teardown(tmp_path: Path) -> None:
+    (tmp_path / "test_wider.py").write_text(WIDER_FIXTURE)
+    done = _pytest(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed in" in done.stdout and "error" not in done.stdout, done.stdout
