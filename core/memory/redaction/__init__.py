@@ -10,7 +10,9 @@ around it survives ("the deploy reads ``FOO_TOKEN``") while the value does not.
 Where the secret sits inside something worth keeping, only the secret goes: the
 scheme, user and host of a URL stay, and so does the name of a variable.
 
-Rules run in a fixed order, most specific first:
+Text inside a JSON string literal is redacted decoded, then escaped again
+(:mod:`~bli_memory.core.memory.redaction.json_strings`): tool output arrives as JSON.
+Then the rules run in a fixed order, most specific first:
 
 1. PEM private key blocks (``-----BEGIN ... PRIVATE KEY-----``), whole; a block
    whose ``END`` line is missing loses its header and every base64 line after it.
@@ -106,6 +108,7 @@ import re
 from bli_memory.core.memory.redaction.benign import _is_benign
 from bli_memory.core.memory.redaction.commands import _COMMAND_LINE_RULES
 from bli_memory.core.memory.redaction.http import _COOKIE_RULES, _HTTP_AUTH_RULES, _URL_RULES
+from bli_memory.core.memory.redaction.json_strings import redact_json_strings
 from bli_memory.core.memory.redaction.markup import _MARKUP_RULES
 from bli_memory.core.memory.redaction.named import (
     _BLOCK_SCALAR_RULES,
@@ -186,6 +189,14 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
     """
     if rules is None:
         rules = active_rules()
+    chosen = rules
+    text, masked = redact_json_strings(text, lambda inner: _apply_rules(chosen, inner))
+    text, found = _apply_rules(rules, text)
+    return Redacted(text=text, masked=masked + found)
+
+
+def _apply_rules(rules: tuple[RedactionRule, ...], text: str) -> tuple[str, int]:
+    """Apply ``rules`` in passes until a pass changes nothing; return the text and the count."""
     masked = 0
     for _ in range(_MAX_PASSES):
         changes = 0
@@ -198,7 +209,7 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
                     break
         if not changes:
             break
-    return Redacted(text=text, masked=masked)
+    return text, masked
 
 
 def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:

@@ -58,7 +58,8 @@ def _is_benign(value: str) -> bool:
         rest = _PLACEHOLDER.sub("", core)
         if _PLACEHOLDER_RESIDUE.fullmatch(rest):
             return True
-    core = core.strip("\"'`").strip()
+    # A backslash is quoting's residue (the \" of an escaped string), not a value.
+    core = core.strip("\"'`\\").strip()
     return not core or _BENIGN_VALUE.fullmatch(core) is not None
 
 

@@ -9,6 +9,8 @@ and benign lines that once were altered (``curl -u http://app``, a session UUID)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bli_memory.core.memory.redaction import redact
@@ -44,6 +46,35 @@ def test_a_masked_format_leaves_the_lines_around_it_alone(fmt: str, line: str, s
 @pytest.mark.parametrize("line", BENIGN)
 def test_benign_lines_stay_verbatim(line: str) -> None:
     assert redact(line).text == line
+
+
+# Tool output arrives as JSON: the line as a tool printed it, inside a string literal
+# (escaped, ASCII or not), the same nested once more, and a command as a JSON value.
+JSON_FORMS = {
+    "escaped output": lambda line: json.dumps({"stdout": "output:\n" + line + "\ndone"}),
+    "escaped, not ascii": lambda line: json.dumps({"stdout": line + "\n"}, ensure_ascii=False),
+    "escaped twice": lambda line: json.dumps(json.dumps({"stdout": line})),
+    "a json value": lambda line: json.dumps({"command": line}),
+}
+
+
+@pytest.mark.parametrize("form", JSON_FORMS)
+def test_every_format_is_masked_inside_json_strings(form: str) -> None:
+    wrap = JSON_FORMS[form]
+    leaked = []
+    for fmt, line, secret in SECRETS:
+        out = redact(wrap(line)).text
+        escaped = json.dumps(secret)[1:-1]
+        if secret in out or escaped in out or redact(out).text != out:
+            leaked.append(fmt)
+    assert leaked == [], leaked
+
+
+def test_a_literal_with_nothing_to_mask_stays_byte_for_byte() -> None:
+    for text in ('{"a": "line one\\nline two \\u00e9 \\/ ok"}', '"unterminated \\n', '"\\x not json"'):
+        assert redact(text).text == text
+    masked = redact('{"out": "caf\\u00e9\\npassword = In0texquI6xSls"}').text
+    assert masked == '{"out": "caf\\u00e9\\npassword = [REDACTED:env_secret]"}', masked
 
 
 @pytest.mark.parametrize(
