@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import string
+from pathlib import Path
 
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "_-"
@@ -435,6 +436,43 @@ _add("elasticsearch basic_auth",
      'es = Elasticsearch(url, basic_auth=("elastic", "' + _w(131) + '"))', _w(131))
 
 
+
+# -- found on disk by an adversarial run through every write path -----------------------------
+_BIP39 = (Path(__file__).resolve().parents[1] / "core/memory/redaction/data/bip39_english.txt").read_text().split()
+
+
+def _seed(n: int, words: int = 12) -> str:
+    """A recovery phrase of ``words`` BIP-39 words, distinct per ``n``."""
+    rng = random.Random(f"seed-{n}")
+    return " ".join(rng.choice(_BIP39) for _ in range(words))
+
+
+_add("xml password element", "<password>" + _p(300) + "</password>", _p(300))
+_add("xml add key value", '<add key="StripeApiSecret" value="' + _w(301) + '"/>', _w(301))
+_add("passphrase in prose", "The passphrase for id_ed25519 is " + _p(302), _p(302))
+_add("ssh with quoted password", "ssh into deploy@10.0.0.5 with password '" + _w(303).capitalize() + "7Z'",
+     _w(303).capitalize() + "7Z")
+_add("set-cookie", "Set-Cookie: connect.sid=s%3A" + chars(32, URLSAFE, start=304) + "; Path=/; HttpOnly",
+     chars(32, URLSAFE, start=304))
+_add("cookie header", "Cookie: theme=dark; session=" + chars(40, HEX, start=305), chars(40, HEX, start=305))
+_add("curl -b", "curl -b 'session=" + chars(32, HEX, start=306) + "' https://app.example.com/api",
+     chars(32, HEX, start=306))
+_add("curl --cookie", 'curl --cookie "sid=' + chars(28, ALNUM, start=307) + '" https://app.example.com',
+     chars(28, ALNUM, start=307))
+_add("seed phrase 12", "wallet seed: " + _seed(308), _seed(308))
+_add("seed phrase 24 on lines", "recovery words:\n" + _seed(309, 24).replace(" ", "\n", 11), _seed(309, 24).replace(" ", "\n", 11))
+_add("pgpass after text", "notes from today: db.internal:5432:app:backup:" + _p(310), _p(310))
+_add("german prose password", "Das Passwort für den Server ist " + _w(311).capitalize() + "!", _w(311).capitalize() + "!")
+_add("french prose password", "Le mot de passe du serveur est " + _w(312).capitalize() + "!7", _w(312).capitalize() + "!7")
+_add("spanish prose password", "La contraseña de la base es " + _p(313), _p(313))
+_PEM4 = "\n".join(chars(64, BASE64, start=320 + i) for i in range(4))
+_CUT_BODY = "\n".join(chars(70, BASE64, start=330 + i) for i in range(3))
+_add("pem body without begin",
+     "...the rest of the key:\n" + _CUT_BODY + "\n" + DASHES + "END OPENSSH PRIVATE KEY" + DASHES, _CUT_BODY)
+_add("pem with four dashes",
+     "----BEGIN RSA PRIVATE KEY----\n" + _PEM4 + "\n----END RSA PRIVATE KEY----", _PEM4)
+
+
 # Lines that must come out exactly as they went in.
 BENIGN: list[str] = [
     "commit 3f9c2a7e8b1d4c6f0a5e9b2d7c4f1a8e6b3d0c9f",
@@ -640,6 +678,71 @@ BENIGN: list[str] = [
     'first_pass, second_pass = "quick", "full"',
     'pad_token, unk_token = "[PAD]", "[UNK]"',
     "self.token, self.count = tok, 0",
+    # real code, config and chat that look near the new rules
+    "Set-Cookie headers are stripped by the proxy",
+    "the Cookie header is sent on every request",
+    "curl -b cookies.txt -c cookies.txt https://example.com",
+    "curl -b ~/.cookies https://app.example.com/login",
+    "response.set_cookie('theme', value, httponly=True)",
+    "cookie_jar = requests.cookies.RequestsCookieJar()",
+    "document.cookie.split('; ')",
+    "Set the SameSite attribute on the cookie to Lax.",
+    "the seed for the random generator is 42",
+    "rng = np.random.default_rng(seed=1234)",
+    "torch.manual_seed(0); random.seed(0)",
+    "we should add a retry and a backoff to the fetch loop",
+    "please review the pull request and leave a comment about the style",
+    "I think the build is broken because the cache key changed again",
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "sort the list, then remove duplicates, then write the file",
+    "abandon the branch and start again from main",
+    "Das Passwort muss mindestens 12 Zeichen lang sein.",
+    "Le mot de passe est stocké dans le coffre-fort.",
+    "La contraseña es obligatoria.",
+    "Passwort: siehe Vault",
+    "mot de passe : voir le gestionnaire",
+    "ssh into deploy@10.0.0.5 with your key, not a password",
+    "log in with password authentication disabled",
+    "the password 'field' is required",
+    "12:30:45:123:456 frame dropped",
+    "fe80:0:0:0:202:b3ff:fe1e:8329",
+    "2001:db8:85a3:0:0:8a2e:370:7334",
+    "at 2024-05-01 10:22:33: job 42 finished",
+    "localhost:5432:*:postgres:*",
+    "ports: 8080:80, 8443:443",
+    "image: registry.example.com:5000/app:1.4.2",
+    "-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----",
+    "base64 -d <<< SGVsbG8sIHdvcmxkIQ==",
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "sha256sum: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    "uuid = 123e4567-e89b-12d3-a456-426614174000",
+    "with open(path) as f: data = json.load(f)",
+    "for i in range(0, len(items), batch_size):",
+    "const session = await getSession({ req });",
+    "export default function Login({ onSubmit }) {",
+    "if (!user.passwordHash) throw new Error('no hash');",
+    "hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt())",
+    "ALTER ROLE app WITH LOGIN;",
+    "CREATE USER app;",
+    "[mysql]\nuser = backup\nhost = db.internal",
+    '{"stdout": "build ok\\ntests: 214 passed"}',
+    '{"level": "info", "msg": "password reset email sent", "user": 42}',
+    "environment:\n  - LOG_LEVEL=debug\n  - PORT=8080",
+    "resource \"aws_s3_bucket\" \"logs\" { bucket = \"app-logs\" }",
+    "token_budget: 4096",
+    "max_tokens=1024, temperature=0.2",
+    "The tokenizer splits on whitespace and punctuation.",
+    "git push --set-upstream origin feature/login-form",
+    "docker run -p 5432:5432 -e POSTGRES_DB=app postgres:16",
+    "kubectl get secret db-credentials -o yaml",
+    "npm run build && npm test",
+    "Thanks! That fixed the flaky test on CI.",
+    "Can you check why the deploy failed on staging?",
+    "We agreed to rotate keys every 90 days.",
+    "The wallet app shows a 12-word recovery phrase on setup; write it on paper.",
+    "ability to abandon able users about above",
 ]
 
 

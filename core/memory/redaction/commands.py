@@ -144,7 +144,10 @@ _COMMAND_LINE_RULES = (
     # A .pgpass line: host:port:database:user:password (libpq, "The Password File").
     _rule(
         "pgpass_password",
-        r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:(?P<value>[^\s:][^\s]*)[ \t]*$",
+        # The password holds no bare colon (libpq escapes one as \:), so an IPv6 address
+        # is not read as a line; a lone * is a placeholder.
+        r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:"
+        r"(?!\*[ \t]*$)(?P<value>(?:[^\s:\\]|\\.)+)[ \t]*$",
         "value",
     ),
     # ...and the same line after other text ("from my notes: db:5432:app:backup:Wq8e..."),
