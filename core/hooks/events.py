@@ -29,6 +29,7 @@ the caller writes as the receipt.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -220,15 +221,30 @@ def _unicode(text: str) -> str:
 
 
 def _cut(text: str, limit: int, *, keep: str) -> str:
-    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``."""
+    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``.
+
+    The cut falls between words: a word the cut goes through is dropped whole, since
+    half a token is a fragment no redaction rule recognises (and masking what is kept
+    can shrink it enough that a later cut keeps the fragment).
+    """
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return text
     mark = " [...] "
     room = max(limit - len(mark), 0)
     if keep == "head":
-        return data[:room].decode("utf-8", "ignore").rstrip() + mark.rstrip()
-    return mark.lstrip() + data[len(data) - room:].decode("utf-8", "ignore").lstrip()
+        kept = data[:room].decode("utf-8", "ignore")
+        if not data[room:room + 1].isspace():
+            kept = _PARTIAL_LAST_WORD.sub("", kept)
+        return kept.rstrip() + mark.rstrip()
+    kept = data[len(data) - room:].decode("utf-8", "ignore")
+    if not data[len(data) - room - 1:len(data) - room].isspace():
+        kept = _PARTIAL_FIRST_WORD.sub("", kept)
+    return mark.lstrip() + kept.lstrip()
+
+
+_PARTIAL_LAST_WORD = re.compile(r"\S+\Z")
+_PARTIAL_FIRST_WORD = re.compile(r"\A\S+")
 
 
 def bounded_exchange(user: str, assistant: str) -> str:
