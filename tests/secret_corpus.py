@@ -438,7 +438,8 @@ _add("elasticsearch basic_auth",
 
 
 # -- found on disk by an adversarial run through every write path -----------------------------
-_BIP39 = (Path(__file__).resolve().parents[1] / "core/memory/redaction/data/bip39_english.txt").read_text().split()
+_BIP39_FILE = Path(__file__).resolve().parents[1] / "core/memory/redaction/data/bip39_english.txt"
+_BIP39 = _BIP39_FILE.read_text().split()
 
 
 def _seed(n: int, words: int = 12) -> str:
@@ -460,10 +461,12 @@ _add("curl -b", "curl -b 'session=" + chars(32, HEX, start=306) + "' https://app
 _add("curl --cookie", 'curl --cookie "sid=' + chars(28, ALNUM, start=307) + '" https://app.example.com',
      chars(28, ALNUM, start=307))
 _add("seed phrase 12", "wallet seed: " + _seed(308), _seed(308))
-_add("seed phrase 24 on lines", "recovery words:\n" + _seed(309, 24).replace(" ", "\n", 11), _seed(309, 24).replace(" ", "\n", 11))
+_SEED_LINES = _seed(309, 24).replace(" ", "\n", 11)
+_add("seed phrase 24 on lines", "recovery words:\n" + _SEED_LINES, _SEED_LINES)
 _add("pgpass after text", "notes from today: db.internal:5432:app:backup:" + _p(310), _p(310))
-_add("german prose password", "Das Passwort für den Server ist " + _w(311).capitalize() + "!", _w(311).capitalize() + "!")
-_add("french prose password", "Le mot de passe du serveur est " + _w(312).capitalize() + "!7", _w(312).capitalize() + "!7")
+_DE, _FR = _w(311).capitalize() + "!", _w(312).capitalize() + "!7"
+_add("german prose password", "Das Passwort für den Server ist " + _DE, _DE)
+_add("french prose password", "Le mot de passe du serveur est " + _FR, _FR)
 _add("spanish prose password", "La contraseña de la base es " + _p(313), _p(313))
 _PEM4 = "\n".join(chars(64, BASE64, start=320 + i) for i in range(4))
 _CUT_BODY = "\n".join(chars(70, BASE64, start=330 + i) for i in range(3))

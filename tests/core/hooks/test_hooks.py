@@ -332,7 +332,8 @@ def test_the_prompt_survives_a_big_tool_result_and_a_long_reply(project: Path, t
 def _straddling_reply(token: str) -> str:
     """A reply whose last 24 KB (the stop hook's first cut, keep="tail") begin 20
     characters into ``token``, and hold two 9 KB private keys that masking shrinks."""
-    body = "\n".join("MII" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zB9cD1fG2hJ4kL6nP8rS0uW2yA4cE6gI8kM0oQ2" for _ in range(140))
+    line = "MII" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zB9cD1fG2hJ4kL6nP8rS0uW2yA4cE6gI8kM0oQ2"
+    body = "\n".join(line for _ in range(140))
     key = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
     tail = f"\n{key}\n\n{key}\n" + "Pushed, all green. " * 200
     room = 2 * 12 * 1024 - len(" [...] ")
