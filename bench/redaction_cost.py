@@ -7,8 +7,9 @@ The revision's ``core/memory/redaction/`` package is read with ``git show`` and 
 under another name (its imports of itself rewritten), so both rule tables run in one
 process on the same inputs, interleaved round by round so that the machine's noise
 falls on both: a 12 KB exchange mixing secrets and benign lines
-(:func:`redaction.exchange`, the stop hook's bound), and 12 KB of plain prose. Prints
-the milliseconds per exchange of each and the ratio, and writes
+(:func:`redaction.exchange`, the stop hook's bound), 12 KB of plain prose, and the
+exchange's lines as a tool's JSON output (each an escaped string literal). Prints the
+milliseconds per exchange of each, the same as CPU seconds per MB, and the ratio, and writes
 bench/results/redaction_cost.json.
 """
 
@@ -62,7 +63,10 @@ def main() -> None:
         old = load_revision(rev, Path(tmp))
         from bli_memory.core.memory.redaction import DEFAULT_RULES
 
-        inputs = {"mixed": exchange(), "prose": (PROSE * (EXCHANGE_BYTES // len(PROSE) + 1))[:EXCHANGE_BYTES]}
+        lines = exchange().splitlines()
+        tool = "\n".join(json.dumps({"stdout": "output:\n" + line + "\ndone"}) for line in lines)
+        inputs = {"mixed": exchange(), "prose": (PROSE * (EXCHANGE_BYTES // len(PROSE) + 1))[:EXCHANGE_BYTES],
+                  "tool output (JSON)": tool[:EXCHANGE_BYTES]}
         runs = {"this tree": (redact, DEFAULT_RULES), rev: (old.redact, old.DEFAULT_RULES)}  # type: ignore[attr-defined]
         spent = {(who, kind): 0.0 for who in runs for kind in inputs}
         for _ in range(ROUNDS):
@@ -76,7 +80,9 @@ def main() -> None:
     out = {kind: {who: round(spent[who, kind] / n * 1000, 2) for who in runs} for kind in inputs}
     for kind, row in out.items():
         row["ratio"] = round(row["this tree"] / row[rev], 2)
-        print(f"{kind}: this tree {row['this tree']} ms, {rev} {row[rev]} ms, {row['ratio']}x")
+        per_mb = {who: round(row[who] / 1000 * 1e6 / EXCHANGE_BYTES, 2) for who in runs}
+        print(f"{kind}: this tree {row['this tree']} ms ({per_mb['this tree']} s/MB), "
+              f"{rev} {row[rev]} ms ({per_mb[rev]} s/MB), {row['ratio']}x")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"against": rev, "rounds": ROUNDS, "per_round": PER_ROUND,
                                    "ms_per_exchange": out}, indent=2) + "\n")
