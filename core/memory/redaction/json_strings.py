@@ -64,23 +64,42 @@ def redact_json_strings(
     """
     if depth >= MAX_DEPTH or '"' not in text:
         return text, 0
-    masked = 0
-
-    def replace(match: re.Match[str]) -> str:
-        nonlocal masked
-        body = match.group(1)
-        if "\\" not in body and not _own_line(match.string, match):
-            return match.group(0)
+    found: list[tuple[re.Match[str], str, int]] = []  # (literal, decoded, masked inside it)
+    for match in _LITERAL.finditer(text):
+        if "\\" not in match.group(1) and not _own_line(text, match):
+            continue
         try:
             decoded = json.loads(match.group(0))
         except (ValueError, RecursionError):
-            return match.group(0)
+            continue
         inner, inner_masked = redact_json_strings(decoded, redact, depth + 1)
-        inner, found = redact(inner)
-        if not inner_masked + found:
-            return match.group(0)
-        masked += inner_masked + found
-        ascii_only = _NON_ASCII_ESCAPE.search(body) is not None
-        return json.dumps(inner, ensure_ascii=ascii_only)
+        found.append((match, inner, inner_masked))
+    if not found:
+        return text, 0
+    redacted, masked = _redact_together([inner for _, inner, _ in found], redact)
+    pieces, at = [], 0
+    for (match, inner, inner_masked), out in zip(found, redacted, strict=True):
+        if out == inner and not inner_masked:
+            continue
+        masked += inner_masked
+        ascii_only = _NON_ASCII_ESCAPE.search(match.group(1)) is not None
+        pieces += [text[at:match.start()], json.dumps(out, ensure_ascii=ascii_only)]
+        at = match.end()
+    return "".join(pieces) + text[at:], masked
 
-    return _LITERAL.sub(replace, text), masked
+
+# Between literals redacted in one call: blank lines around an invisible separator, which
+# no rule reads across (rules stop at a line's end, a block at a blank line).
+_SEPARATOR = "\n\n\u2063\n\n"
+
+
+def _redact_together(texts: list[str], redact: Callable[[str], tuple[str, int]]) -> tuple[list[str], int]:
+    """Redact ``texts`` in one call (the rules' cost is per call, and a transcript line
+    holds many literals); one by one when a rule did read across a separator."""
+    if not any(_SEPARATOR in t for t in texts):
+        joined, masked = redact(_SEPARATOR.join(texts))
+        parts = joined.split(_SEPARATOR)
+        if len(parts) == len(texts):
+            return parts, masked
+    results = [redact(t) for t in texts]
+    return [r for r, _ in results], sum(n for _, n in results)
