@@ -746,6 +746,20 @@ BENIGN: list[str] = [
     "We agreed to rotate keys every 90 days.",
     "The wallet app shows a 12-word recovery phrase on setup; write it on paper.",
     "ability to abandon able users about above",
+    # sentences made of recovery-phrase words, and keys shaped like a .pgpass line
+    "You can always use this tool when you want more control over any other project.",
+    "Once you enter your email address you must wait about one hour before you can try again.",
+    "Maybe you should just open another issue about that because this one will never close.",
+    "I think you can also just make another copy when you need one more test case.",
+    "redis-cli GET app:42:user:profile:v2_cache",
+    "DEL sess:1:user:42:abc123def",
+    "values.yaml:3:1:tag:v1.2.3-rc1",
+    'main.go:33:2:log:Printf("%d", n)',
+    "urn:1:isbn:978:0451450",
+    "task:7:queue:default:retry=3",
+    "Das Passwort steht in der Datei: ~/Secrets/Prod2.env",
+    "Passwort zurücksetzen: /api/v1/resetPassword",
+    "mot de passe oublié : /auth/v2/forgotPassword",
 ]
 
 

@@ -226,7 +226,7 @@ def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
     def replace(match: re.Match[str]) -> str:
         nonlocal fresh, changed
         value = match.group(group)
-        if value is None or _is_benign(value):
+        if value is None or _is_benign(value) or (rule.accept is not None and not rule.accept(value)):
             return match.group(0)
         changed += 1
         if "[REDACTED:" not in value:

@@ -145,18 +145,24 @@ _COMMAND_LINE_RULES = (
     _rule(
         "pgpass_password",
         # The password holds no bare colon (libpq escapes one as \:), so an IPv6 address
-        # is not read as a line; a lone * is a placeholder.
-        r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:"
+        # is not read as a line; a lone * is a placeholder; a port has two digits or more
+        # (a file:line:column reference, urn:1:... and task:7:... have one).
+        r"(?m)^[ \t]*[\w.*-]+:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]+:"
         r"(?!\*[ \t]*$)(?P<value>(?:[^\s:\\]|\\.)+)[ \t]*$",
         "value",
     ),
-    # ...and the same line after other text ("from my notes: db:5432:app:backup:Wq8e..."),
-    # where the password must look like one (6+ characters with a digit or symbol) and
-    # hold no colon, so a time or an IPv6 address is not read as one.
+    # ...and the same line after other text ("from my notes: db.internal:5432:app:backup:
+    # Wq8e..."), where more than a .pgpass line has this shape (a Redis key, a file:line:
+    # column reference, a URN): the host must be a host name with a dot, localhost or an
+    # address, the port a port, and the password look made up (8+ characters with a
+    # digit and a symbol or both cases, no colon, no URL or call characters).
     _rule(
         "pgpass_password",
-        r"(?<![\w.*:/-])[\w.-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:"
-        r"(?P<value>(?=[^\s:]*[0-9!@#$%^&*+=~?])[^\s:]{6,})(?![^\s.,;)])",
+        r"(?<![\w.*:/-])(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|localhost|\*):(?:\d{2,5}|\*)"
+        r":[\w.*-]+:[\w.*@-]+:"
+        r"(?P<value>(?=[^\s:?=/()\"']{8,64}(?![^\s.,;)]))(?=[^\s:]*?[0-9])"
+        r"(?=[^\s:]*?[!@#$%^&*+~]|[^\s:]*?[a-z][^\s:]*?[A-Z]|[^\s:]*?[A-Z][^\s:]*?[a-z])"
+        r"[^\s:?=/()\"']{8,64})",
         "value",
     ),
     # key=value pairs inside another flag: kubectl --from-literal=password=VALUE,

@@ -14,7 +14,8 @@ it). A literal that is not valid JSON, or that holds nothing to mask, stays byte
 byte. The rules then run over the whole text as before.
 
 The literal pattern cannot backtrack: a literal is a run of non-quote characters and
-escape pairs between two quotes on one line, so each character is read once.
+escape pairs between two quotes on one line, and a quote with no closing quote on its
+line is read to the line's end once, so each character is read once.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ MAX_DEPTH = 3
 """Literals inside literals decoded at most (a JSON text quoted in a JSON log line in a
 transcript is three); deeper text is left to the rules as it is."""
 
-_LITERAL = re.compile(r'"((?:[^"\\\r\n]|\\.)*)"')
+# From a quote to its closing quote, or to the line's end when it has none (then not a
+# literal): each match ends where the next search starts, so no quote is scanned from
+# twice and a line of escaped quotes that never closes costs one pass.
+_LITERAL = re.compile(r'"((?:[^"\\\r\n]|\\.)*)("?)')
 _NON_ASCII_ESCAPE = re.compile(
     r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
 )
@@ -66,6 +70,8 @@ def redact_json_strings(
         return text, 0
     found: list[tuple[re.Match[str], str, int]] = []  # (literal, decoded, masked inside it)
     for match in _LITERAL.finditer(text):
+        if not match.group(2):
+            continue  # no closing quote on its line
         if "\\" not in match.group(1) and not _own_line(text, match):
             continue
         try:

@@ -134,7 +134,7 @@ _PROSE_RULES = (
         "prose_password",
         rf"(?<![\w-]){_FOREIGN_PASSWORD_WORD}(?![\w-])(?:[ \t]+[^\s.:;!?]+){{0,5}}?"
         rf"(?:[ \t]+{_FOREIGN_IS}[ \t]*:?[ \t]+|[ \t]*:[ \t]*)" + _OPEN_QUOTE
-        + _NOT_A_REFERENCE + _MADE_UP + r"(?P<value>" + _INLINE_VALUE + ")",
+        + r"(?![~/])" + _NOT_A_REFERENCE + _MADE_UP + r"(?P<value>" + _INLINE_VALUE + ")",
         "value",
     ),
     # The label form, "db_password: correct horse battery staple": two or more words.

@@ -7,6 +7,7 @@ generated body, so this file holds no string that a secret scanner would flag.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import string
 import time
@@ -778,6 +779,14 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "semicolon-run": lambda k: "DB_PASS=" + ";" * (100_000 // k),
     "multiple-assignment-run": lambda k: "token  ,  " * (10_000 // k) + ':= "a"',
     "multiple-assignment-values": lambda k: "a, b, c, token := " + '"x", ' * (20_000 // k),
+    # JSON strings: escaped quotes on a line that never closes, a truncated doubly
+    # escaped tool result, many values that read like lines, and recovery-phrase words.
+    "unclosed-escaped-quotes": lambda k: '"' + '\\"' * (40_000 // k),
+    "truncated-escaped-json": lambda k: json.dumps({"content": json.dumps(
+        {f"key{i}": f"value {i}" for i in range(1_600 // k)})})[:-3],
+    "json-line-values": lambda k: "".join(f'"k{i}": "set x = {i}", ' for i in range(4_000 // k)),
+    "seed-word-run": lambda k: "abandon " * (30_000 // k),
+    "cookie-pairs": lambda k: "Cookie: " + "a=b; " * (20_000 // k),
 }
 
 
