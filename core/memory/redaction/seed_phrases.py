@@ -33,16 +33,19 @@ MAX_WORDS = 24
 _WORDS = (Path(__file__).parent / "data" / "bip39_english.txt").read_text(encoding="ascii").split()
 
 
+_Trie = dict[str, "_Trie"]
+
+
 def _trie_pattern(words: list[str]) -> str:
     """One alternation of ``words`` as a trie: ``ab(?:andon|ility|le)`` for three words."""
-    trie: dict[str, dict] = {}
+    trie: _Trie = {}
     for word in words:
         node = trie
         for letter in word:
             node = node.setdefault(letter, {})
         node[""] = {}
 
-    def render(node: dict[str, dict]) -> str:
+    def render(node: _Trie) -> str:
         branches = [letter + render(child) for letter, child in sorted(node.items()) if letter]
         ends = "" in node
         if not branches:
