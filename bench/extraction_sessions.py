@@ -33,6 +33,8 @@ revision, loaded from git; ``after``: this tree) and per session:
 Run: ``python bench/extraction_sessions.py [--before REV] [--write]``; prints markdown,
 writes ``bench/results/extraction_sessions.json``; ``--write`` replaces the section of
 ``docs/benchmarks-extraction.md`` between its ``real-sessions`` markers.
+``--split tuning`` replays the tuning part alone (its test lines are skipped unread) and
+prints each version's totals, for work on the rules; it writes nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ class _Cosines:
             if t not in self._cache:
                 self._cache[t] = self._embedder.embed([t])[0]
         return float(self._cache[a] @ self._cache[b])
+
+    def vector(self, text: str) -> Any:
+        """The unit embedding of ``text`` (cached)."""
+        if text not in self._cache:
+            self._cache[text] = self._embedder.embed([text])[0]
+        return self._cache[text]
 
 
 def _pairs(left: list[str], right: list[str], cosine: _Cosines, threshold: float) -> dict[int, int]:
@@ -126,13 +134,18 @@ def _verbatim(memory: str, prompt: str) -> bool:
     return len(words) >= 6 and " ".join(words) in _norm(prompt)
 
 
-def replay(rows: list[dict[str, Any]], rev: str | None, cosine: _Cosines) -> dict[str, Any]:
-    """Replay every session through ``distil`` of revision ``rev``; per-exchange traces."""
+def replay(rows: list[dict[str, Any]], rev: str | None, cosine: _Cosines,
+           extractor: Any = None) -> dict[str, Any]:
+    """Replay every session through ``distil`` of revision ``rev``; per-exchange traces.
+
+    ``extractor`` replaces the revision's default extractor (``bench/extraction_gate.py``
+    replays a gate that is not in the tree).
+    """
     from bli_memory.core.embedded.engine import EmbeddedBackend
 
     sessions: dict[str, dict[str, Any]] = {}
     with load_version(rev) as (extractor_cls, distil), tempfile.TemporaryDirectory() as tmp:
-        extractor = extractor_cls()
+        extractor = extractor or extractor_cls()
         backend = EmbeddedBackend(Path(tmp) / "memory.sqlite3")
         try:
             for row in rows:
@@ -290,16 +303,29 @@ def main(argv: list[str]) -> int:
     """Replay every version in one process; ``--write`` updates the doc section.
 
     ``--show tuning`` prints each kept memory of the tuning part with its label and the
-    facts missed, and skips the baselines; the test part is never shown.
+    facts missed, and skips the baselines; the test part is never shown. ``--split
+    tuning`` replays every version on the tuning part alone and prints its totals.
     """
     revs = dict(BASELINES)
     if "--before" in argv:
         revs = {"before": argv[argv.index("--before") + 1]}
     if "--show" in argv and argv[argv.index("--show") + 1:][:1] != ["tuning"]:
         raise SystemExit("only the tuning part is shown: the test part stays blind")
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    if "--split" in argv and argv[argv.index("--split") + 1:][:1] != ["tuning"]:
+        raise SystemExit("only the tuning part is replayed alone: the test part is read once, in full runs")
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()
+            and ("--split" not in argv or '"split": "test"' not in line)]
     log(f"{len(rows)} exchanges in {len({r['session'] for r in rows})} sessions")
     cosine = _Cosines()
+    if "--split" in argv:
+        versions = {**revs, "after": None}
+        for version, rev in versions.items():
+            sessions = replay(rows, rev, cosine)
+            for t in THRESHOLDS:
+                x = _totals(score(sessions, cosine, t), "tuning")
+                sys.stdout.write(f"{version} @{t} tuning: kept {x['kept']} durable {x['durable']} "
+                                 f"P {x['precision']:.3f} R {x['recall']:.3f} ({x['facts']} facts)\n")
+        return 0
     if "--show" in argv:
         split = "tuning"
         per = score(replay([r for r in rows if r["split"] == split], None, cosine), cosine, 0.6)

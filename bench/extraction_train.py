@@ -18,7 +18,7 @@ Protocol:
    first, all-MiniLM-L6-v2 int8, the product's embedder) to one of the exchange's
    hand-written durable facts at cosine >= 0.6, the match the session bench counts as
    durable; otherwise negative.
-3. **Model.** Logistic regression over :data:`bli_memory.core.capture_model.FEATURES`,
+3. **Model.** Logistic regression over :data:`FEATURES`,
    L2 penalty ``LAMBDA`` on every weight but the bias, fitted by Newton's method in
    numpy.
 4. **Threshold.** Leave-one-session-out cross-validation: each session is scored by a
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from common import REPO_ROOT, log
 
-__all__ = ["FEATURES", "LAMBDA", "features", "fit", "main"]
+__all__ = ["FEATURES", "LAMBDA", "features", "fit", "labelled_candidates", "main", "tuning_rows"]
 
 DATA = REPO_ROOT / "bench" / "data" / "real_sessions.jsonl"
 #: L2 penalty; small data (a few hundred candidates) needs a firm prior towards 0.
@@ -132,17 +132,28 @@ def features(c: Any) -> list[float]:
     return vec
 
 
-def _dataset(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``(X, y, session of each row)`` from the candidates of ``rows``."""
-    from extraction_sessions import _Cosines, _pairs
+def labelled_candidates(rows: list[dict[str, Any]], cosine: Any) -> list[tuple[Any, str, int, str]]:
+    """Every candidate of ``rows`` with its stored text, its label and its session.
+
+    Candidates are those of :func:`bli_memory.core.extraction.candidates.candidates`, each
+    rewritten as the extractor would store it; repeats within an exchange are dropped,
+    as the extractor drops them. A candidate is labelled 1 when it is matched
+    one-to-one (best cosine first) to one of the exchange's durable facts at cosine >=
+    0.6, the match the session bench counts as durable.
+
+    Args:
+        rows: Exchanges of ``bench/data/real_sessions.jsonl`` (the tuning part only).
+        cosine: ``extraction_sessions._Cosines``, the product's embedder with a cache.
+
+    Returns:
+        ``(candidate, stored text, label 0/1, session)`` in order of appearance.
+    """
+    from extraction_sessions import _pairs
 
     from bli_memory.core.extraction.candidates import candidates
     from bli_memory.core.extraction.classify import rewrite as _rewrite
 
-    cosine = _Cosines()
-    xs: list[list[float]] = []
-    ys: list[int] = []
-    groups: list[str] = []
+    out: list[tuple[Any, str, int, str]] = []
     for row in rows:
         seen: set[str] = set()
         chosen = []
@@ -153,26 +164,46 @@ def _dataset(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[s
                 seen.add(key)
                 chosen.append((c, text))
         matched = _pairs([t for _, t in chosen], row["facts"], cosine, 0.6)
-        for i, (c, _) in enumerate(chosen):
-            xs.append(features(c))
-            ys.append(int(i in matched))
-            groups.append(row["session"])
-    return np.array(xs), np.array(ys, dtype=float), groups
+        out += [(c, text, int(i in matched), row["session"]) for i, (c, text) in enumerate(chosen)]
+    return out
 
 
-def fit(x: np.ndarray, y: np.ndarray, lam: float = LAMBDA) -> np.ndarray:
+def tuning_rows() -> list[dict[str, Any]]:
+    """The ``tuning`` exchanges of the real-session set; ``test`` lines are skipped unread."""
+    rows = []
+    for line in DATA.read_text().splitlines():
+        if line.strip() and '"split": "test"' not in line:
+            row = json.loads(line)
+            if row["split"] == "tuning":
+                rows.append(row)
+    return rows
+
+
+def _dataset(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(X, y, session of each row)`` from the candidates of ``rows``."""
+    from extraction_sessions import _Cosines
+
+    items = labelled_candidates(rows, _Cosines())
+    x = np.array([features(c) for c, _, _, _ in items])
+    return x, np.array([y for _, _, y, _ in items], dtype=float), [g for _, _, _, g in items]
+
+
+def fit(x: np.ndarray, y: np.ndarray, lam: float | np.ndarray = LAMBDA,
+        start: np.ndarray | None = None) -> np.ndarray:
     """L2-regularised logistic regression by Newton's method; the bias (column 0) is free.
 
     Args:
         x: ``(n, d)`` features, column 0 all ones.
         y: ``(n,)`` labels in {0, 1}.
-        lam: The L2 penalty.
+        lam: The L2 penalty, one for every weight or ``(d,)`` one per weight (entry 0,
+            the bias's, is ignored).
+        start: Weights to start from (a fit with a nearby penalty converges in a few steps).
 
     Returns:
         ``(d,)`` weights.
     """
-    w = np.zeros(x.shape[1])
-    penalty = np.full(x.shape[1], lam)
+    w = np.zeros(x.shape[1]) if start is None else start.copy()
+    penalty = np.full(x.shape[1], lam, dtype=float)
     penalty[0] = 0.0
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30)))
@@ -196,8 +227,7 @@ def _scores(y: np.ndarray, p: np.ndarray, t: float) -> tuple[float, float, float
 
 def main(argv: list[str]) -> int:
     """Cross-validate the model and the rules on the tuning part; print the comparison."""
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r["split"] == "tuning"]
+    rows = tuning_rows()
     x, y, groups = _dataset(rows)
     log(f"{len(y)} candidates from {len(rows)} tuning exchanges, {int(y.sum())} durable")
     held = np.zeros(len(y))

@@ -37,10 +37,8 @@ __all__ = ["main", "run"]
 
 def run(*, seed: int, rounds: int, calls: int) -> dict[str, Any]:
     """Run the comparison; returns medians in milliseconds and the ratio."""
-    from psycopg_pool import ConnectionPool
-
     from bli_memory.core.team.pg_base import configure_connection
-    from bli_memory.core.team.pg_pool import make_pool
+    from bli_memory.core.team.pg_pool import check_connection, make_pool
     from bli_memory.core.team.pg_store import PostgresBackend
     from tests.core.team import pgserver
 
@@ -70,7 +68,7 @@ def run(*, seed: int, rounds: int, calls: int) -> dict[str, Any]:
         for _ in range(rounds * calls):
             with checked.connection() as conn:
                 started = time.perf_counter()
-                ConnectionPool.check_connection(conn)
+                check_connection(conn)
                 check_only.append(time.perf_counter() - started)
         unchecked.close()
         admin.close()

@@ -214,13 +214,17 @@ class UpdateResult:
     ``status`` is ``updated``, or ``unchanged`` when the content was already the same.
     ``named`` is the older version whose id was given, when the id named one: an id
     names a memory across its versions, so the update replaced the live head
-    (``previous``), not that version.
+    (``previous``), not that version. ``masked`` counts the secrets the store replaced by
+    ``[REDACTED:<kind>]`` in the new content and in the ``sessionId`` and ``source`` it
+    carries over, as :attr:`SaveResult.masked` does for a save; a caller that masked the
+    content first (the MCP tools, the service's doors) adds its own count.
     """
 
     memory: Memory
     previous: Memory
     status: Literal["updated", "unchanged"] = "updated"
     named: Memory | None = None
+    masked: int = 0
 
 
 @dataclass(frozen=True)
@@ -293,6 +297,8 @@ class HookResult:
         block: The context block to inject (``<bli-memory-recall>...``), or None.
         reason: Closed-set reason for ``skipped``/``failed``.
         fields: Extra receipt fields (``hits``, ``chars``, ``masked``, ``queued``, ...).
+        injected: Ids of the memories in ``block``, held for the session until the block
+            is written (:mod:`bli_memory.core.hooks.injection_log`).
     """
 
     event: HookEvent
@@ -300,6 +306,7 @@ class HookResult:
     block: str | None = None
     reason: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    injected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -444,5 +451,16 @@ def validate_tag(tag: str) -> str:
         raise ValueError(f"container tag must be a string, got {type(tag).__name__}")
     stripped = tag.strip()
     if not _TAG_RE.fullmatch(stripped):
-        raise ValueError(f"invalid container tag {tag!r}: must be 1-128 characters from [A-Za-z0-9_.:-]")
+        raise ValueError(f"invalid container tag: must be 1-128 characters from [A-Za-z0-9_.:-]; "
+                         f"{_what_is_wrong(stripped)} (the value is not repeated: it may be a secret)")
     return stripped
+
+
+def _what_is_wrong(tag: str) -> str:
+    """Why ``tag`` is no container tag, without repeating it: its first character outside
+    the allowed set and where (1-based), or its length; a space, quote or ``=`` says
+    little of a value, so a secret pasted as a tag stays out of the message."""
+    for i, ch in enumerate(tag, 1):
+        if not _TAG_RE.fullmatch(ch):
+            return f"character {i} is {ch!r}"
+    return f"it has {len(tag)} characters"

@@ -28,6 +28,7 @@ __all__ = [
     "data_dir",
     "home_dir",
     "hook_stats_path",
+    "is_model_path",
     "session_file_path",
     "state_dir",
     "store_path",
@@ -42,6 +43,12 @@ def home_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The user's home folder: ``$HOME``, else what the OS reports."""
     home = _env(environ).get("HOME")
     return Path(home) if home else Path.home()
+
+
+def is_model_path(spec: str) -> bool:
+    """True when a ``BLI_MEMORY_EMBEDDER`` value is the path of a model folder rather than
+    a registered name: it contains ``/`` or ``\\``, or starts with ``~`` or ``.``."""
+    return "/" in spec or "\\" in spec or spec.startswith(("~", "."))
 
 
 def _xdg(name: str, default: str, environ: Mapping[str, str] | None) -> Path:

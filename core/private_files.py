@@ -6,8 +6,9 @@ umask, which under ``umask 000`` is world-writable. SQLite creates a database wi
 ``0o644`` minus the umask and gives its ``-wal`` and ``-shm`` files the database's
 mode. These helpers create every missing folder 0700 and files 0600; a mode passed
 to ``mkdir``/``open`` can only lose bits to the umask, never gain them. Folders that
-already exist are left as they are: they are not ours. Standard library only, since
-the hooks import it.
+already exist are left as they are: they are not ours, except a folder that holds
+memories (the data folder), which :func:`make_own_private_dir` makes private whatever
+it was. Standard library only, since the hooks import it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "atomic_write",
+    "make_own_private_dir",
     "make_private_dir",
     "make_private_file",
     "replace_file",
@@ -54,6 +56,42 @@ def make_private_dir(path: Path) -> None:
                 raise
     if not path.is_dir():
         raise NotADirectoryError(f"not a folder: {path}")
+
+
+def make_own_private_dir(path: Path) -> None:
+    """Make ``path`` a folder only this user can enter: created 0700 (its missing parents
+    too), or, when it exists, made 0700.
+
+    For a folder that is ours to keep private data in, such as the data folder that holds
+    the store: a folder created before (by hand, by a script, under ``umask 000``) with
+    group or other bits is tightened, not used as it is. One that belongs to another user
+    and is open to others cannot be made private by us, and is refused. A shared folder
+    with the sticky bit (``/tmp``) is left as it is: nobody else may remove or replace
+    what we keep there, each of our files is 0600, and it is not ours to close.
+
+    Raises:
+        PermissionError: the folder belongs to another user and others may enter it, or its
+            mode cannot be changed; the message names the folder, its mode and what to do.
+        OSError: it cannot be created (read-only disk, a file in the way).
+    """
+    make_private_dir(path)
+    st = os.stat(path)
+    loose = stat.S_IMODE(st.st_mode) & 0o077
+    if not loose or st.st_mode & stat.S_ISVTX:
+        return
+    mode = oct(stat.S_IMODE(st.st_mode))[2:].zfill(4)
+    if st.st_uid != os.geteuid():
+        raise PermissionError(
+            f"the folder {path} is open to other users (mode {mode}) and belongs to another user "
+            f"(uid {st.st_uid}), so it cannot be made private; make it yours with mode 0700, or "
+            "choose a folder of yours with BLI_MEMORY_DATA_DIR")
+    try:
+        os.chmod(path, DIR_MODE)
+    except OSError as exc:
+        raise PermissionError(
+            f"the folder {path} is open to other users (mode {mode}) and cannot be made 0700 "
+            f"({exc.strerror}); make it 0700, or choose another folder with BLI_MEMORY_DATA_DIR"
+        ) from exc
 
 
 def make_private_file(path: Path) -> None:

@@ -18,12 +18,13 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bli_memory.core import paths
+from bli_memory.core import defaults, paths
 
 __all__ = ["KEYWORD_MIN_ROWS", "SHIPPED_EMBEDDER", "VECTOR_MIN_ROWS", "Settings", "load_settings"]
 
-#: The embedding model inside the package (``core/memory/embeddings.py`` ``MODEL_NAME``).
-SHIPPED_EMBEDDER = "all-MiniLM-L6-v2-int8"
+#: The embedding model inside the package (``core/memory/embeddings.py`` ``MODEL_NAME``),
+#: defined in :mod:`bli_memory.core.defaults` so the hooks' daemon client can use it.
+SHIPPED_EMBEDDER = defaults.SHIPPED_EMBEDDER
 
 #: Default side-index thresholds (live rows in the spaces searched; core/embedded/side_indexes.py).
 #: Measured in docs/benchmarks.md: at 10k rows the two FTS5 queries are about half of a 7-13 ms
@@ -102,7 +103,8 @@ class Settings(BaseSettings):
     embedder: str = Field(
         default=SHIPPED_EMBEDDER,
         description="Embedding model by registered name (register_embedders plugin hook; "
-        "mpnet once installed) or the path of a model folder (docs/configuration.md).",
+        "mpnet once installed) or the absolute path (or ~/...) of a model folder "
+        "(docs/configuration.md).",
     )
     experience_tz: str = Field(
         default="ICT",
@@ -146,6 +148,18 @@ class Settings(BaseSettings):
         # A relative folder would put a store in whatever folder each hook runs in.
         if value is not None and not Path(value).expanduser().is_absolute():
             raise ValueError(f"{str(value)!r} is not an absolute path (or ~/...)")
+        return value
+
+    @field_validator("embedder")
+    @classmethod
+    def _absolute_model_path(cls, value: str) -> str:
+        # A hook runs in the project's folder, an MCP server wherever its host starts it and
+        # the daemon in /: a relative model folder would be another folder in each, and a
+        # store is of one model. Refused like a relative data_dir, with the folder it means here.
+        if paths.is_model_path(value) and not Path(value).expanduser().is_absolute():
+            raise ValueError(f"{value!r} is a relative path, which each process would read from its own "
+                             f"working folder (the daemon's is /); give an absolute path (or ~/...), "
+                             f"from here {Path(value).resolve()}")
         return value
 
     @field_validator("log_level", mode="before")

@@ -32,7 +32,7 @@ def _host_list(pm) -> str:
 
 
 def print_config(host: str | None, *, pm=None) -> int:
-    """Print the contract (``claude``), one host's block, or every host's with headings.
+    """Print one host's block, or every host's with headings (no host, or ``all``).
 
     Prints to stdout and returns without opening any transport.
     """
@@ -41,6 +41,8 @@ def print_config(host: str | None, *, pm=None) -> int:
     from bli_memory.installers.apply import known_hosts
 
     hosts = known_hosts(pm)
+    if host == "all":  # as install/uninstall/status take it: every host, with headings
+        host = None
     if host:
         if host not in hosts:
             sys.stderr.write(f"bli-memory-mcp: unknown host {host!r}; known: {', '.join(sorted(hosts))}\n")
@@ -212,8 +214,43 @@ def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
     except ImportError:
         return
     pid = stop()
-    if pid is not None:
+    if pid is None:
+        return
+    if _gone(pid, within_s=5.0):
         out(f"daemon: stopped (pid {pid}); no host runs our hooks any more\n")
+    else:
+        out(f"daemon: asked to stop (pid {pid}), still finishing its work; no host runs our hooks any more\n")
+
+
+def _gone(pid: int, *, within_s: float) -> bool:
+    """Whether process ``pid`` has exited within ``within_s`` seconds (polled every 50 ms):
+    the daemon answers a stop at once and exits after closing its store."""
+    import os
+    import time
+
+    give_up = time.monotonic() + within_s
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False  # another user's process now has that pid: not ours to wait for
+        if _zombie(pid):
+            return True  # exited; its parent (a long-lived MCP relay) has not reaped it yet
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and awaits its parent (state ``Z`` in Linux's
+    ``/proc/PID/stat``; False where there is no ``/proc``)."""
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _data_left(out) -> None:
@@ -250,4 +287,4 @@ def _daemon_line(out) -> None:
     elif st.get("problem"):
         out(f"daemon: not running; daemon {st['problem']}; {st.get('fix')}\n")
     else:
-        out("daemon: not running (a prompt hook of an installed host starts it on demand)\n")
+        out("daemon: not running (an installed host starts it on demand: a prompt hook or an MCP server)\n")

@@ -130,3 +130,13 @@ def make_repo(path: Path, remote: str | None) -> Path:
     git("add", "README", cwd=path)
     git("commit", "-q", "-m", "init", cwd=path)
     return path
+
+
+def make_fifo_config_repo(path: Path) -> Path:
+    """A git repository at ``path`` (origin remote, one commit) whose ``.git/config`` is then
+    replaced by a FIFO: opening it for reading waits for a writer that never comes."""
+    make_repo(path, "https://github.com/acme/fifo.git")
+    config = path / ".git" / "config"
+    config.unlink()
+    os.mkfifo(config)
+    return path

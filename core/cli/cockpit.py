@@ -143,6 +143,10 @@ def _check_settings(rows: list[tuple[str, str, str]]) -> Any:
 
     try:
         settings = load_settings()
+        if settings.container_tag:  # a hook would refuse it (invalid_container_tag)
+            from bli_memory.core.hooks.container_tag import check_forced_tag
+
+            check_forced_tag(settings.container_tag)
     except BliMemoryError as exc:
         rows.append(("fail", "settings", exc.message))
         return None
@@ -284,7 +288,7 @@ def _daemon_state(daemon: dict[str, Any] | None) -> str:
     if daemon is None:
         from bli_memory.core.hooks import daemon_client, daemon_start
 
-        problem = daemon_start.last_problem()
+        problem = daemon_start.last_problem(config=daemon_client.config_of())
         if problem is not None:  # the last one left without serving
             return f"daemon {problem}; {daemon_client.PROBLEM_FIX}"
         return "absent (started on demand)"

@@ -35,8 +35,9 @@ commands:
   worker [--once]        run queued extract jobs
   service [--database-url URL] [--host H --port N]
                          the team memory service (HTTP, Postgres + pgvector)
-  memory list|get|forget|purge|export|import|audit|reembed|recordings|clear-recordings
-                         inspect and manage the stored memories
+  memory search|save|recall|list|get|forget|purge|export|import|audit|reembed|...
+                         search, save, inspect and manage the stored memories
+                         (`memory --help` lists them all)
   model list|install NAME
                          embedding models: install mpnet (all-mpnet-base-v2) to use it
   ui [--no-open] [--port N]
@@ -150,7 +151,7 @@ def _serve() -> int:
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    from bli_memory.core.team.remote import check_paired
+    from bli_memory.core.team.pairing import check_paired
 
     check_paired(settings)  # a configured service without a token: one sentence, exit 1
     from bli_memory.core.mcp.server import run_stdio

@@ -32,16 +32,20 @@ def _backend() -> Any:
 
 
 def _space(arg: str | None) -> str:
-    from bli_memory.core.memory.spaces import derive_space, validate_tag
+    from bli_memory.core.errors import InvalidInputError
+    from bli_memory.core.memory.spaces import validate_tag
+    from bli_memory.core.memory.stored_secrets import check_container_tag
 
     if arg:
         try:
-            return validate_tag(arg)
+            tag = validate_tag(arg)
         except ValueError as exc:
-            from bli_memory.core.errors import InvalidInputError
-
             raise InvalidInputError(str(exc)) from exc
-    return derive_space(os.getcwd()).tag
+        check_container_tag(tag, name="--space")  # a token as --space would be echoed in every answer
+        return tag
+    from bli_memory.core.hooks.container_tag import checked_space
+
+    return checked_space(os.getcwd(), environ=os.environ).tag  # as the hooks refuse a forced tag
 
 
 def _limit(value: str) -> int:
@@ -163,7 +167,7 @@ def main(argv: list[str]) -> int:
             else:
                 out("".join(_line(m) + "\n" for m in rows) or f"(no live memories in space {space})\n")
         elif args.cmd == "get":
-            memory, history = backend.get_memory(args.id, include_inactive=args.include_inactive)
+            memory, history = backend.get_memory(args.id.strip(), include_inactive=args.include_inactive)
             if args.json:
                 out(json.dumps({"memory": memory.to_dict(), "history": [m.to_dict() for m in history]},
                                ensure_ascii=False, indent=2) + "\n")
@@ -213,8 +217,10 @@ def main(argv: list[str]) -> int:
                         raise InvalidInputError(message) from exc
             res = backend.import_records(records)
             masked = int(res.get("masked") or 0)
+            forgotten = int(res.get("forgotten") or 0)
             note = f"; {masked} secret{'s' if masked != 1 else ''} masked" if masked else ""
-            out(f"imported {res['imported']}, skipped {res['skipped']} (already present){note}\n")
+            left = f", left out {forgotten} (forgotten in the space)" if forgotten else ""
+            out(f"imported {res['imported']}, skipped {res['skipped']} (already present){left}{note}\n")
         elif args.cmd == "recordings":
             space = _space(args.space)
             recs = backend.recordings(space=space, limit=args.limit)

@@ -30,7 +30,7 @@ def add_parsers(sub: Any, limit_type: Callable[[str], int]) -> None:
     p.add_argument("query")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=limit_type, default=10, help="how many, 1-100 (default 10)")
-    p.add_argument("--json", action="store_true", help="JSON, with channels and cosine per hit")
+    p.add_argument("--json", action="store_true", help="JSON, with channels and each hit's similarity")
     p = sub.add_parser("save", help="remember one fact in a space, as save_memory does (secrets masked)")
     p.add_argument("text")
     p.add_argument("--space", help="container tag (default: this folder's)")
@@ -75,11 +75,13 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
     if args.cmd == "save":
         from bli_memory.core.errors import InvalidInputError
         from bli_memory.core.memory.redaction import redact
+        from bli_memory.core.memory.retrieval_writes import check_content_size
         from bli_memory.core.memory.switches import is_enabled
 
         if not is_enabled(space):
             raise InvalidInputError(f"memory is switched off for {space} (or globally); nothing was saved. "
                                     "the enable_memory MCP tool switches it back on", reason="disabled")
+        check_content_size(args.text)  # before the masking: it reads the whole text
         clean = redact(args.text)
         res = backend.save(clean.text, space=space, source="cli")
         if args.json:

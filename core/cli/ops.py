@@ -53,6 +53,12 @@ def _row(label: str, values: Iterable[int]) -> str:
     return f"  {label:<{_LABEL}}" + "".join(f"{v:>{_COL}}" for v in values)
 
 
+def _printable(text: str) -> str:
+    """``text`` with control characters written as escapes: names in the stats file are
+    its writer's text, and an ANSI escape or a newline there would reach the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _group_head(names: Iterable[str], cols: int) -> str:
     width = _COL * cols
     return f"  {'':<{_LABEL}}" + "".join(f"{n:>{width}}" for n in names)
@@ -81,9 +87,12 @@ def render_text(view: Mapping[str, Any]) -> str:
         lines.append(_row("  runs", (p["runs"] for p in per)))
         lines.append(_row("  ok", (p["ok"] for p in per)))
         lines.append(_row("  skipped_trivial (on purpose)", (p["skipped_trivial"] for p in per)))
+        seen = hooks.get("last_seen", {}).get(name, {})
         for kind in ("skipped", "failed"):
             for reason in sorted(set().union(*(p[kind].keys() for p in per))):
-                lines.append(_row(f"  {kind}:{reason}", (p[kind].get(reason, 0) for p in per)))
+                last = seen.get(f"{kind}:{reason}")
+                lines.append(_row(f"  {kind}:{reason}", (p[kind].get(reason, 0) for p in per))
+                             + (f"  last {last.replace('T', ' ')}:00 UTC" if last else ""))
         for route in sorted(set().union(*(p["via"].keys() for p in per))):
             lines.append(_row(f"  via {route}", (p["via"].get(route, 0) for p in per)))
         for note in sorted(set().union(*(p["daemon_fallback"].keys() for p in per))):
@@ -136,7 +145,7 @@ def render_text(view: Mapping[str, Any]) -> str:
     unreadable = f", unreadable {ob['unreadable']}" if ob["unreadable"] else ""
     lines.append(f"  queued {ob['queued']}, shipped {ob['shipped']}, conflict {ob['conflict']}, "
                  f"rejected {ob['rejected']}{unreadable}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(_printable(line) for line in lines) + "\n"  # names and reasons are others' text
 
 
 # --- command ---------------------------------------------------------------------

@@ -233,9 +233,10 @@ class Daemon:
         finally:
             self.last_request = time.monotonic()  # idle time counts from ready
             if self.warm.cannot_embed is None:
-                daemon_start.mark_ready(self.pid)  # a hook restarts a daemon that ran, at once
+                daemon_start.mark_ready(self.pid, self.environ)  # a hook restarts one that ran, at once
             else:  # recorded before ready: `daemon --restart` reads it then
-                daemon_start.mark_failed(f"cannot embed: {self.warm.cannot_embed}")
+                daemon_start.mark_failed(f"cannot embed: {self.warm.cannot_embed}", self.environ,
+                                         config=self.config)
             self._ready.set()
         if self.warm.cannot_embed is not None:  # leave; why: docs/daemon.md
             log("cannot_embed", reason=self.warm.cannot_embed[:300])

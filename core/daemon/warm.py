@@ -79,7 +79,7 @@ def report_warm_up_problem(pid: object, *, since: float, until: float) -> bool:
         except daemon_client.DaemonUnavailable:
             pong = None
         if pong is None or pong.get("pid") != pid or pong.get("ready"):
-            problem = daemon_start.last_problem(since=since)
+            problem = daemon_start.last_problem(config=daemon_client.config_of(), since=since)
             if problem is not None:
                 sys.stderr.write(f"[bli-memory] daemon {problem}; {daemon_client.PROBLEM_FIX}\n")
             return problem is not None

@@ -24,7 +24,6 @@ from bli_memory.core.embedded.engine_controls import EngineControls
 from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.memory.ranking import RankingConfig
-from bli_memory.core.memory.records import MAX_KEY_CHARS
 from bli_memory.core.memory.retrieval import (
     CHANNELS,
     MAX_QUERY_CHARS,
@@ -65,7 +64,6 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "EmbeddedBackend",
     "available_embedders",
-    "checked_content",
     "load_embedder",
     "memory_backend",
     "register_embedders",
@@ -211,13 +209,11 @@ class EmbeddedBackend(EngineControls):
         when ``space`` is an alias, and :attr:`SaveResult.space` says so.
 
         Raises:
-            InvalidInputError: empty or oversized content, or metadata that is not a JSON object.
+            InvalidInputError: empty or oversized content, metadata that is not a JSON
+                object, or a ``customId``, ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters.
         """
         text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
-        # What the export format allows, so whatever is saved here can move to the service.
-        for name, value in (("customId", custom_id), ("sessionId", session_id), ("source", source)):
-            if value is not None and len(value) > MAX_KEY_CHARS:
-                raise InvalidInputError(f"{name} is longer than {MAX_KEY_CHARS} characters")
         from bli_memory.core.memory.stored_secrets import checked_extras
 
         extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
@@ -246,7 +242,7 @@ class EmbeddedBackend(EngineControls):
             NotFoundError: no live memory matches in this space.
         """
         require_one_of_id_or_custom_id(id, custom_id)
-        text = checked_content(content)
+        text, in_content = checked_content(content)
         _, spaces = self.store.resolve_space(space)
         named = None
         if id is not None:
@@ -257,11 +253,13 @@ class EmbeddedBackend(EngineControls):
                 raise NotFoundError(f"no live memory with customId {custom_id!r} in space {spaces[0]}")
             previous = found
         if is_unchanged(previous.content, text):
-            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
+            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named,
+                                masked=in_content)
         from bli_memory.core.memory.stored_secrets import with_masked_labels
 
-        memory = self.store.supersede(with_masked_labels(previous), text, self._embed_one(text))
-        return UpdateResult(memory=memory, previous=previous, named=named)
+        labels, in_labels = with_masked_labels(previous)
+        memory = self.store.supersede(labels, text, self._embed_one(text))
+        return UpdateResult(memory=memory, previous=previous, named=named, masked=in_content + in_labels)
 
     def forget(
         self,
@@ -307,6 +305,43 @@ class EmbeddedBackend(EngineControls):
         return ForgetResult(
             memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
         )
+
+    def forgotten_by(self, *, space: str, since: float, content: str | None = None,
+                     query: str | None = None) -> ForgetResult | None:
+        """The forget by ``content`` or ``query`` in ``space`` done at or after the epoch
+        seconds ``since``, as it was answered, or None.
+
+        For a forget run again because its answer was lost (the daemon died between its
+        commit and its answer, core/mcp/relay.py). Among the newest 20 memories of the
+        space forgotten at or after ``since``: the one with exactly ``content``, or the
+        one closest to ``query`` at :data:`FORGET_MIN_SIMILARITY` or more, re-embedded (a
+        forget drops a row's vector). No slack before ``since``: the relay takes it on
+        this machine's clock before the daemon could read the request, and the stored
+        time (``forgotten_at``, microseconds) is read from the same clock after, so a
+        forget done earlier (an earlier request's, answered before this one was sent,
+        however close to this one's query) is not this request's; one that another
+        request commits after this one was sent (sent without waiting for answers, or
+        from another session) can still be. None when there is none: the caller runs
+        the forget.
+        """
+        from datetime import UTC, datetime
+
+        from bli_memory.core.embedded.store_base import iso
+
+        _, spaces = self.store.resolve_space(space)
+        gone = self.store.forgotten_since(spaces, iso(datetime.fromtimestamp(since, UTC)))
+        if content is not None:
+            digest = content_hash(content)
+            found = next((m for m in gone if content_hash(m.content) == digest), None)
+            return None if found is None else ForgetResult(memory=found, matched_by="content")
+        if query is None or not gone:
+            return None
+        wanted = self._embed_one(query.strip())
+        sims = [float(v @ wanted) for v in self.embedder.embed([m.content for m in gone])]
+        best = max(range(len(gone)), key=sims.__getitem__)
+        if sims[best] < FORGET_MIN_SIMILARITY:
+            return None
+        return ForgetResult(memory=gone[best], matched_by="query", similarity=round(sims[best], 4))
 
     def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
         """Forgotten contents of ``space`` and its aliases, newest first (``limit`` None: all).
@@ -372,13 +407,19 @@ class EmbeddedBackend(EngineControls):
 
         Raises:
             InvalidInputError: nothing left to extract, more than
-                :data:`MAX_EXTRACT_CHARS` characters, or a container tag that looks like
-                a secret (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
+                :data:`MAX_EXTRACT_CHARS` characters, a ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, or a
+                container tag that looks like a secret
+                (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
         """
         from bli_memory.core.memory.injected_tags import strip_injected
+        from bli_memory.core.memory.records import key_problem
         from bli_memory.core.memory.stored_secrets import check_container_tag
 
         check_container_tag(space)
+        problem = key_problem({"sessionId": session_id, "source": source})
+        if problem:  # the job's saves would carry them
+            raise InvalidInputError(f"{problem}; nothing was queued")
 
         body = strip_injected(text or "").strip()
         if not body:

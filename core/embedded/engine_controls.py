@@ -11,6 +11,7 @@ from typing import Any
 from bli_memory.core.embedded.engine_base import EngineBase
 from bli_memory.core.errors import InvalidInputError, ModelMismatchError, NotFoundError
 from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
+from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.models import Memory
 
 __all__ = ["EngineControls"]
@@ -67,13 +68,13 @@ class EngineControls(EngineBase):
         """
         memory = self.store.get(id)
         if memory is None and include_inactive:
-            raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
+            raise NotFoundError(f"no memory with id {shown_id(id)} (never saved here, or purged)")
         if memory is not None and memory.state == "superseded" and not include_inactive:
             head = self.store.history(id)[0]  # an id names the memory: read its live head
             memory = head if head.state == "active" else memory
         if memory is None or (memory.state != "active" and not include_inactive):
             hint = " (include_inactive / --include-inactive reads old versions)"
-            raise NotFoundError(f"no live memory with id {id}{hint}")
+            raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}")
         chain = self.store.history(id)
         history = [m for m in chain if m.id != memory.id]
         if not include_inactive:
@@ -104,15 +105,20 @@ class EngineControls(EngineBase):
 
         Every record is checked first; one bad record means nothing is imported. Secrets
         in every version's content and metadata are masked as a save masks them
-        (:func:`~bli_memory.core.memory.stored_secrets.masked_records`).
+        (:func:`~bli_memory.core.memory.stored_secrets.masked_records`). A live record
+        that restates a memory forgotten or purged in its space is not brought back, nor
+        are the older versions it replaced
+        (:func:`~bli_memory.core.extraction.forgotten_imports.forgotten_records`).
 
         Returns:
-            ``{"imported": n, "skipped": n, "masked": n}``: ``masked`` counts the
-            secrets masked in the records imported (not in those skipped).
+            ``{"imported": n, "skipped": n, "forgotten": n, "masked": n}``: ``skipped``
+            counts the records already present, ``forgotten`` those left out as
+            forgotten, ``masked`` the secrets masked in the records imported.
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
         """
+        from bli_memory.core.extraction.forgotten_imports import forgotten_records
         from bli_memory.core.memory.stored_secrets import masked_records
 
         for n, record in enumerate(records, 1):
@@ -122,29 +128,37 @@ class EngineControls(EngineBase):
         records, masked = masked_records(records)
         from bli_memory.core.memory.import_links import supersede_cycle
 
-        found = records_problem(records) or self._store_problem(records) or supersede_cycle(
+        found = records_problem(records)
+        present = {r["id"] for r in records if self.store.get(r["id"]) is not None}
+        left_out = set() if found else forgotten_records(
+            self, records, (i for i, r in enumerate(records) if r["id"] not in present))
+        found = found or self._store_problem(records, left_out) or supersede_cycle(
             records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
         if found:
             raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
+        writing = [r for i, r in enumerate(records) if i not in left_out]
         vectors: dict[str, Any] = {}
-        for r in records:
+        for r in writing:
+            if r["id"] in present:
+                continue
             vector = usable_vector(r, model=self._model_name, dimensions=self._dimensions)
             if vector is None and (r.get("state") or "active") == "active":
                 vector = self._embed_one(r["content"])
             if vector is not None:
                 vectors[r["id"]] = vector
-        present = {r["id"] for r in records if self.store.get(r["id"]) is not None}
-        res = self.store.import_rows(records, vectors)
-        kept = sum(m for r, m in zip(records, masked, strict=True) if r["id"] not in present)
-        return {**res, "masked": kept}
+        res = self.store.import_rows(writing, vectors)
+        kept = sum(m for i, (r, m) in enumerate(zip(records, masked, strict=True))
+                   if r["id"] not in present and i not in left_out)
+        return {**res, "forgotten": len(left_out), "masked": kept}
 
-    def _store_problem(self, records: list[dict[str, Any]]) -> tuple[int, str] | None:
+    def _store_problem(self, records: list[dict[str, Any]], left_out: set[int]) -> tuple[int, str] | None:
         """What makes records clash with this store: a link to a row that is not there,
-        or a customId already live in the space. Records already present are skipped."""
+        or a customId already live in the space. Records already present are skipped,
+        and so are those ``left_out`` as forgotten."""
         in_file = {uuid.UUID(r["id"]) for r in records}
         for n, rec in enumerate(records, 1):
-            if self.store.get(rec["id"]) is not None:
-                continue  # skipped as already present
+            if n - 1 in left_out or self.store.get(rec["id"]) is not None:
+                continue  # not written: left out as forgotten, or already present
             target = rec.get("supersedes")
             if target is not None and uuid.UUID(target) not in in_file:
                 prev = self.store.get(target)

@@ -21,7 +21,7 @@ from typing import Any
 from bli_memory.core.embedded.migrations import migrate
 from bli_memory.core.errors import ModelMismatchError, StoreError
 from bli_memory.core.models import Memory
-from bli_memory.core.private_files import make_private_file
+from bli_memory.core.private_files import make_own_private_dir, make_private_file
 
 __all__ = [
     "COLUMNS",
@@ -97,6 +97,8 @@ class StoreBase:
         #: Per set of spaces, the vector cache's buffers (:mod:`bli_memory.core.embedded.vector_cache`).
         self._vector_cache: dict[tuple[str, ...], Any] = {}
         try:
+            # The folder is ours: one left open to others (0777) is made 0700 first.
+            make_own_private_dir(self.path.parent)
             # Created 0600 before SQLite opens it; -wal and -shm then get the same mode.
             make_private_file(self.path)
             self._conn = sqlite3.connect(
@@ -108,8 +110,9 @@ class StoreBase:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             # Deleted and overwritten content is zeroed on disk, not left in free pages.
             self._conn.execute("PRAGMA secure_delete = ON")
-            if self.path.stat().st_mode & 0o077:
-                self.path.chmod(0o600)  # memories are private; SQLite gives -wal/-shm the same mode
+            for part in (self.path, *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm"))):
+                if part.exists() and part.stat().st_mode & 0o077:
+                    part.chmod(0o600)  # memories are private, whoever made the file before
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the memory store: {exc}", reason="store_unavailable") from exc
         try:

@@ -10,6 +10,7 @@ from typing import Any
 
 from bli_memory.core.embedded.store_base import COLUMNS, StoreBase, now_iso, row_to_memory
 from bli_memory.core.errors import NotFoundError
+from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.models import Memory
 
 __all__ = [
@@ -86,7 +87,7 @@ class StoreReads(StoreBase):
         """
         start = self.get(id)
         if start is None:
-            raise NotFoundError(f"no memory with id {id}")
+            raise NotFoundError(f"no memory with id {shown_id(id)}")
         with self._read() as conn:
             # Walk forward to the newest version, then back along `supersedes`, within the
             # row's space. Each walk stops at a row it has seen: an imported file could
@@ -122,6 +123,18 @@ class StoreReads(StoreBase):
                 f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
                 "AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq DESC LIMIT ?",
                 (*spaces, now_iso(), int(limit)),
+            ).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def forgotten_since(self, spaces: Sequence[str], since: str, *, limit: int = 20) -> list[Memory]:
+        """Rows of these spaces forgotten at or after ``since`` (ISO 8601 UTC, the stored
+        form), newest first; at most ``limit``."""
+        marks = ",".join("?" * len(spaces))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE state = 'forgotten' AND space IN ({marks}) "
+                "AND forgotten_at >= ? ORDER BY forgotten_at DESC, seq DESC LIMIT ?",
+                (*spaces, since, int(limit)),
             ).fetchall()
         return [row_to_memory(r) for r in rows]
 

@@ -53,7 +53,7 @@ __all__ = [
     "gives_reason", "is_context", "is_finding_item", "is_fragment", "is_general", "is_limitation",
     "is_preference",
     "is_root_cause", "is_rule_label", "is_setup", "is_switch", "is_task_request", "is_transient",
-    "names_place", "points_back", "teaches",
+    "names_place", "points_back", "teaches", "tells_a_masked_secret",
 ]
 
 _DONE_VERBS = (
@@ -390,3 +390,36 @@ def is_root_cause(sentence: str) -> bool:
     installed copy is older"): the root cause a later session needs. "The issue is now
     fixed" reports the moment and is not one."""
     return bool(_patterns()["root_cause"].match(sentence.strip())) and "?" not in sentence
+
+
+#: A secret's value told in a clause, masked: a secret word, "is"/"was"/"are"/":" or
+#: nothing, then the placeholder (:mod:`bli_memory.core.memory.redaction`). Only those
+#: words go, so whose secret it is ("the staging DB", "user ci-bot", "on db-7:5432")
+#: still counts as something said.
+_MASKED_SECRET_CLAUSE = re.compile(
+    r"(?i:\b(?:pass(?:word|phrase|code)s?|pw|pins?|tokens?|secrets?|(?:api[ _-]?)?keys?|"
+    r"credentials?)(?:\s+(?:is|was|are|were)|\s*:)?\s+)\[REDACTED:[a-z_]+\]")
+_WORD = re.compile(r"[A-Za-z0-9][\w'.:/@-]*")  # "user's" is one word
+#: Words that carry nothing once the secret clauses are gone ("The user's ... and ...").
+_FILLER = frozenset("a an the and or but also too per by of for to my our your their his her its "
+                    "user user's users person person's".split())
+
+
+def tells_a_masked_secret(statement: str) -> bool:
+    """Whether ``statement`` says nothing but secrets' values, which masking replaced.
+
+    Capture masks secrets before it keeps anything, so "My password is hunter2x and
+    token ghp_..." would be kept as "The user's password is [REDACTED:prose_password]
+    and token [REDACTED:github_token]": nothing a later session can use, and its secret
+    words match searches about the account. True when, with every such clause taken out,
+    fewer than two words that carry something are left; so "The user's password is
+    [REDACTED:...] and the staging DB runs on db-7:5432" is kept, and a command with a
+    placeholder in it (``API_TOKEN=[REDACTED:env_secret] make deploy``) is kept.
+    """
+    if "[REDACTED:" not in statement:
+        return False
+    rest = _MASKED_SECRET_CLAUSE.sub(" ", statement)
+    if rest == statement:
+        return False  # no clause tells a secret's value: a placeholder inside something else
+    rest = rest.replace("[REDACTED:", " ")
+    return sum(1 for w in _WORD.findall(rest) if w.lower() not in _FILLER) < 2

@@ -359,12 +359,13 @@ def distil(
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
     from bli_memory.core.extraction import tombstones
+    from bli_memory.core.extraction.durability import tells_a_masked_secret
     from bli_memory.core.extraction.rephrase import home_to_tilde
 
     forgotten = tombstones.load(backend, space) if statements else tombstones.Forgotten([], [])
     for st in statements:
         content = home_to_tilde(redact(st.text).text.strip())  # any extractor: no home paths kept
-        if not content:
+        if not content or tells_a_masked_secret(content):  # a secret's value, which is not kept
             continue
         if forgotten.suppresses(content):
             counts["unchanged"] += 1  # forgotten on purpose: capture never brings it back

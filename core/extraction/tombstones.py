@@ -9,10 +9,15 @@ in the trace, and nothing is written. This holds for an extract job queued befor
 forget and for any later capture that says the same thing again.
 
 An explicit ``save_memory`` never comes here: the agent asked for it, so it is saved.
+An import does (:mod:`~bli_memory.core.extraction.forgotten_imports`): a live record
+that restates a forgotten memory of its space is left out.
 
 A statement restates a tombstone when, after making their surface forms one (case,
-spaces, digit grouping: ``8,443``, ``8_443`` and ``8\u202f443`` are 8443; full-width and
-other compatibility characters by NFKC; typographic quotes):
+spaces, numbers: ``8,443``, ``8_443``, ``8.443``, ``8 443``, ``8\u202f443``, ``8443.0`` and
+``8443/tcp`` are 8443, while ``8.4`` and ``84``, ``1.2.3`` and ``123``, ``Python 3.120``
+and ``3120`` or ``1.250 ms`` and ``1,250 ms`` stay apart, by the rules of
+:mod:`~bli_memory.core.extraction.number_forms`; full-width and other compatibility
+characters by NFKC; typographic quotes):
 
 - the texts are equal; or
 - they have the same polarity, name the same specific values (paths, numbers, names:
@@ -22,7 +27,23 @@ other compatibility characters by NFKC; typographic quotes):
   words are nearly all in the statement (:data:`CONTAINED_SHARE`), so a lead-in such as
   "Reminder:" or "As agreed," does not make it new; or, when they name at least one value,
   most of the statement's subject words are in the tombstone (:data:`SHORTER_SHARE`), so
-  a shorter restatement ("Reminder: we decided the API port is 8443.") is covered too.
+  a shorter restatement ("Reminder: we decided the API port is 8443.") is covered too;
+- and neither names a subject word *in place of* one of the other's: when each has a
+  subject word the other lacks, they are two facts that share a value, not one fact said
+  twice. "The production port is 8443." and "The metrics port is 8443." are new beside a
+  forgotten "The staging port is 8443.", as "The production database is Postgres 16." is
+  beside "The staging database is Postgres 16.", though two of their three subject words
+  are the same (0.67 passes :data:`SHORTER_SHARE`). A restatement in the same words, in
+  another order, case or grouping, one that only adds words (detail: "... for the load
+  balancer") and one that only drops some (shorter) stay suppressed. The words by which a
+  speaker frames a statement rather than say what it is about (:data:`FRAMING_WORDS`:
+  "Reminder:", "we decided", "as agreed") are not subject words here, so "Reminder: the
+  staging port is 8443." still restates "We decided staging uses port 8443.".
+
+  The cost: a restatement that swaps one word for a synonym ("the API *serves* on port
+  8443" for "*listens* on") reads as another fact and is captured again. Of the two
+  errors, that one shows (the memory is back, and can be forgotten again), while a
+  different fact suppressed by mistake is lost without a trace, so the rule takes it.
 
 The comparison is lexical on purpose: a tombstone has no vector (a forget drops it), and
 re-embedding forgotten text on every capture would cost one embedding per tombstone.
@@ -48,13 +69,17 @@ import hashlib
 import os
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from bli_memory.core.extraction.number_forms import plain_numbers
 from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
 
 __all__ = [
     "CONTAINED_SHARE",
+    "FRAMING_WORDS",
     "SHORTER_SHARE",
     "TOMBSTONE_LIMIT",
     "Forgotten",
@@ -74,15 +99,20 @@ CONTAINED_SHARE = 0.8
 #: Share of a shorter statement's subject words found in a tombstone naming the same values.
 SHORTER_SHARE = 0.6
 
+#: Words that frame a statement instead of saying what it is about, as stems
+#: (:func:`~bli_memory.core.extraction.statement_terms.content_terms`): the words of the
+#: capture cues that ask for a memory or report a decision (core/extraction/patterns.py:
+#: ``remember``, ``filler``, ``decision``, ``acknowledgement``) and their kin ("reminder",
+#: "confirmed"). A word only one of two statements has among these does not make them two
+#: facts (:func:`_same`).
+FRAMING_WORDS = content_terms(
+    "remember remembered reminder remind reminded note noted fyi important decided decide "
+    "decision agreed agree chose chosen picked settled opted confirm confirmed")
+
 #: Newest tombstones (and, apart, purge marks) compared in full with every statement;
 #: older ones are compared when they hold the statement's values (:class:`Forgotten`).
 TOMBSTONE_LIMIT = 500
 
-
-#: A digit-group separator: ``8,443``, ``8_443``, ``8'443``, ``8\u202f443`` (thin or no-break
-#: space) all write 8443. Only between a digit and exactly three more, so ``1,2,3`` and
-#: ``80, 443`` stay lists.
-_GROUP = r"(?<=\d)[,_'\u00a0\u2009\u202f](?=\d{3}(?!\d))"
 
 #: Typographic quotes written as the plain ones (``don\u2019t`` is ``don't``, a negation).
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
@@ -90,16 +120,28 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": 
 
 def _surface(text: str) -> str:
     """``text`` with its surface forms made one: compatibility characters (NFKC: full-width
-    digits, ligatures), typographic quotes and digit grouping (:data:`_GROUP`)."""
-    if text.isascii():  # nothing for NFKC or the quotes to change
-        return re.sub(_GROUP, "", text) if "," in text or "_" in text or "'" in text else text
-    text = re.sub(_GROUP, "", text)  # before NFKC, which makes a thin space a plain one
-    return re.sub(_GROUP, "", unicodedata.normalize("NFKC", text).translate(_QUOTES))
+    digits, ligatures), typographic quotes and numbers
+    (:func:`~bli_memory.core.extraction.number_forms.plain_numbers`)."""
+    if not text.isascii():  # else nothing for NFKC or the quotes to change
+        text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    return plain_numbers(text)
 
 
-def _norm(text: str) -> str:
+def _legacy_surface(text: str) -> str:
+    """:func:`_surface` as purge marks made before dot and plain-space grouping read it.
+
+    Such a mark holds hashes of ``8 443`` or ``8.443`` as written, so a restatement is
+    also compared in that form (:meth:`Forgotten.suppresses`)."""
+    group = r"(?<=\d)[,_'\u00a0\u2009\u202f](?=\d{3}(?!\d))"
+    if text.isascii():
+        return re.sub(group, "", text)
+    text = re.sub(group, "", text)
+    return re.sub(group, "", unicodedata.normalize("NFKC", text).translate(_QUOTES))
+
+
+def _norm(text: str, surface: Callable[[str], str] = _surface) -> str:
     """The form two texts are equal in: :func:`_surface`, lower case, one space, no final stop."""
-    return " ".join(_surface(text).lower().split()).rstrip(".!")
+    return " ".join(surface(text).lower().split()).rstrip(".!")
 
 
 #: A word of a statement as :mod:`~bli_memory.core.extraction.statement_terms` reads one.
@@ -122,11 +164,11 @@ class _Said:
     forms: frozenset[str]
 
 
-def _said(text: str) -> _Said:
-    plain = _surface(text)
+def _said(text: str, surface: Callable[[str], str] = _surface) -> _Said:
+    plain = surface(text)
     specifics = specific_terms(plain)
     forms = frozenset(re.findall(_WORD, plain.lower())) | specifics
-    return _Said(_norm(text), content_terms(plain), specifics, negated(plain), forms)
+    return _Said(_norm(text, surface), content_terms(plain), specifics, negated(plain), forms)
 
 
 def _hash(salt: bytes, word: str) -> str:
@@ -146,12 +188,19 @@ def _same_values(new: _Said, old: _Said) -> bool:
     return new.specifics - old.specifics <= old.forms and old.specifics - new.specifics <= new.forms
 
 
-def _same(new: _Said, old: _Said) -> bool:
-    """The rule of the module docstring: ``new`` restates ``old``."""
+def _same(new: _Said, old: _Said, framing: Callable[[], frozenset[str]] = lambda: FRAMING_WORDS) -> bool:
+    """The rule of the module docstring: ``new`` restates ``old``.
+
+    ``framing`` gives :data:`FRAMING_WORDS` in the form of the two (their hashes, for a
+    mark), asked for only when each has a word the other lacks.
+    """
     if old.norm == new.norm:
         return True
     if not old.terms or old.negated != new.negated or not _same_values(new, old):
         return False
+    only_new, only_old = new.terms - old.terms, old.terms - new.terms
+    if only_new and only_old and only_new - framing() and only_old - framing():
+        return False  # a subject word in place of another: another fact with the same value
     shared = len(old.terms & new.terms)
     if shared / len(old.terms) >= CONTAINED_SHARE:
         return True
@@ -226,6 +275,7 @@ class Forgotten:
         self._parsed: dict[int, _Said] = {}
         self._marks: list[tuple[bytes, dict[str, Any]]] = []
         self._parsed_marks: dict[int, _Said | None] = {}
+        self._mark_framing: dict[int, frozenset[str]] = {}  # FRAMING_WORDS in a mark's hashes
         for mark in marks:
             try:
                 salt = bytes.fromhex(mark["salt"])
@@ -242,7 +292,14 @@ class Forgotten:
         if not self._texts and not self._marks:
             return False
         new = _said(statement)
-        return self._restates_text(new) or self._restates_mark(new)
+        if self._restates_text(new) or self._restates_mark(new):
+            return True
+        if not self._marks:
+            return False
+        # Marks made before this release's number rules hold hashes of that form.
+        if _legacy_surface(statement) == _surface(statement):
+            return False
+        return self._restates_mark(_said(statement, _legacy_surface), older_only=True)
 
     def _restates_text(self, new: _Said) -> bool:
         if new.norm in self._exact:
@@ -269,8 +326,17 @@ class Forgotten:
                 self._parsed_marks[i] = None
         return self._parsed_marks[i]
 
-    def _restates_mark(self, new: _Said) -> bool:
+    def _framing(self, i: int, salt: bytes) -> frozenset[str]:
+        """:data:`FRAMING_WORDS` as mark ``i`` holds words, hashed once per capture."""
+        if i not in self._mark_framing:
+            self._mark_framing[i] = frozenset(_hash(salt, w) for w in FRAMING_WORDS)
+        return self._mark_framing[i]
+
+    def _restates_mark(self, new: _Said, *, older_only: bool = False) -> bool:
+        """``older_only``: only the marks made by older rules than :data:`_MARK_RULES`."""
         for i, (salt, mark) in enumerate(self._marks):
+            if older_only and mark.get("rules") == _MARK_RULES:
+                continue
             if _hash(salt, new.norm) == mark["norm"]:
                 return True
             if i >= TOMBSTONE_LIMIT:
@@ -280,9 +346,15 @@ class Forgotten:
                 if not isinstance(forms, list) or not all(_hash(salt, v) in forms for v in new.specifics):
                     continue
             old = self._mark(i)
-            if old is not None and _same(_hashed(new, salt), old):
+            if old is not None and _same(_hashed(new, salt), old, partial(self._framing, i, salt)):
                 return True
         return False
+
+
+#: The rules a purge mark is made by (its ``rules``): :func:`_surface` as it is now. A mark
+#: without it was made by older ones, and a restatement is also compared with it in the
+#: forms those read (:meth:`Forgotten.suppresses`).
+_MARK_RULES = 2
 
 
 def fingerprint(text: str) -> dict[str, Any]:
@@ -290,14 +362,16 @@ def fingerprint(text: str) -> dict[str, Any]:
 
     Returns:
         JSON-ready ``{"salt": 32 hex, "norm": 16 hex, "terms": [16 hex, ...],
-        "specifics": [16 hex, ...], "forms": [16 hex, ...], "negated": bool}``; each hash
-        is BLAKE2b (8 bytes) keyed with the random salt, so two marks of one word differ.
-        A mark made before ``forms`` was kept reads its terms and values as its forms.
+        "specifics": [16 hex, ...], "forms": [16 hex, ...], "negated": bool, "rules": 2}``;
+        each hash is BLAKE2b (8 bytes) keyed with the random salt, so two marks of one word
+        differ. A mark made before ``forms`` was kept reads its terms and values as its
+        forms; one without ``rules`` was made by older rules (:data:`_MARK_RULES`).
     """
     salt = os.urandom(16)
     said = _hashed(_said(text), salt)
     return {"salt": salt.hex(), "norm": said.norm, "terms": sorted(said.terms),
-            "specifics": sorted(said.specifics), "forms": sorted(said.forms), "negated": said.negated}
+            "specifics": sorted(said.specifics), "forms": sorted(said.forms), "negated": said.negated,
+            "rules": _MARK_RULES}
 
 
 def restates(statement: str, tombstones: list[str]) -> str | None:

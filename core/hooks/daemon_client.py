@@ -12,7 +12,8 @@ connection closes; UTF-8, ASCII-escaped)::
     -> {"event": "prompt", "host": "claude", "payload": {...}, "cwd": "/repo",
         "version": "0.1.0", "env": {...}, "config": {...}}
     <- {"stdout": "...", "outcome": "ok", "reason": null, "fields": {"hits": 2},
-        "backend": true, "receiptLog": false, "version": "0.1.0"}
+        "backend": true, "receiptLog": false, "version": "0.1.0",
+        "injected": {"host": "claude", "session": "...", "ids": [...]}}
 
     -> {"ping": true}
     <- {"alive": true, "version": "0.1.0", "pid": 4242, "ready": true}
@@ -21,6 +22,10 @@ connection closes; UTF-8, ASCII-escaped)::
     <- {"stopping": true, "version": "0.1.0", "pid": 4242}
 
     <- {"error": "<code>", "version": "0.1.0", "pid": 4242}   on any refusal
+
+``injected`` (only when ``stdout`` gives memories) names them: the daemon holds them for
+the session, and the hook records them as given once it has written ``stdout``, or lets
+them go when the write failed (:mod:`bli_memory.core.hooks.injection_log`).
 
 ``env`` carries the two variables that choose the space
 (``BLI_MEMORY_CONTAINER_TAG``, ``BLI_MEMORY_ISOLATE_WORKTREES``); ``config`` carries
@@ -61,10 +66,11 @@ from typing import Any
 
 from bli_memory.core import paths
 from bli_memory.core._version import VERSION
+from bli_memory.core.defaults import SHIPPED_EMBEDDER
+from bli_memory.core.hooks import daemon_start
 from bli_memory.core.hooks.daemon_start import (
     RECOVERY_SPAWN_INTERVAL_S,
     SPAWN_INTERVAL_S,
-    spawn,
     spawn_stamp_path,
 )
 
@@ -122,6 +128,8 @@ _ROUTE_VARS = frozenset({"BLI_MEMORY_DAEMON", "BLI_MEMORY_DAEMON_IDLE_SECONDS", 
                          "BLI_MEMORY_RELAY_PING_TIMEOUT_S"})
 _CONFIG_EXTRA = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
 _SECRET_VARS = frozenset({"BLI_MEMORY_DEVICE_TOKEN"})
+#: Values that mean the same as leaving the variable unset (core/settings.py reads them so).
+_UNSET_WHEN = {"BLI_MEMORY_EMBEDDER": frozenset({"", SHIPPED_EMBEDDER})}
 #: AF_UNIX paths longer than this go through ``/proc/self/fd`` (the kernel limit is 108).
 _SUN_PATH_MAX = 100
 
@@ -149,6 +157,12 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
     return _env(environ).get("BLI_MEMORY_DAEMON", "1").strip().lower() not in _OFF
 
 
+def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None) -> bool:
+    """Start the daemon detached unless the hooks' rules say wait
+    (:func:`~bli_memory.core.hooks.daemon_start.spawn`, with this caller's :func:`config_of`)."""
+    return daemon_start.spawn(force=force, environ=environ, config=config_of(environ))
+
+
 def space_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The caller's variables that choose the memory space (sent with each request)."""
     env = _env(environ)
@@ -163,10 +177,16 @@ def config_of(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         variables, the daemon's own switches and the caller's waits (``_ROUTE_VARS``),
         plus ``HOME``, ``XDG_DATA_HOME`` and
         ``XDG_CONFIG_HOME``; ``BLI_MEMORY_DEVICE_TOKEN`` becomes ``sha256:<hex>``.
+        ``BLI_MEMORY_EMBEDDER`` set to the shipped model or to blank is left out: the
+        settings read both as unset, and a shell that exported the default (as the
+        "another model" error advises) would otherwise never be served by a daemon started
+        without it (every hook in process, about 20x slower).
     """
     env = _env(environ)
     out: dict[str, str] = {}
     for key, value in env.items():
+        if key in _UNSET_WHEN and value.strip() in _UNSET_WHEN[key]:
+            continue
         if key in _CONFIG_EXTRA or (
             key.startswith("BLI_MEMORY_") and key not in _SPACE_VARS and key not in _ROUTE_VARS
         ):
@@ -353,8 +373,11 @@ def request(
 
     Returns:
         ``{"stdout": str, "outcome": "ok"|"skipped"|"failed", "reason": str|None,
-        "fields": dict, "backend": bool, "receipt_log": bool}``, checked for shape
-        (``receipt_log``: the host's receipts go to the log file, the wire's ``receiptLog``).
+        "fields": dict, "backend": bool, "receipt_log": bool, "injected": Injected|None}``,
+        checked for shape (``receipt_log``: the host's receipts go to the log file, the
+        wire's ``receiptLog``; ``injected``: the memories in ``stdout``, held for the
+        session until the caller has written it,
+        :func:`~bli_memory.core.hooks.answers.settle_injected`).
 
     Raises:
         DaemonUnavailable: see :func:`exchange`; ``bad_reply`` for a wrong shape.
@@ -382,8 +405,10 @@ def request(
         or not isinstance(backend, bool)
     ):
         raise DaemonUnavailable("bad_reply")
+    from bli_memory.core.hooks.answers import injected_of
+
     return {"stdout": stdout, "outcome": outcome, "reason": reason, "fields": fields, "backend": backend,
-            "receipt_log": reply.get("receiptLog") is True}
+            "receipt_log": reply.get("receiptLog") is True, "injected": injected_of(reply.get("injected"))}
 
 
 def ping(path: Path | None = None, *, timeout: float = 0.5, with_config: bool = False) -> dict[str, Any]:
@@ -435,14 +460,12 @@ def status(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         runs because the last one could not serve (its model failed to load), ``problem``
         says why (``cannot embed: ...``) and ``fix`` what to do.
     """
-    from bli_memory.core.hooks import daemon_start
-
     path = paths.daemon_socket_path(environ)
     try:
         reply = ping(path)
     except DaemonUnavailable:
         answer: dict[str, Any] = {"running": False, "version": None, "pid": None, "socket": str(path)}
-        problem = daemon_start.last_problem(environ)
+        problem = daemon_start.last_problem(environ, config=config_of(environ))
         if problem is not None:
             answer["problem"] = problem
             answer["fix"] = PROBLEM_FIX

@@ -8,9 +8,14 @@ state dir record:
 - ``memory-daemon.ready``: written by the daemon once it serves (:func:`mark_ready`) and
   removed when it leaves on an explicit stop request (``bli-memory-mcp daemon --stop``,
   ``uninstall``), so a daemon someone stopped on purpose is not started again at once.
-  A daemon whose model failed to load writes ``failed`` and why (:func:`mark_failed`)
-  before it leaves: that start counts as failed, and ``daemon --status``, ``status`` and
-  ``cockpit doctor`` show the reason (:func:`last_problem`).
+  A daemon whose model failed to load writes ``failed`` there before it leaves: that
+  start counts as failed.
+- ``<data dir>/memory-daemon.failed``: why it failed (:func:`mark_failed`), with a
+  fingerprint of the settings it ran with. ``daemon --status``, ``status`` and
+  ``cockpit doctor`` show the reason (:func:`last_problem`) only to a process whose
+  settings are those (the settings by which a daemon serves a caller or answers
+  ``env_mismatch``): after a fix of the setting, or with another data dir, the record is
+  not theirs. A daemon that serves removes the record of its data dir.
 
 Rules (BLI Memory spec, "The resident daemon": the hook starts it at most once an hour):
 
@@ -19,7 +24,9 @@ Rules (BLI Memory spec, "The resident daemon": the hook starts it at most once a
   path (400-500 ms cold, docs/benchmarks-hooks.md);
 - the last start never reached ready (a failed start): back off,
   :data:`FAILED_START_BACKOFF_S` after the first failure, then the next, and from the
-  third failure in a row on the spec's once an hour (:data:`SPAWN_INTERVAL_S`);
+  third failure in a row on the spec's once an hour (:data:`SPAWN_INTERVAL_S`); but when
+  it recorded its problem under other settings than the caller's (a setting fixed
+  since), start **at once**;
 - after a stand-down or a stale socket (``force``), at most one start per
   :data:`RECOVERY_SPAWN_INTERVAL_S`;
 - no stamp yet, or a daemon stopped on request: once an hour.
@@ -34,7 +41,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bli_memory.core import paths
-from bli_memory.core.private_files import make_private_dir
+from bli_memory.core.private_files import atomic_write, make_private_dir
 
 __all__ = [
     "FAILED_START_BACKOFF_S",
@@ -44,6 +51,7 @@ __all__ = [
     "last_problem",
     "mark_failed",
     "mark_ready",
+    "problem_record_path",
     "ready_marker_path",
     "spawn",
     "spawn_stamp_path",
@@ -72,9 +80,19 @@ def ready_marker_path(environ: Mapping[str, str] | None = None) -> Path:
     return paths.state_dir(environ) / "memory-daemon.ready"
 
 
+def problem_record_path(environ: Mapping[str, str] | None = None) -> Path:
+    """File recording why the last daemon of this data dir could not serve (:func:`mark_failed`)."""
+    return paths.data_dir(environ) / "memory-daemon.failed"
+
+
 def mark_ready(pid: int, environ: Mapping[str, str] | None = None) -> None:
-    """Record that a daemon started and serves (mode 0600; never raises)."""
+    """Record that a daemon started and serves (mode 0600), and drop the problem its data
+    dir recorded (never raises)."""
     _write_marker(f"{pid} ready\n", environ)
+    try:
+        problem_record_path(environ).unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def clear_ready(environ: Mapping[str, str] | None = None) -> None:
@@ -82,24 +100,86 @@ def clear_ready(environ: Mapping[str, str] | None = None) -> None:
     _write_marker("stopped\n", environ)
 
 
-def mark_failed(problem: str, environ: Mapping[str, str] | None = None) -> None:
+def _fingerprint(config: Mapping[str, str]) -> str:
+    import hashlib
+    import json
+
+    data = json.dumps(dict(config), sort_keys=True).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def mark_failed(problem: str, environ: Mapping[str, str] | None = None, *, config: Mapping[str, str]) -> None:
     """Record that the daemon of the last start could not serve, and why (one line, such
-    as ``cannot embed: the mpnet embedding model is not installed ...``; never raises)."""
-    _write_marker("failed\n" + " ".join(problem.split())[:1000] + "\n", environ)
+    as ``cannot embed: the mpnet embedding model is not installed ...``), under its data
+    dir with a SHA-256 fingerprint of its settings (mode 0600; never raises).
 
+    Args:
+        problem: Why, for a person.
+        environ: The daemon's environment (default ``os.environ``): its data dir.
+        config: The daemon's settings as it compares them with its callers'
+            (:func:`~bli_memory.core.hooks.daemon_client.config_of`, the token hashed).
+    """
+    import json
 
-def last_problem(environ: Mapping[str, str] | None = None, *, since: float | None = None) -> str | None:
-    """Why the daemon of the last start left without serving (:func:`mark_failed`), or
-    None when it served, was stopped on request, or no start recorded a problem (none
-    recorded at or after the epoch seconds ``since``, when given)."""
-    path = ready_marker_path(environ)
+    _write_marker("failed\n", environ)
+    record = {"problem": " ".join(problem.split())[:1000], "config": _fingerprint(config),
+              "dataDir": str(paths.data_dir(environ))}
     try:
-        if since is not None and path.stat().st_mtime < since - 1.0:  # 1 s for clock granularity
+        path = problem_record_path(environ)
+        make_private_dir(path.parent)
+        atomic_write(path, json.dumps(record) + "\n", mode=0o600)
+    except OSError:
+        pass
+
+
+def last_problem(environ: Mapping[str, str] | None = None, *, config: Mapping[str, str],
+                 since: float | None = None) -> str | None:
+    """Why the daemon of the last start left without serving (:func:`mark_failed`), naming
+    the data dir, as ``cannot embed: ... (data dir /path)``.
+
+    Args:
+        environ: The caller's environment (default ``os.environ``): its data dir.
+        config: The caller's settings (:func:`~bli_memory.core.hooks.daemon_client.config_of`).
+        since: Epoch seconds; a record older than this is not the problem.
+
+    Returns:
+        None when that daemon served or was stopped on request, when no start recorded a
+        problem, or when the record is of other settings than ``config``: another data
+        dir (whose record lives in that dir; the variables that choose the data dir are
+        settings too), a model setting fixed since, any setting by which that daemon would
+        not serve this caller (``env_mismatch``).
+    """
+    try:
+        if ready_marker_path(environ).read_text(encoding="utf-8").partition("\n")[0].strip() != "failed":
             return None
-        first, _, rest = path.read_text(encoding="utf-8").partition("\n")
     except (OSError, UnicodeDecodeError):
         return None
-    return (rest.strip() or "unknown") if first.strip() == "failed" else None
+    found = _recorded_problem(environ, config, since=since)
+    if found is None or not found[1]:
+        return None
+    return f"{found[0]} (data dir {paths.data_dir(environ)})"
+
+
+def _recorded_problem(environ: Mapping[str, str] | None, config: Mapping[str, str], *,
+                      since: float | None) -> tuple[str, bool] | None:
+    """``(problem, under config's settings)`` from the record of ``environ``'s data dir
+    (:func:`mark_failed`; ``"unknown"`` when it names none), or None: no record, one that
+    cannot be read or is not a JSON object, or one older than epoch ``since`` (1 s for
+    clock granularity)."""
+    import json
+
+    path = problem_record_path(environ)
+    try:
+        if since is not None and path.stat().st_mtime < since - 1.0:
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    problem = record.get("problem")
+    problem = problem if isinstance(problem, str) and problem.strip() else "unknown"
+    return problem, record.get("config") == _fingerprint(config)
 
 
 def _write_marker(text: str, environ: Mapping[str, str] | None) -> None:
@@ -148,7 +228,8 @@ def start_now(environ: Mapping[str, str] | None = None, *, now: float | None = N
 
 
 def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
-          now: float | None = None, _asked: bool = False) -> bool:
+          now: float | None = None, config: Mapping[str, str] | None = None,
+          _asked: bool = False) -> bool:
     """Start ``bli-memory-mcp daemon`` detached, unless the rules above say wait.
 
     Never blocks and never raises: the child gets its own session, ``/dev/null`` for
@@ -160,6 +241,10 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
             :data:`RECOVERY_SPAWN_INTERVAL_S` (unless the last daemon ran fine: at once).
         environ: Environment for the child (default ``os.environ``).
         now: Current epoch seconds (default ``time.time()``).
+        config: The caller's settings
+            (:func:`~bli_memory.core.hooks.daemon_client.config_of`). When the last start
+            failed and recorded why (:func:`mark_failed`) under other settings, the
+            back-off is not this caller's: a fixed setting starts a daemon at once.
 
     Returns:
         True when a daemon process was started.
@@ -185,6 +270,8 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
             interval, failures = 0.0, 0  # it ran fine and has gone: start again at once
         elif last == "stopped":
             interval, failures = SPAWN_INTERVAL_S, 0
+        elif config is not None and _failed_under_other_settings(started, config, env):
+            interval, failures = 0.0, 0  # the setting it failed with was changed since
         else:
             failures += 1  # the last start never reached ready
             interval = FAILED_START_BACKOFF_S[min(failures, len(FAILED_START_BACKOFF_S)) - 1]
@@ -202,6 +289,13 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
         return False
     finally:
         os.close(fd)
+
+
+def _failed_under_other_settings(started: float, config: Mapping[str, str], env: Mapping[str, str]) -> bool:
+    """True when the start at epoch ``started`` recorded its problem (:func:`mark_failed`,
+    in ``env``'s data dir, no older than that start) under settings other than ``config``."""
+    found = _recorded_problem(env, config, since=started)
+    return found is not None and not found[1]
 
 
 def _launch(env: dict[str, str]) -> bool:

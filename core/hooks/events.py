@@ -29,11 +29,13 @@ the caller writes as the receipt.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
+from bli_memory.core.hooks.answers import HookAnswer, Injected
 from bli_memory.core.hooks.blocks import context_block, host_wrappers, recall_block, strip_injected
 from bli_memory.core.hooks.receipts import to_log_reason
 from bli_memory.core.models import HookInput, HookResult
@@ -50,6 +52,7 @@ __all__ = [
     "MAX_TRANSCRIPT_READ_BYTES",
     "HookAnswer",
     "HookContext",
+    "Injected",
     "answer_hook",
     "bounded_exchange",
     "failed_answer",
@@ -120,14 +123,20 @@ def space_for(
             ``os.environ``; the daemon passes the caller's).
 
     Raises:
-        ValueError: ``BLI_MEMORY_CONTAINER_TAG`` is set but invalid.
+        ConfigError: ``BLI_MEMORY_CONTAINER_TAG`` is invalid (``config_invalid``, as the
+            direct route's settings say) or looks like a secret (``invalid_container_tag``,
+            :func:`~bli_memory.core.hooks.container_tag.checked_space`); never repeating it.
     """
-    from bli_memory.core.memory.spaces import derive_space
+    from bli_memory.core.errors import ConfigError
+    from bli_memory.core.hooks.container_tag import checked_space
 
     base = cwd or os.getcwd()
     # A relative payload cwd is relative to the hook process, on every route.
     folder = os.path.join(base, hook_input.cwd) if hook_input.cwd else base
-    return derive_space(folder, environ=os.environ if environ is None else environ).tag
+    try:
+        return checked_space(folder, environ=os.environ if environ is None else environ).tag
+    except ValueError as exc:  # derive_space's message names the variable, not its value
+        raise ConfigError(str(exc), reason="config_invalid") from None
 
 
 SpaceOf = Callable[[HookInput], str]
@@ -140,12 +149,12 @@ def _injected_ids(block: str | None, memories: Any) -> list[str]:
 
 def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
                    environ: Mapping[str, str] | None = None) -> HookResult:
-    from bli_memory.core.hooks.injection_log import already_injected, claim_injected
+    from bli_memory.core.hooks.injection_log import already_injected, reserve_injected
 
     space = space_of(hook_input)
     profile = ctx.backend.profile(space=space, limit=8)
     # A resumed session already has its own memories and what it was given.
-    seen = already_injected(hook_input.host, hook_input.session_id, environ=environ)
+    seen = already_injected(hook_input.host, hook_input.session_id)
     session = hook_input.session_id
 
     def fresh(memories: Any) -> list[Any]:
@@ -157,19 +166,20 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars,
                           wrappers=host_wrappers(ctx.pm))
     shown = _injected_ids(block, [*facts, *recent])
-    claimed = set(claim_injected(hook_input.host, session, shown, environ=environ))
+    held = reserve_injected(hook_input.host, session, shown)  # given once written (main.py)
+    claimed = set(held)
     if len(claimed) < len(shown):  # a hook of this session running at the same moment showed some
         facts = [m for m in facts if m.id in claimed]
         recent = [m for m in recent if m.id in claimed]
         block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars,
                               wrappers=host_wrappers(ctx.pm))
     fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
-    return HookResult(event="session-start", outcome="ok", block=block, fields=fields)
+    return HookResult(event="session-start", outcome="ok", block=block, fields=fields, injected=tuple(held))
 
 
 def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
             environ: Mapping[str, str] | None = None) -> HookResult:
-    from bli_memory.core.hooks.injection_log import already_injected, claim_injected
+    from bli_memory.core.hooks.injection_log import already_injected, reserve_injected
     from bli_memory.core.hooks.prompt_recall import prompt_decision
 
     space = space_of(hook_input)
@@ -178,12 +188,12 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     result, decision = prompt_decision(
         ctx.backend, prompt, space=space, limit=ctx.settings.recall_limit,
         floor=ctx.settings.similarity_floor,
-        skip_ids=already_injected(hook_input.host, session, environ=environ), skip_session=session,
+        skip_ids=already_injected(hook_input.host, session), skip_session=session,
     )
     block = recall_block(decision.inject, space=result.space, budget=ctx.settings.recall_budget_chars,
                          session_known=bool(session), wrappers=host_wrappers(ctx.pm))
     shown = _injected_ids(block, [h.memory for h in decision.inject])
-    claimed = claim_injected(hook_input.host, session, shown, environ=environ)
+    claimed = reserve_injected(hook_input.host, session, shown)  # given once written (main.py)
     if len(claimed) < len(shown):  # a prompt of this session at the same moment was given some
         keep = set(claimed)
         block = recall_block([h for h in decision.inject if h.memory.id in keep], space=result.space,
@@ -193,7 +203,7 @@ def _prompt(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     fields: dict[str, Any] = {"hits": len(shown), "gate": decision.reason}
     if decision.given:
         fields["given"] = decision.given  # left out: this session already has them
-    return HookResult(event="prompt", outcome="ok", block=block, fields=fields)
+    return HookResult(event="prompt", outcome="ok", block=block, fields=fields, injected=tuple(shown))
 
 
 class _Kept(NamedTuple):
@@ -211,15 +221,30 @@ def _unicode(text: str) -> str:
 
 
 def _cut(text: str, limit: int, *, keep: str) -> str:
-    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``."""
+    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``.
+
+    The cut falls between words: a word the cut goes through is dropped whole, since
+    half a token is a fragment no redaction rule recognises (and masking what is kept
+    can shrink it enough that a later cut keeps the fragment).
+    """
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return text
     mark = " [...] "
     room = max(limit - len(mark), 0)
     if keep == "head":
-        return data[:room].decode("utf-8", "ignore").rstrip() + mark.rstrip()
-    return mark.lstrip() + data[len(data) - room:].decode("utf-8", "ignore").lstrip()
+        kept = data[:room].decode("utf-8", "ignore")
+        if not data[room:room + 1].isspace():
+            kept = _PARTIAL_LAST_WORD.sub("", kept)
+        return kept.rstrip() + mark.rstrip()
+    kept = data[len(data) - room:].decode("utf-8", "ignore")
+    if not data[len(data) - room - 1:len(data) - room].isspace():
+        kept = _PARTIAL_FIRST_WORD.sub("", kept)
+    return mark.lstrip() + kept.lstrip()
+
+
+_PARTIAL_LAST_WORD = re.compile(r"\S+\Z")
+_PARTIAL_FIRST_WORD = re.compile(r"\A\S+")
 
 
 def bounded_exchange(user: str, assistant: str) -> str:
@@ -296,9 +321,12 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
 
 _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}
 
-#: Backend reasons that all mean "the local store cannot be used" in a receipt.
+#: Backend reasons that all mean "the local store cannot be used" in a receipt. A model
+#: that cannot be loaded (``embedder_failed``: a model folder that is missing or broken)
+#: leaves the store as unusable as one of another model's vectors, and doctor says which.
 _STORE_REASONS = frozenset(
-    {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch"}
+    {"store_failed", "store_unavailable", "store_busy", "migration_failed", "model_mismatch",
+     "embedder_failed"}
 )
 
 
@@ -325,38 +353,6 @@ def handle(
         return space_for(parsed, cwd=cwd, environ=environ)
 
     return _HANDLERS[hook_input.event](ctx, hook_input, space_of, environ)
-
-
-@dataclass(frozen=True)
-class HookAnswer:
-    """Everything a hook run prints and records, decided before any timing is added.
-
-    Attributes:
-        outcome: ``ok``, ``skipped`` or ``failed``.
-        stdout: What the host reads on stdout: one rendered block, a stop's
-            ``systemMessage``, or ``""``.
-        reason: Reason for ``skipped``/``failed``, already in the closed set of
-            :mod:`bli_memory.core.hooks.receipts` (or ``unknown_internal:<name>``).
-        fields: Receipt fields of an ``ok`` run (``hits``, ``chars``, ``queued``, ...).
-        backend: True when the run reached the memory backend; the receipt and the
-            stats then name the route that answered (``via``). Runs decided from the
-            payload alone (trivial prompt, re-entrant stop, bad payload) do not.
-        receipt_log: The host's plugin wants the receipt in the log file, not on
-            stderr (:func:`bli_memory.core.hooks.receipt_log.to_log`); the daemon sends
-            it back, so the hook process need not load the plugin to know.
-    """
-
-    outcome: str
-    stdout: str = ""
-    reason: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
-    backend: bool = False
-    receipt_log: bool = False
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON object the daemon sends back for this answer."""
-        return {"stdout": self.stdout, "outcome": self.outcome, "reason": self.reason,
-                "fields": dict(self.fields), "backend": self.backend, "receiptLog": self.receipt_log}
 
 
 def reason_of(error: BaseException) -> str:
@@ -484,7 +480,16 @@ def _answer(pm: pluggy.PluginManager, host: str, event: str, payload: dict[str, 
         return failed_answer(pm, host, event, reason_of(exc), backend=True)
     if result.outcome == "ok":
         stdout = render(pm, host, result) if result.block else ""
-        return HookAnswer(outcome="ok", stdout=stdout, fields=dict(result.fields), backend=True)
+        held = None
+        if result.injected and hook_input.session_id:
+            held = Injected(hook_input.host, hook_input.session_id, tuple(result.injected))
+            if not stdout:  # the adapter rendered nothing: nothing reaches the session
+                from bli_memory.core.hooks.injection_log import release_injected
+
+                release_injected(held.host, held.session, held.ids)
+                held = None
+        return HookAnswer(outcome="ok", stdout=stdout, fields=dict(result.fields), backend=True,
+                          injected=held)
     if result.outcome == "skipped":
         return HookAnswer(outcome="skipped", reason=to_log_reason(result.reason), backend=True)
     return failed_answer(pm, host, event, result.reason or "unknown", backend=True)

@@ -9,13 +9,21 @@ would only cost tokens. This module keeps, per host session, the ids already inj
 - Bounded: at most :data:`MAX_IDS` ids per session (oldest dropped first), at most
   :data:`MAX_SESSIONS` files (least recently written removed first), and files older
   than :data:`MAX_AGE_SECONDS` are removed when a new session file is created.
-- Writes are atomic (temporary file, then rename) with mode 0600, so the daemon and a
-  direct hook process (both routes run :func:`bli_memory.core.hooks.events.handle`) can
-  share it. :func:`claim_injected` reads, merges and writes under an exclusive lock on
-  ``<state dir>/injected/lock`` (``flock``: it holds between the daemon's threads and
-  between processes alike), so two prompts of one session at the same moment are given
-  a memory once, not once each. The lock is held for one small read and write; a hook
-  waits for it at most :data:`LOCK_WAIT_SECONDS`, then goes on without it.
+- Given only once delivered. A run that builds a block *reserves* its ids
+  (:func:`reserve_injected`) and the hook process, once the block is written to its
+  stdout, *confirms* them (:func:`confirm_injected`); a write that fails (the host
+  closed the pipe) *releases* them (:func:`release_injected`), so the next prompt gives
+  them. A reservation never confirmed (the hook killed, or past its deadline, between
+  the two) lapses after :data:`PENDING_SECONDS`. While it holds, the ids count as given:
+  two prompts of one session at the same moment still give a memory once.
+- Writes are atomic (temporary file, then rename) with mode 0600, so the daemon, which
+  reserves, and the hook process, which confirms, share it. Every change reads, merges
+  and writes under an exclusive lock on ``<state dir>/injected/lock`` (``flock``: it
+  holds between the daemon's threads and between processes alike). The lock is held for
+  one small read and write; a hook waits for it at most :data:`LOCK_WAIT_SECONDS`, then
+  goes on without it.
+- The state dir is always this process's own: the daemon's is the one its callers
+  share, since they reach it through the socket in that folder.
 - Best effort: an unreadable or corrupt file reads as "nothing injected yet", and a
   failed write is ignored. A hook never fails because of this state.
 
@@ -28,7 +36,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
@@ -38,10 +46,14 @@ __all__ = [
     "MAX_AGE_SECONDS",
     "MAX_IDS",
     "MAX_SESSIONS",
+    "PENDING_SECONDS",
     "already_injected",
     "claim_injected",
+    "confirm_injected",
     "log_dir",
     "record_injected",
+    "release_injected",
+    "reserve_injected",
 ]
 
 #: Ids kept per session. A session injects at most 5 memories per prompt (recall_limit)
@@ -57,6 +69,9 @@ MAX_AGE_SECONDS = 7 * 24 * 3600
 #: as the hourly stats wait (:mod:`bli_memory.core.hooks.stats`), a tenth of a prompt's
 #: deadline; stretched by ``BLI_MEMORY_HOOK_DEADLINE_SCALE`` as the deadline is.
 LOCK_WAIT_SECONDS = 0.2
+#: How long a reservation holds without being confirmed: the longest timeout the installer
+#: registers for a hook (30 s), after which the host has killed a hook that never wrote.
+PENDING_SECONDS = 30.0
 
 
 def log_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -71,21 +86,36 @@ def _file(host: str, session_id: str, environ: Mapping[str, str] | None) -> Path
     return log_dir(environ) / f"{digest}.json"
 
 
+def _read(path: Path) -> tuple[list[str], dict[str, float]]:
+    """A session file's given ids and unexpired reservations (id -> when it lapses)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], {}
+    if not isinstance(data, dict):
+        return [], {}
+    ids = data.get("ids")
+    given = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+    held = data.get("pending")
+    now = time.time()
+    pending = ({i: float(t) for i, t in held.items()
+                if isinstance(i, str) and isinstance(t, (int, float)) and t > now}
+               if isinstance(held, dict) else {})
+    return given, pending
+
+
 def already_injected(
     host: str, session_id: str | None, *, environ: Mapping[str, str] | None = None
 ) -> set[str]:
-    """Ids of the memories this session was already given (empty without a session id).
+    """Ids of the memories this session was already given, or is being given right now
+    (reserved by a run whose block is not written yet); empty without a session id.
 
     Never raises: a missing, unreadable or corrupt file gives an empty set.
     """
     if not session_id:
         return set()
-    try:
-        data = json.loads(_file(host, session_id, environ).read_text(encoding="utf-8"))
-        ids = data.get("ids") if isinstance(data, dict) else None
-        return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
-    except (OSError, ValueError):
-        return set()
+    given, pending = _read(_file(host, session_id, environ))
+    return {*given, *pending}
 
 
 def _prune(folder: Path, keep: Path) -> None:
@@ -122,50 +152,124 @@ def _locked(folder: Path) -> int | None:
             time.sleep(0.002)
 
 
-def claim_injected(
-    host: str, session_id: str | None, ids: Iterable[str], *, environ: Mapping[str, str] | None = None
-) -> list[str]:
-    """Of ``ids``, those this session was not given yet, recorded as given, in one step.
+_Change = Callable[[list[str], dict[str, float]], tuple[list[str], dict[str, float], list[str]]]
 
-    Read, merge and write happen under the folder's lock, so of two hooks of one session
-    claiming the same id at once, one gets it. Without a session id nothing is recorded
-    and every id is returned. Never raises: when the state cannot be read, written or
-    locked in time, the ids are returned as given (a memory shown twice costs tokens; a
-    hook that fails or stalls costs the prompt).
 
-    Returns:
-        The claimed ids, in the order given.
-    """
+def _change(host: str, session_id: str, environ: Mapping[str, str] | None, change: _Change,
+            fallback: list[str]) -> list[str]:
+    """Apply ``change(given, pending) -> (given, pending, answer)`` to the session's file
+    under the folder's lock; ``fallback`` when the state cannot be read or written."""
     import os
 
-    new = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
-    if not session_id or not new:
-        return new
     path = _file(host, session_id, environ)
     fd: int | None = None
     try:
         make_private_dir(path.parent)
         fd = _locked(path.parent)
         fresh = not path.exists()
-        previous: list[str] = []
-        if not fresh:
-            with contextlib.suppress(OSError, ValueError):
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(data, dict) and isinstance(data.get("ids"), list):
-                    previous = [i for i in data["ids"] if isinstance(i, str)]
-        seen = set(previous)
-        claimed = [i for i in new if i not in seen]
-        if claimed:
-            merged = [*previous, *claimed][-MAX_IDS:]
-            atomic_write(path, json.dumps({"ids": merged}), mode=FILE_MODE)
+        given, pending = _read(path)
+        new_given, new_pending, answer = change(given, pending)
+        if new_given != given or new_pending != pending:
+            data: dict[str, object] = {"ids": new_given[-MAX_IDS:]}
+            if new_pending:
+                data["pending"] = new_pending
+            atomic_write(path, json.dumps(data), mode=FILE_MODE)
         if fresh:
             _prune(path.parent, path)
-        return claimed
+        return answer
     except OSError:
-        return new
+        return fallback
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+
+
+def reserve_injected(
+    host: str, session_id: str | None, ids: Iterable[str], *, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Of ``ids``, those this session was neither given nor is being given, held for it.
+
+    The ids are held, not given: the hook process confirms them once its block is on
+    stdout (:func:`confirm_injected`) or releases them when the write failed
+    (:func:`release_injected`); a hold neither confirmed nor released lapses after
+    :data:`PENDING_SECONDS`. Of two hooks of one session reserving the same id at once,
+    one gets it. Without a session id nothing is held and every id is returned. Never
+    raises: when the state cannot be read, written or locked in time, the ids are
+    returned (a memory shown twice costs tokens; a hook that fails or stalls costs the
+    prompt).
+
+    Returns:
+        The reserved ids, in the order given.
+    """
+    new = _unique(ids)
+    if not session_id or not new:
+        return new
+
+    def change(given: list[str], pending: dict[str, float]) -> tuple[list[str], dict[str, float], list[str]]:
+        taken = {*given, *pending}
+        won = [i for i in new if i not in taken]
+        until = time.time() + PENDING_SECONDS
+        return given, {**pending, **dict.fromkeys(won, until)}, won
+
+    return _change(host, session_id, environ, change, new)
+
+
+def confirm_injected(
+    host: str, session_id: str | None, ids: Iterable[str], *, environ: Mapping[str, str] | None = None
+) -> None:
+    """Record ``ids`` as given to the session (their block was written); their holds end.
+    Never raises; no-op without a session id."""
+    done = _unique(ids)
+    if not session_id or not done:
+        return
+
+    def change(given: list[str], pending: dict[str, float]) -> tuple[list[str], dict[str, float], list[str]]:
+        seen = set(given)
+        rest = {i: t for i, t in pending.items() if i not in done}
+        return [*given, *(i for i in done if i not in seen)], rest, []
+
+    _change(host, session_id, environ, change, [])
+
+
+def release_injected(
+    host: str, session_id: str | None, ids: Iterable[str], *, environ: Mapping[str, str] | None = None
+) -> None:
+    """End the holds on ``ids`` without recording them (their block never reached the
+    host), so a later prompt of the session may give them. Never raises."""
+    dropped = set(_unique(ids))
+    if not session_id or not dropped:
+        return
+
+    def change(given: list[str], pending: dict[str, float]) -> tuple[list[str], dict[str, float], list[str]]:
+        return given, {i: t for i, t in pending.items() if i not in dropped}, []
+
+    _change(host, session_id, environ, change, [])
+
+
+def claim_injected(
+    host: str, session_id: str | None, ids: Iterable[str], *, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Of ``ids``, those this session was not given yet (nor is being given), recorded as
+    given, in one step (:func:`reserve_injected` and :func:`confirm_injected` at once:
+    for a caller that has delivered already). Never raises; see :func:`reserve_injected`.
+
+    Returns:
+        The claimed ids, in the order given.
+    """
+    new = _unique(ids)
+    if not session_id or not new:
+        return new
+
+    def change(given: list[str], pending: dict[str, float]) -> tuple[list[str], dict[str, float], list[str]]:
+        taken = {*given, *pending}
+        won = [i for i in new if i not in taken]
+        return [*given, *won], pending, won
+
+    return _change(host, session_id, environ, change, new)
 
 
 def record_injected(

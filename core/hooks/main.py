@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core import paths
 from bli_memory.core.defaults import DEFAULT_HOST
@@ -54,6 +54,9 @@ from bli_memory.core.hooks import stats as hook_stats
 from bli_memory.core.hooks.deadlines import DEADLINES_MS, budgets_ms
 from bli_memory.core.hooks.receipts import format_receipt, to_log_reason
 from bli_memory.core.hooks.stdin import StdinFailure, read_payload
+
+if TYPE_CHECKING:
+    from bli_memory.core.hooks.answers import Injected
 
 __all__ = ["main"]
 
@@ -81,14 +84,21 @@ class _Run:
     # --- output ------------------------------------------------------------------
 
     def finish(self, outcome: str, *, reason: str | None = None, fields: dict[str, Any] | None = None,
-               stdout: str = "", log: bool | None = None) -> None:
+               stdout: str = "", log: bool | None = None, injected: Injected | None = None) -> None:
+        written = False
         if stdout:
             data = stdout if stdout.endswith("\n") else stdout + "\n"
             try:
                 sys.stdout.buffer.write(data.encode("utf-8", "replace"))
                 sys.stdout.buffer.flush()
+                written = True
             except (OSError, ValueError, AttributeError):
-                pass
+                pass  # stdout closed: the host never reads this block
+        if injected is not None:
+            from bli_memory.core.hooks.answers import settle_injected
+
+            # Given to the session only once written; a block the host never got is given again.
+            settle_injected(injected, delivered=written)
         body: dict[str, Any] = {}
         if outcome == "ok":
             body.update(fields or {})
@@ -165,7 +175,7 @@ class _Run:
             return False
         self.via = "daemon" if reply["backend"] else None
         self.finish(reply["outcome"], reason=reply["reason"], fields=reply["fields"], stdout=reply["stdout"],
-                    log=reply["receipt_log"])
+                    log=reply["receipt_log"], injected=reply["injected"])
         return True
 
     def start_daemon_if_needed(self) -> None:
@@ -236,7 +246,7 @@ class _Run:
         answer = box["answer"]
         self.via = "direct" if answer.backend else None
         self.finish(answer.outcome, reason=answer.reason, fields=answer.fields, stdout=answer.stdout,
-                    log=answer.receipt_log)
+                    log=answer.receipt_log, injected=answer.injected)
         return False
 
 

@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from bli_memory.core.memory.relevance import Decision
     from bli_memory.core.models import SearchResult
 
-__all__ = ["prompt_decision"]
+__all__ = ["MAX_QUERY_BYTES", "prompt_decision"]
+
+#: A prompt is searched with at most this much of it (its beginning, UTF-8 bytes). The
+#: embedding model reads its first 256 word pieces (about 1 KB of English), and the rest
+#: of a pasted log or file adds keyword terms, not meaning: a 2.6 MB prompt took the direct
+#: route of the prompt hook to 2.1 s, past its 2 s deadline, and 1.2 s cut to this
+#: (100 KB took 1.0 s, 1 KB 0.9 s; one run each, cold process, embedded store).
+MAX_QUERY_BYTES = 16 * 1024
 
 
 def prompt_decision(
@@ -36,7 +43,8 @@ def prompt_decision(
 
     Args:
         backend: A :class:`~bli_memory.core.memory.backend.MemoryBackend`.
-        prompt: The prompt as typed, with any block injected earlier already stripped.
+        prompt: The prompt as typed, with any block injected earlier already stripped;
+            only its first :data:`MAX_QUERY_BYTES` are searched.
         space: Container tag searched.
         limit: Most memories injected (``BLI_MEMORY_RECALL_LIMIT``); the search asks for
             three times as many, so the gate sees the space around the best hits.
@@ -54,15 +62,16 @@ def prompt_decision(
     from bli_memory.core.memory.relevance import SMALL_SPACE, decide
     from bli_memory.core.memory.term_evidence import hit_coverage
 
+    data = prompt.encode("utf-8", "surrogatepass")
+    if len(data) > MAX_QUERY_BYTES:  # its beginning, whole characters only
+        prompt = data[:MAX_QUERY_BYTES].decode("utf-8", "ignore")
     result = backend.search(prompt, space=space, limit=limit * 3)
     coverage = 0.0
     background = None
     if result.hits:
         counts, size = backend.term_frequencies(prompt, space=space)
         coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
-        # A backend without it (a plugin's) gets the one bar of conversation spaces.
-        measure = getattr(backend, "space_background", None)
-        background = measure(space=space) if measure is not None else None
+        background = backend.space_background(space=space)
     decision = decide(
         result.hits, coverage=coverage, limit=limit, prompt=prompt, floor=floor,
         skip_ids=skip_ids, skip_session=skip_session, background=background,

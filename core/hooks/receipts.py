@@ -21,10 +21,12 @@ __all__ = ["REASONS", "format_receipt", "to_log_reason"]
 
 #: The closed set. The spec's network reasons (timeout, http_<status>,
 #: dashboard_unreachable, bad_response), its six stdin reasons, unpaired, no_prompt,
-#: trivial_prompt and the stop-only skips; plus three of ours: ``store_unavailable``
+#: trivial_prompt and the stop-only skips; plus four of ours: ``store_unavailable``
 #: (the local SQLite file cannot be opened or written: the embedded twin of
-#: dashboard_unreachable), ``disabled`` (memory switched off) and ``config_invalid``
-#: (a BLI_MEMORY_* variable has a value that cannot be used; ``cockpit doctor`` names it).
+#: dashboard_unreachable), ``disabled`` (memory switched off), ``config_invalid``
+#: (a BLI_MEMORY_* variable has a value that cannot be used; ``cockpit doctor`` names it)
+#: and ``invalid_container_tag`` (BLI_MEMORY_CONTAINER_TAG looks like a secret:
+#: :mod:`bli_memory.core.hooks.container_tag`).
 REASONS = frozenset(
     {
         "timeout",
@@ -45,6 +47,7 @@ REASONS = frozenset(
         "store_unavailable",
         "disabled",
         "config_invalid",
+        "invalid_container_tag",
     }
 )
 

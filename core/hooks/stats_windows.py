@@ -19,8 +19,6 @@ __all__ = ["WINDOWS", "empty_hook_counts", "read_hooks"]
 WINDOWS = {"7d": 7, "30d": 30}
 
 
-
-
 def empty_hook_counts() -> dict[str, Any]:
     """The counts of one hook event with nothing counted (the shape :func:`read_hooks` gives)."""
     return {"runs": 0, "ok": 0, "skipped_trivial": 0, "skipped": {}, "failed": {},
@@ -59,10 +57,15 @@ def read_hooks(path: Path, now: datetime) -> dict[str, Any]:
         ``runs`` is ok + skipped_trivial + every skipped and failed; ``via`` counts the
         route that answered; ``daemon_fallback`` why the daemon route was not taken
         (``daemon:<reason>`` in the file). ``ignored`` counts buckets or counters that
-        were not in the documented shape.
+        were not in the documented shape, or an hour more than one hour ahead of ``now``
+        (written while the clock ran ahead: it would count in every window for good).
+        ``last_seen`` is ``{event: {"skipped:<reason>" | "failed:<reason>": "YYYY-MM-DDTHH"}}``,
+        the newest UTC hour in the widest window that counted each skip or failure, so a
+        failure fixed weeks ago reads as old.
     """
     out: dict[str, Any] = {"source": str(path), "read": "ok", "error": None, "ignored": 0,
-                           "probe_runs_counted": False, "windows": {w: {} for w in WINDOWS}}
+                           "probe_runs_counted": False, "windows": {w: {} for w in WINDOWS},
+                           "last_seen": {}}
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -82,13 +85,15 @@ def read_hooks(path: Path, now: datetime) -> dict[str, Any]:
         return out
     cutoffs = {w: (now - timedelta(days=d)).replace(minute=0, second=0, microsecond=0)
                for w, d in WINDOWS.items()}
+    widest = min(cutoffs.values())
+    ahead = now + timedelta(hours=1)
     for hour_key, events in sorted(hours.items()):
         try:
             hour = datetime.strptime(hour_key, "%Y-%m-%dT%H").replace(tzinfo=UTC)
         except (TypeError, ValueError):
             out["ignored"] += 1
             continue
-        if not isinstance(events, dict):
+        if not isinstance(events, dict) or hour > ahead:  # a clock that ran ahead once
             out["ignored"] += 1
             continue
         for event_name, counters in events.items():
@@ -103,4 +108,8 @@ def read_hooks(path: Path, now: datetime) -> dict[str, Any]:
                     if hour >= cutoff:
                         bucket = out["windows"][w].setdefault(event_name, empty_hook_counts())
                         _add(bucket, str(key), count)
+                if count and hour >= widest and str(key).startswith(("skipped:", "failed:")):
+                    seen = out["last_seen"].setdefault(event_name, {})
+                    hour_text = hour.strftime("%Y-%m-%dT%H")  # as written, whatever the key's padding
+                    seen[str(key)] = max(seen.get(str(key), hour_text), hour_text)
     return out

@@ -25,10 +25,15 @@ def tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:
         HostError: reason ``no_transcript`` when the file is missing or unreadable.
     """
     try:
-        # Only a regular file: opening a FIFO would block, /dev/zero never ends.
+        # Only a regular file: opening a FIFO would block, /dev/zero never ends. The open
+        # never waits (O_NONBLOCK), and the descriptor is checked again: the path may
+        # have been swapped since the stat.
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise HostError("transcript is not a regular file", reason="no_transcript")
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HostError("transcript is not a regular file", reason="no_transcript")
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             start = max(0, size - max_bytes)
@@ -44,12 +49,16 @@ def tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:
 
 
 def tail_json_lines(path: str | os.PathLike[str], max_bytes: int) -> list[dict[str, Any]]:
-    """JSON objects of the complete JSONL lines in the tail; unparsable lines are skipped."""
+    """JSON objects of the complete JSONL lines in the tail; unparsable lines are skipped.
+
+    A line nested too deeply for the parser (a tool's input of thousands of levels raises
+    ``RecursionError``) is unparsable too: that line is skipped, the rest of the turn kept.
+    """
     out: list[dict[str, Any]] = []
     for line in tail_lines(path, max_bytes):
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             out.append(obj)

@@ -133,6 +133,7 @@ async def get_memory(
 ) -> Annotated[CallToolResult, GetOutput]:
     """Read one memory in full, with its version history."""
     state = state_of(ctx)
+    id = id.strip()  # as forget_memory takes a pasted id
     memory, history = await run_blocking(state.backend.get_memory, id, include_inactive=include_inactive)
     out = GetOutput(memory=memory_out(memory), history=[memory_out(m) for m in history])
     note = version_note(id, memory, history=history)

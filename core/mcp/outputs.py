@@ -108,7 +108,7 @@ class SaveOutput(BaseModel):
     memory: MemoryOut | None = None
     previousId: str | None = None
     jobId: str | None = None
-    masked: int = Field(0, description="Secrets replaced by [REDACTED:<kind>] before saving.")
+    masked: int = Field(0, description="Secrets replaced by a placeholder naming their kind before saving.")
 
 
 class UpdateOutput(BaseModel):
@@ -120,7 +120,7 @@ class UpdateOutput(BaseModel):
     previous: MemoryOut
     named: MemoryOut | None = Field(
         default=None, description="The older version the given id named; the live version was acted on.")
-    masked: int = Field(0, description="Secrets replaced by [REDACTED:<kind>] before saving.")
+    masked: int = Field(0, description="Secrets replaced by a placeholder naming their kind before saving.")
 
 
 class ForgetOutput(BaseModel):
@@ -262,7 +262,9 @@ def masked_text(masked: int) -> str:
     """The sentence a save or update adds when it masked secrets ("" when none)."""
     if not masked:
         return ""
-    return f" {masked} secret{'s' if masked != 1 else ''} masked as [REDACTED:<kind>]."
+    if masked == 1:
+        return " 1 secret masked: it is stored as a placeholder that names its kind, not as its value."
+    return f" {masked} secrets masked: each is stored as a placeholder that names its kind, not as its value."
 
 
 def one_line(text: str, limit: int = 400) -> str:

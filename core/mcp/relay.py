@@ -33,7 +33,12 @@ on the standard library and our bare modules only (no ``mcp``, no pydantic, no n
   stdin. A write whose answer was lost therefore runs again under today's rules: the
   same text saves as ``duplicate``, an update is ``unchanged``, an extract job keeps its
   id (:func:`bli_memory.core.mcp.tools.save_memory` derives it from the session and
-  request ids) and a forget by id answers as the first one did.
+  request ids) and a forget answers as the first one did: by id, or by exact text or
+  query when a memory of the space matching it was forgotten since the request was
+  first sent (it is not run again, so a query never takes the next match too). The
+  time a request was first sent is taken before the daemon can read it, on the clock
+  the daemon's forget reads too (one machine), so the forget of an earlier request,
+  answered before this one was sent, is never taken for this one's.
 
 stdout carries JSON-RPC only: whole lines the daemon wrote (a line cut by the daemon's
 death is dropped and its request run again). Operational lines go to stderr
@@ -116,8 +121,8 @@ class Handover:
             the requests the daemon left unanswered, in the order read.
         drop_reply_to: Id of the replayed ``initialize`` whose answer the client already
             had (its second answer is not written), else None.
-        replayed_at: Request id -> epoch seconds it was first sent to the daemon, for
-            every request run again.
+        replayed_at: Request id -> epoch seconds it was first sent to the daemon (taken
+            just before sending), for every request run again.
         reason: Why the session is served in process (a
             :data:`bli_memory.core.hooks.daemon_client.REASONS` code, ``daemon_gone`` or
             ``daemon_hung``), None when the relay was not eligible.
@@ -302,7 +307,7 @@ class _Pipe:
                 return None  # the client closed stdin and every request was answered
             return self._handover()
 
-    def _note_sent(self, line: bytes) -> None:
+    def _note_sent(self, line: bytes, sent: float) -> None:
         message = _decode(line)
         if not isinstance(message, dict) or not isinstance(message.get("method"), str):
             return
@@ -317,7 +322,7 @@ class _Pipe:
         ident = lone_surrogates_replaced(ident) if isinstance(ident, str) else ident
         if method == "initialize" and self.init_line is None:
             self.init_line, self.init_id = line, ident
-        self.inflight[ident] = (line, time.time())
+        self.inflight[ident] = (line, sent)
 
     def _note_answer(self, line: bytes) -> None:
         message = _decode(line)
@@ -337,6 +342,7 @@ class _Pipe:
                 if self.unsent:  # the socket broke: keep the order for the handover
                     self.unsent.append(line)
                     continue
+                sent = time.time()  # before the daemon can read it: its forget comes later
                 try:
                     self.sock.sendall(line)
                 except OSError:  # gone, or not reading for QUIET_S: end it, the handover follows
@@ -344,7 +350,7 @@ class _Pipe:
                     with contextlib.suppress(OSError):
                         self.sock.shutdown(socket.SHUT_RDWR)
                     continue
-                self._note_sent(line)
+                self._note_sent(line, sent)
         with self.lock:
             self.eof = True
             if self.fallen:

@@ -105,12 +105,96 @@ def build_server(state_factory: Callable[[], ServerState]) -> MCPServer[ServerSt
             warmed.wait(timeout=30)  # never close the store under the warm-up thread
             state.backend.close()
 
-    server: MCPServer[ServerState] = MCPServer(
+    server: MCPServer[ServerState] = _StrictArgumentsServer(
         SERVER_NAME, instructions=INSTRUCTIONS, version=VERSION, lifespan=lifespan
     )
     register_memory_tools(server)
     register_control_tools(server)
     return server
+
+
+class _StrictArgumentsServer(MCPServer[ServerState]):
+    """An ``MCPServer`` whose tools refuse an argument they do not take.
+
+    The SDK drops unknown arguments without a word (its argument models ignore extra
+    fields), so ``update_memory(..., metadata={...})`` answered "Updated" and kept no
+    metadata. Here a call naming an argument outside the tool's ``inputSchema`` is an
+    ``invalid_input`` error that lists the arguments the tool takes, and nothing is done;
+    an argument of the wrong type or a missing one says which, in one line, instead of
+    pydantic's report.
+    """
+
+    _known: dict[str, tuple[str, ...]] | None = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """:meth:`MCPServer.call_tool`, after refusing an argument ``name`` does not take.
+
+        Raises:
+            ToolError: ``invalid_input: ...`` naming the unknown arguments and the known ones.
+        """
+        if self._known is None:
+            self._known = {tool.name: tuple((tool.input_schema or {}).get("properties", {}))
+                           for tool in await self.list_tools()}
+        known = self._known.get(name)
+        unknown = [a for a in arguments if a not in known] if known is not None else []
+        from mcp.server.mcpserver.exceptions import ToolError
+        from pydantic import ValidationError
+
+        if unknown:
+            takes = ", ".join(known or ()) or "no arguments"
+            raise ToolError(f"Error executing tool {name}: invalid_input: {name} takes no argument "
+                            f"{_shown_names(unknown)}; it takes {takes} (nothing was done)")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            # The SDK's text is pydantic's whole report, with a link per error; the
+            # cause stays, so the SDK still logs the field names only.
+            raise ToolError(f"Error executing tool {name}: invalid_input: "
+                            f"{_argument_problems(exc.__cause__)} (nothing was done)") from exc.__cause__
+
+
+#: How many unknown argument names a refusal names, and how long each may be: the names
+#: are the caller's text, and 300,000 of them made a 3 MB answer.
+_NAMES_SHOWN = 3
+_NAME_CHARS = 40
+
+
+def _shown_names(names: list[str]) -> str:
+    """``'tags', 'labels' (and 4 more)``: the first :data:`_NAMES_SHOWN` names that are
+    short and not secret-looking (:func:`~bli_memory.core.memory.redaction.redact`), the
+    rest counted, never repeated."""
+    from bli_memory.core.memory.redaction import redact
+
+    shown: list[str] = []
+    for n in names[:20]:  # a caller may send any number: only the first few are looked at
+        if len(n) <= _NAME_CHARS and not redact(n).masked:
+            shown.append(repr(n))
+            if len(shown) == _NAMES_SHOWN:
+                break
+    rest = len(names) - len(shown)
+    if not shown:
+        return f"of {len(names)} given (their names are not repeated)"
+    return ", ".join(shown) + (f" (and {rest} more, not repeated)" if rest else "")
+
+
+def _argument_problems(error: Any) -> str:
+    """One clause per argument a pydantic ``ValidationError`` rejected, e.g. ``content is
+    required; id: Input should be a valid string`` (pydantic's messages never repeat the
+    value, which may be the caller's data)."""
+    from bli_memory.core.memory.redaction import redact
+
+    problems = error.errors()
+    parts = []
+    for problem in problems[:_NAMES_SHOWN]:
+        where = ".".join(str(part) for part in problem.get("loc", ()))[:_NAME_CHARS] or "the arguments"
+        if redact(where).masked:  # a key inside an object argument is the caller's text
+            where = "an argument"
+        parts.append(f"{where} is required" if problem.get("type") == "missing"
+                     else f"{where}: {problem.get('msg', 'invalid')}")
+    more = len(problems) - len(parts)
+    return "; ".join(parts) + (f" (and {more} more)" if more else "")
 
 
 def _start_extract_drain(

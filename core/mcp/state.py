@@ -91,6 +91,10 @@ def default_space(settings: Settings, *, cwd: str | None = None,
 
     ``BLI_MEMORY_CONTAINER_TAG`` (or ``settings.container_tag``) wins; otherwise the
     git remote or folder decides (:func:`bli_memory.core.memory.spaces.derive_space`).
+    A forced tag that looks like a secret gives ``("", why)``: the server still starts,
+    and :func:`resolve_tag` refuses each call that would act on the default space with
+    that reason, so the token is never echoed into an answer the model reads
+    (:func:`~bli_memory.core.hooks.container_tag.checked_space`, as the hooks refuse it).
 
     Args:
         settings: The session's settings.
@@ -98,12 +102,16 @@ def default_space(settings: Settings, *, cwd: str | None = None,
         environ: The session's variables (default: this process's); a relay served in
             the daemon passes its own (:mod:`bli_memory.core.daemon.mcp_sessions`).
     """
-    from bli_memory.core.memory.spaces import derive_space
+    from bli_memory.core.errors import ConfigError
+    from bli_memory.core.hooks.container_tag import checked_space
 
     env = dict(os.environ if environ is None else environ)
     if settings.container_tag:
         env["BLI_MEMORY_CONTAINER_TAG"] = settings.container_tag
-    space = derive_space(os.getcwd() if cwd is None else cwd, environ=env)
+    try:
+        space = checked_space(os.getcwd() if cwd is None else cwd, environ=env)
+    except ConfigError as exc:
+        return "", str(exc)  # resolve_tag refuses every call that would use it
     return space.tag, space.derived_from
 
 
@@ -111,16 +119,27 @@ def resolve_tag(state: ServerState, container_tag: str | None) -> str:
     """The space a tool acts on: ``container_tag`` validated, or the default when blank.
 
     Raises:
-        ToolError: ``invalid_input: ...`` for a tag :func:`validate_tag` refuses.
+        ToolError: ``invalid_input: ...`` for a tag :func:`validate_tag` refuses or one
+            that looks like a secret (the answer would repeat it), or when the default
+            space was refused (:func:`default_space`).
     """
+    from bli_memory.core.errors import InvalidInputError
     from bli_memory.core.memory.spaces import validate_tag
+    from bli_memory.core.memory.stored_secrets import check_container_tag
 
     if container_tag is None or not container_tag.strip():
+        if not state.default_space:
+            raise ToolError(f"invalid_input: {state.space_origin}")
         return state.default_space
     try:
-        return validate_tag(container_tag)
+        tag = validate_tag(container_tag)
     except ValueError as exc:
         raise ToolError(f"invalid_input: {exc}") from exc
+    try:
+        check_container_tag(tag)
+    except InvalidInputError as exc:
+        raise ToolError(f"invalid_input: {exc.message}") from None
+    return tag
 
 
 def require_enabled(space: str) -> None:

@@ -11,6 +11,8 @@ itself and passes the SDK only lines it accepts:
   ``-32700 Parse error`` and ``id: null`` (JSON-RPC 2.0, section 5.1);
 - JSON that is not a JSON-RPC message (an array, a request without ``method``) is
   answered with ``-32600 Invalid Request``, carrying the request's id when it has one;
+- a message nested deeper than the SDK's parser reads (200 levels) is answered with
+  ``-32600`` and its id, instead of being dropped;
 - lone surrogates in any string become U+FFFD and the request is processed as usual.
 
 stdout stays the SDK's: it keeps fd 1 for the wire and points the descriptor at
@@ -146,6 +148,11 @@ class _NotingSender:
         return getattr(self._stream, name)
 
 
+#: The answer to a message nested deeper than the SDK's JSON parser reads (pydantic-core
+#: stops at 200 levels); Python's own parser stops near 1,000 and gets -32700.
+_TOO_DEEP = "Invalid Request: nested too deeply (200 levels at most)"
+
+
 def _valid_id(request_id: Any) -> bool:
     """A request id the MCP SDK can answer: a string or an integer (a bool is neither)."""
     return isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
@@ -164,11 +171,16 @@ def _check(line: str) -> tuple[SessionMessage | None, str | None]:
         # bookkeeping of pending requests; a bool would be read as 0 or 1.
         return _error(None, types.INVALID_REQUEST, "Invalid Request: id must be a string or an integer"), None
     try:
-        message = clean_strings(message)
-        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
-        return None, json.dumps(message, ensure_ascii=False)
-    except Exception:  # any message pydantic refuses is an invalid request
+        accepted = json.dumps(clean_strings(message), ensure_ascii=False)
+        # The very parse the SDK's reader makes: what it would drop is answered here.
+        types.jsonrpc_message_adapter.validate_json(accepted, by_name=False)
+    except RecursionError:
+        return _error(request_id, types.INVALID_REQUEST, _TOO_DEEP), None
+    except Exception as exc:  # any message pydantic refuses is an invalid request
+        if "recursion limit" in str(exc):
+            return _error(request_id, types.INVALID_REQUEST, _TOO_DEEP), None
         return _error(request_id, types.INVALID_REQUEST, "Invalid Request"), None
+    return None, accepted
 
 
 @asynccontextmanager

@@ -136,9 +136,12 @@ async def save_memory(
     as history. The result names the space the memory actually went to.
     """
     from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.retrieval_writes import check_content_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
+    if not extract:
+        await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     # Secrets never reach the store, on either backend: a team space shares what it keeps.
     clean = await run_blocking(redact, content)
     require_enabled(tag)
@@ -198,17 +201,26 @@ async def update_memory(
     Give the memory's id (from search_memory) or its customId.
     """
     from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.retrieval_writes import check_content_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
+    await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     clean = await run_blocking(redact, content)
+    id = id.strip() if id is not None else None  # as forget_memory takes a pasted id
     res = await run_blocking(state.backend.update, clean.text, space=tag, id=id, custom_id=customId)
     out = UpdateOutput(
         status=res.status, containerTag=res.memory.space, memory=memory_out(res.memory),
         previous=memory_out(res.previous), named=memory_out(res.named) if res.named else None,
-        masked=clean.masked,
+        masked=clean.masked + res.masked,
     )
-    note = version_note(id, res.previous, res.named)
+    note = version_note(id, res.memory, res.named)  # the live version after this update
+    if res.status == "unchanged" and clean.masked:
+        # The text differed only in a secret's value, which is never stored.
+        text = (f"Unchanged: with its secrets masked, this text is what memory {res.memory.id} "
+                f"already says; a secret's value is never stored, so a new value changes nothing "
+                f"kept.{note}")
+        return tool_result(text, out)
     if res.status == "unchanged":
         text = f"Unchanged: memory {res.memory.id} already says exactly that.{note}"
     else:
@@ -216,7 +228,7 @@ async def update_memory(
             f"Updated: memory {res.memory.id} (version {res.memory.version}) replaces "
             f"{res.previous.id}, which is kept as history.{note}"
         )
-    return tool_result(text + masked_text(clean.masked), out)
+    return tool_result(text + masked_text(out.masked), out)
 
 
 async def forget_memory(
@@ -238,18 +250,23 @@ async def forget_memory(
     """
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
+    request = ctx.request_context.request_id
+    first_sent = state.replayed.get(request) if request is not None else None
+    # Run again after the daemon died before answering: a forget by content or query it
+    # already did answers as it did, before a second run could pick the next match.
+    done = None if first_sent is None or id else await run_blocking(
+        _forgotten_by, state.backend, tag, first_sent, content, query)
     try:
-        res = await run_blocking(state.backend.forget, space=tag, id=id, content=content, query=query)
+        res = done if done is not None else await run_blocking(
+            state.backend.forget, space=tag, id=id, content=content, query=query)
     except ToolError as exc:
-        request = ctx.request_context.request_id
-        first_sent = state.replayed.get(request) if request is not None else None
         if id is None or first_sent is None or not str(exc).startswith("not_found"):
             raise
-        # Run again after the daemon that forgot it died before answering: answer as it did.
-        done = await run_blocking(_forgotten_since, state.backend, id, first_sent)
-        if done is None:
+        # By id, the forget the daemon did makes this one not_found: answer as it did.
+        by_id = await run_blocking(_forgotten_since, state.backend, id, first_sent)
+        if by_id is None:
             raise
-        res = done
+        res = by_id
     out = ForgetOutput(
         containerTag=res.memory.space, matchedBy=res.matched_by, similarity=res.similarity,
         forgotten=memory_out(res.memory), named=memory_out(res.named) if res.named else None,
@@ -265,6 +282,23 @@ def _request_job_id(session_id: str, ctx: ToolContext) -> str:
 
     request = ctx.request_context.request_id
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"bli-memory:{session_id}:{type(request).__name__}:{request}"))
+
+
+def _forgotten_by(backend: MemoryBackend, space: str, since: float, content: str | None,
+                  query: str | None) -> ForgetResult | None:
+    """The forget by exactly one of ``content`` or ``query`` done since epoch ``since``, as
+    the backend's ``forgotten_by`` finds it (only the embedded store, the one a relay
+    serves, can tell), or None (any other selector, or a backend that cannot tell)."""
+    from bli_memory.core.errors import InvalidInputError
+    from bli_memory.core.memory.retrieval_writes import forget_selector
+
+    try:
+        selector = forget_selector(None, content, query)
+    except InvalidInputError:
+        return None  # the forget itself says what is wrong
+    return backend.forgotten_by(space=space, since=since,
+                                content=content if selector == "content" else None,
+                                query=query if selector == "query" else None)
 
 
 def _forgotten_since(backend: MemoryBackend, id: str, since: float) -> ForgetResult | None:
@@ -285,7 +319,7 @@ def _forgotten_since(backend: MemoryBackend, id: str, since: float) -> ForgetRes
         at = datetime.fromisoformat(head.forgotten_at.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-    if at < since - 1.0:  # forgotten before this request was first sent: not its doing
+    if at < since:  # forgotten before this request was first sent: not its doing (engine.forgotten_by)
         return None
     return ForgetResult(memory=head, matched_by="id", named=None if head.id == named.id else named)
 

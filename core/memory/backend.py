@@ -75,6 +75,21 @@ class MemoryBackend(Protocol):
         """Tombstone a memory by id, by exact text, or by closest match (cosine >= 0.85)."""
         ...
 
+    def forgotten_by(
+        self, *, space: str, since: float, content: str | None = None, query: str | None = None
+    ) -> ForgetResult | None:
+        """The forget by ``content`` or ``query`` in ``space`` done at or after the epoch
+        seconds ``since``, as it was answered; ``None`` when there is none, or when this
+        backend cannot tell (then the caller runs the forget).
+
+        For a forget request run again because its answer was lost (the relay hands a
+        session to the in-process server, :mod:`bli_memory.core.mcp.relay`), so it answers
+        as it did instead of taking the next match. The embedded engine can tell; the
+        Postgres store and the service's client answer ``None`` (a relay serves only the
+        embedded store).
+        """
+        ...
+
     def profile(self, *, space: str, limit: int = 10) -> Profile:
         """Durable facts and recent context of a space, for session-start."""
         ...
@@ -82,6 +97,13 @@ class MemoryBackend(Protocol):
     def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
         """``([(term, live memories holding it), ...], live memories)`` for the query's
         content terms, for the injection gate (:mod:`bli_memory.core.memory.term_evidence`)."""
+        ...
+
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine similarity between two live memories of the space (-1.0..1.0), for
+        the injection gate's second bar (:data:`~bli_memory.core.memory.relevance.DIVERSE_BACKGROUND`);
+        None when the space is too small to tell or the store cannot measure it (the gate
+        then uses the one bar of conversation spaces)."""
         ...
 
     def history(self, id: str) -> list[Memory]:
@@ -164,8 +186,10 @@ class MemoryBackend(Protocol):
     def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
         """Import exported rows exactly; one bad record means nothing is imported.
 
-        Secrets in content and metadata are masked as a save masks them; the answer is
-        ``{"imported": n, "skipped": n, "masked": n}``.
+        Secrets in content and metadata are masked as a save masks them. A live record
+        that restates a memory forgotten or purged in its space is left out, as capture
+        leaves it out. The answer is ``{"imported": n, "skipped": n, "forgotten": n,
+        "masked": n}`` (``skipped``: already present; ``forgotten``: left out as forgotten).
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.

@@ -5,7 +5,9 @@
 - the shipped model's id, ``all-MiniLM-L6-v2-int8`` (the default);
 - a short name of an installable model (:data:`INSTALLABLE`, today ``mpnet``): the folder
   ``<data dir>/models/<folder>`` that ``bli-memory-mcp model install mpnet`` writes;
-- a path to a model folder (it contains ``/`` or starts with ``~`` or ``.``).
+- a path to a model folder (it contains ``/`` or starts with ``~`` or ``.``:
+  :func:`is_model_path`), absolute or under ``~``; a relative one is refused where the
+  setting is read (:class:`~bli_memory.core.settings.Settings`).
 
 A model folder holds ``model.onnx``, ``tokenizer.json``, ``model.json`` and
 ``SHA256SUMS`` (``core/memory/embeddings.py``). Its model id (``model.json``'s ``name``)
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import EmbedderError
+from bli_memory.core.paths import is_model_path  # here too: where model specs are read
 
 if TYPE_CHECKING:
     from bli_memory.core.memory.embeddings import OnnxEmbedder
@@ -79,11 +82,6 @@ def installed_model_dir(short_name: str, data_dir: Path) -> Path:
         KeyError: ``short_name`` is not in :data:`INSTALLABLE`.
     """
     return models_dir(data_dir) / INSTALLABLE[short_name].model_id
-
-
-def is_model_path(spec: str) -> bool:
-    """True when a ``BLI_MEMORY_EMBEDDER`` value is a path rather than a name."""
-    return "/" in spec or "\\" in spec or spec.startswith(("~", "."))
 
 
 _loaded: dict[Path, OnnxEmbedder] = {}

@@ -27,6 +27,16 @@ __all__ = ["expiry_datetime", "parse_expiry"]
 _MAX_CHARS = 64
 
 
+def _shown(value: str) -> str:
+    """How a refusal names ``value``: quoted, unless it is long or looks like a secret (a
+    token pasted into the wrong field), which is never repeated."""
+    if len(value) > _MAX_CHARS:
+        return f"of {len(value)} characters"
+    from bli_memory.core.memory.redaction import redact
+
+    return "(not repeated: it looks like a secret)" if redact(value).masked else repr(value)
+
+
 def parse_expiry(value: Any, *, future: bool = False) -> str | None:
     """``value`` in the stores' UTC form; ``None`` or blank text means "never expires".
 
@@ -47,7 +57,7 @@ def parse_expiry(value: Any, *, future: bool = False) -> str | None:
         raise InvalidInputError("expiresAt must be an ISO 8601 date or time string")
     if not value.strip():
         return None
-    shown = repr(value) if len(value) <= _MAX_CHARS else f"of {len(value)} characters"
+    shown = _shown(value)
     if len(value) > _MAX_CHARS:
         raise InvalidInputError(f"expiresAt {shown} is not a usable ISO 8601 date or time")
     try:

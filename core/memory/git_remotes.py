@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 
 __all__ = [
@@ -370,13 +371,38 @@ def _iter_config(text: str) -> Iterator[tuple[str, str | None, str, str | None]]
 
 
 def read_text(path: str) -> str | None:
-    """Read at most 1 MiB of a file as text; None if unreadable."""
+    """At most 1 MiB of a regular file, as text; None if it is not one or cannot be read.
+
+    Only a regular file is read. A FIFO at a git path (``mkfifo .git/config``) would make
+    a plain ``open`` wait for a writer that never comes, and with it the hook, the MCP
+    server and the daemon's connection; a device such as ``/dev/zero`` never ends. So the
+    path is checked with ``stat`` first, opened with ``O_NONBLOCK`` (an open that never
+    waits, should the path be swapped after the check) and checked again on the open
+    descriptor before a bounded read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_READ)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, flags)
     except (OSError, ValueError):
         return None
-    return data.decode("utf-8", "replace")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = _MAX_READ
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 class GitConfig:

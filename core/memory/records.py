@@ -27,6 +27,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_VERSION",
+    "key_problem",
     "metadata_problem",
     "normalise_time",
     "parse_time",
@@ -39,7 +40,8 @@ __all__ = [
 #: Highest version number a record may carry (a 32-bit integer, as Postgres stores it).
 MAX_VERSION = 2**31 - 1
 #: Longest ``customId``, ``sessionId`` and ``source`` (Postgres indexes them; a key of
-#: kilobytes does not fit an index entry).
+#: kilobytes does not fit an index entry). Every store refuses a longer one on a save
+#: and on an import (:func:`key_problem`), so an export of one store imports into any other.
 MAX_KEY_CHARS = 512
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -73,6 +75,22 @@ def normalise_time(value: str) -> str:
         return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     except (ValueError, OverflowError, AttributeError) as exc:
         raise ValueError(f"{value!r} is not a usable ISO 8601 date or time") from exc
+
+
+def key_problem(fields: dict[str, Any]) -> str | None:
+    """Why one of ``fields`` is too long for every store, or None.
+
+    Args:
+        fields: Wire names (``customId``, ``sessionId``, ``source``) to their values;
+            a value that is not a string is left to the other checks.
+
+    Returns:
+        ``"customId is longer than 512 characters"`` for the first too long, or None.
+    """
+    for name, value in fields.items():
+        if isinstance(value, str) and len(value) > MAX_KEY_CHARS:
+            return f"{name} is longer than {MAX_KEY_CHARS} characters"
+    return None
 
 
 def record_problem(rec: Any) -> str | None:
@@ -121,9 +139,9 @@ def record_problem(rec: Any) -> str | None:
     for key in ("customId", "supersedes", "sessionId", "source", "embedding", "embeddingModel"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return f"{key} must be a string or null"
-    for key in ("customId", "sessionId", "source"):
-        if rec.get(key) is not None and len(rec[key]) > MAX_KEY_CHARS:
-            return f"{key} is longer than {MAX_KEY_CHARS} characters"
+    problem = key_problem({key: rec.get(key) for key in ("customId", "sessionId", "source")})
+    if problem:
+        return problem
     for key in ("id", "supersedes"):
         if rec.get(key) is not None and not _is_uuid(rec[key]):
             return f"{key} {rec[key]!r} is not a UUID in its lowercase dashed form"

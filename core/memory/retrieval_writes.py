@@ -20,6 +20,7 @@ __all__ = [
     "FORGET_MIN_SIMILARITY",
     "MAX_CONTENT_CHARS",
     "PROFILE_KINDS",
+    "check_content_size",
     "checked_content",
     "checked_save_fields",
     "content_hash",
@@ -59,11 +60,44 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def checked_content(content: str) -> str:
-    """The normalised form of memory content a caller gave, shared by every store.
+def _too_long(length: int) -> InvalidInputError:
+    return InvalidInputError(
+        f"content is {length} characters; the limit is {MAX_CONTENT_CHARS}. "
+        "Save the durable facts, or use extract: true to distil them"
+    )
+
+
+def check_content_size(content: str) -> None:
+    """Refuse memory content longer than :data:`MAX_CONTENT_CHARS`, before anything else
+    is done with it.
+
+    Every write path that masks secrets before the store sees the text (``save_memory``,
+    ``update_memory``, ``memory save``, the service's doors) calls this first: masking
+    runs every redaction rule over the whole text, and a 10 MB text cost seconds of CPU
+    only to be refused. The length is that of the text as given (stripped and
+    NFC-normalised, as it would be stored), so a text that would fit only once its
+    secrets are masked is refused too. Anything that is not a string is left to the
+    checks that follow.
+
+    Raises:
+        InvalidInputError: the same refusal :func:`checked_content` gives (``content is
+            N characters; the limit is ...``); nothing is saved.
+    """
+    if isinstance(content, str) and len(content) > MAX_CONTENT_CHARS:
+        length = len(normalise_content(content))
+        if length > MAX_CONTENT_CHARS:
+            raise _too_long(length)
+
+
+def checked_content(content: str) -> tuple[str, int]:
+    """``(text, masked)``: the normalised form of memory content a caller gave, shared by
+    every store, and the number of secrets masked in it (what a store's update reports in
+    :attr:`~bli_memory.core.models.UpdateResult.masked`).
 
     Secrets are masked here (:func:`bli_memory.core.memory.redaction.redact`), so no store
     keeps one, whoever saves: the tools, the service's doors, the worker, the library.
+    The size is checked before the masking (:func:`check_content_size`) and again after
+    it, since a placeholder can be longer than the secret it replaces.
 
     Content must be storable text (:func:`bli_memory.core.memory.storable_text.text_problem`:
     no NUL character, no lone surrogate), the rule import and metadata already follow, so
@@ -73,30 +107,19 @@ def checked_content(content: str) -> str:
         InvalidInputError: empty content, text no store can keep (``content contains a
             NUL character``), or longer than :data:`MAX_CONTENT_CHARS`.
     """
-    return _checked_content(content)[0]
-
-
-def _checked_content(content: str) -> tuple[str, int]:
-    """:func:`checked_content` and the number of secrets it masked."""
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.storable_text import text_problem
 
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content is empty: there is nothing to remember")
+    check_content_size(content)
     problem = text_problem(content)
     if problem:
         raise InvalidInputError(f"content {problem}; nothing was saved")
-    text = normalise_content(content)
-    masked = 0
-    if len(text) <= MAX_CONTENT_CHARS:
-        clean = redact(text)  # a placeholder can be longer than its secret: checked below
-        text, masked = clean.text, clean.masked
-    if len(text) > MAX_CONTENT_CHARS:
-        raise InvalidInputError(
-            f"content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. "
-            "Save the durable facts, or use extract: true to distil them"
-        )
-    return text, masked
+    clean = redact(normalise_content(content))
+    if len(clean.text) > MAX_CONTENT_CHARS:
+        raise _too_long(len(clean.text))
+    return clean.text, clean.masked
 
 
 def checked_save_fields(
@@ -105,14 +128,14 @@ def checked_save_fields(
     """A save's content, metadata and ``customId`` as every store takes them.
 
     Returns:
-        ``(text, metadata, custom_id, masked)``: :func:`checked_content`, the metadata
+        ``(text, metadata, custom_id, masked)``: the text of :func:`checked_content`, the metadata
         object (or None), the ``customId`` (a blank one is None: no upsert) and the
         number of secrets masked in the content.
 
     Raises:
         InvalidInputError: empty or oversized content, metadata that is not a JSON object.
     """
-    text, masked = _checked_content(content)
+    text, masked = checked_content(content)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError("metadata must be a JSON object")
     if custom_id is not None and not str(custom_id).strip():

@@ -327,8 +327,8 @@ def derive_space(
     if forced is not None and forced.strip():
         try:
             tag = validate_tag(forced)
-        except ValueError as exc:
-            raise ValueError(f"{ENV_CONTAINER_TAG}: {exc}") from None
+        except ValueError as exc:  # validate_tag never repeats it: it may hold a pasted secret
+            raise ValueError(f"{ENV_CONTAINER_TAG} is invalid: {exc}") from None
         return Space(tag=tag, kind="forced", name=tag, derived_from=ENV_CONTAINER_TAG, root=None)
 
     try:

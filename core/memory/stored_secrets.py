@@ -43,11 +43,16 @@ __all__ = [
 def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
     """``(metadata with every string key and value redacted, secrets masked)``; None stays None.
 
-    A string value is also judged with its key, as ``key=value``: ``{"password": "hunter2"}``
-    is masked as ``password=hunter2`` would be, and ``{"pwd": "/srv/app"}`` kept as the path
-    it is (:mod:`bli_memory.core.redaction`).
+    A value is also judged with its key (:func:`~bli_memory.core.memory.redaction.keys.masked_under_key`):
+    under a key that names a secret, any value but null, a boolean, ``""``, a reference or
+    a kept path is masked, numbers, lists and objects too (``{"pin": 4242}``,
+    ``{"token": ["a", "b"]}``), each counted once; ``{"pwd": "/srv/app"}`` is kept as the
+    path it is. In an object with a ``value`` beside a ``name`` (or ``key``), the value is
+    judged with the name, as a Kubernetes ``env`` entry is read: ``{"name": "DB_PASSWORD",
+    "value": "walrus"}`` masks ``walrus``; ``{"name": "LOG_LEVEL", "value": "info"}`` stays.
     """
     from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.redaction.keys import masked_under_key
 
     count = 0
 
@@ -58,21 +63,25 @@ def masked_metadata(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | N
             count += clean.masked
             return clean.text
         if isinstance(value, dict):  # keys too: a secret pasted as a key is still a secret
-            return {walk(k) if isinstance(k, str) else k: named(k, v) for k, v in value.items()}
+            # A secret named in one field and given in the next, as a Kubernetes env entry
+            # ({"name": "DB_PASSWORD", "value": "..."}) or a .NET setting ({"key": ..., "value": ...}).
+            label = value.get("name", value.get("key"))
+            pair = label if isinstance(label, str) and "value" in value else None
+            return {walk(k) if isinstance(k, str) else k: named(pair if k == "value" and pair else k, v)
+                    for k, v in value.items()}
         if isinstance(value, list):
             return [walk(v) for v in value]
         return value
 
     def named(key: Any, value: Any) -> Any:
         # {"password": "hunter2"} says what {"x": "password=hunter2"} says: the key names
-        # the value a secret, so the pair is judged as one assignment (the PWD rule included).
+        # the value a secret (the PWD rule included), whatever type the value has.
         nonlocal count
-        if isinstance(key, str) and isinstance(value, str) and not redact(value).masked:
-            pair = redact(f"{key}={value}")
-            head = f"{key}="
-            if pair.masked and pair.text.startswith(head):
-                count += 1
-                return pair.text[len(head):]
+        if isinstance(key, str) and not (isinstance(value, str) and redact(value).masked):
+            kept, masked = masked_under_key(key, value)
+            if masked:
+                count += masked
+                return kept
         return walk(value)
 
     if metadata is None:
@@ -95,22 +104,30 @@ def check_custom_id(custom_id: str | None) -> None:
                                 "not a credential (nothing was saved)")
 
 
-def check_container_tag(tag: str) -> None:
+def check_container_tag(tag: str, *, name: str = "containerTag") -> None:
     """Refuse a container tag that holds a secret (``ghp_...`` as a space's name).
 
     A container tag is a name: it is shown in listings, named in receipts and logs, and
     on the team service seen by everyone the space is shared with, so a credential there
-    is neither masked nor kept.
+    is neither masked nor kept. The stores check it on every write; the MCP tools and the
+    ``memory`` commands check a tag they are given before any read too, since the answer
+    would repeat it.
+
+    Args:
+        tag: The container tag, already valid by :func:`~bli_memory.core.memory.spaces.validate_tag`.
+        name: What the person called it, for the message: ``containerTag`` (an MCP tool's
+            argument, the stores) or ``--space`` (a ``memory`` command).
 
     Raises:
-        InvalidInputError: the tag looks like a secret; nothing is written.
+        InvalidInputError: the tag looks like a secret; nothing is read or written, and the
+            message does not repeat the tag.
     """
     from bli_memory.core.memory.redaction import redact
 
     if tag and redact(tag).masked:
-        raise InvalidInputError("containerTag holds what looks like a secret; a container tag is a "
-                                "name shown in listings and shared on the team service: use a name, "
-                                "not a credential (nothing was saved)")
+        raise InvalidInputError(f"{name} holds what looks like a secret (a token, key or password); "
+                                "a container tag is a name shown in listings and answers and shared "
+                                "on the team service: use a name, not a credential (nothing was done)")
 
 
 class SaveExtras(NamedTuple):
@@ -142,24 +159,33 @@ def _label(name: str, value: str | None) -> tuple[str | None, int]:
     return clean.text, clean.masked
 
 
-def with_masked_labels(memory: Memory) -> Memory:
-    """``memory`` with secrets masked in its ``sessionId`` and ``source``: what an update
-    carries to the new version (a row written before saves masked them keeps its own).
+def with_masked_labels(memory: Memory) -> tuple[Memory, int]:
+    """``(memory, masked)``: ``memory`` with secrets masked in its metadata (as a save
+    masks it, :func:`masked_metadata`), ``sessionId`` and ``source``, what an update
+    carries to the new version (a row written before saves masked them keeps its own),
+    and how many secrets were masked there.
 
-    The same object when there is nothing to mask.
+    The same object, and 0, when there is nothing to mask.
     """
     from dataclasses import replace
 
     from bli_memory.core.memory.redaction import redact
 
-    changed: dict[str, str] = {}
+    changed: dict[str, Any] = {}
+    masked = 0
+    if memory.metadata:
+        metadata, in_metadata = masked_metadata(memory.metadata)
+        if in_metadata:
+            changed["metadata"] = metadata
+            masked += in_metadata
     for field in ("session_id", "source"):
         value = getattr(memory, field)
         if value:
             clean = redact(value)
             if clean.masked:
                 changed[field] = clean.text
-    return replace(memory, **changed) if changed else memory  # type: ignore[arg-type]
+                masked += clean.masked
+    return (replace(memory, **changed) if changed else memory), masked
 
 
 def checked_extras(
@@ -168,7 +194,11 @@ def checked_extras(
 ) -> SaveExtras:
     """What a store may keep of a save besides its content, after the rules both stores share.
 
-    Metadata must pass :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
+    A ``customId``, ``sessionId`` or ``source`` must be at most
+    :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, as import requires
+    (:func:`~bli_memory.core.memory.records.key_problem`), so a store never keeps what
+    another could not import. Metadata must pass
+    :func:`bli_memory.core.memory.records.metadata_problem` (a JSON object
     within the size limit); its string values are masked (:func:`masked_metadata`). A
     ``customId`` must be storable text (no NUL character, no lone surrogate, as import
     requires) and hold no secret (:func:`check_custom_id`). A ``sessionId`` or ``source``
@@ -182,13 +212,16 @@ def checked_extras(
 
     Raises:
         InvalidInputError: metadata that cannot be stored, a ``customId``, ``sessionId``
-            or ``source`` that is not storable text, a secret ``customId`` or container
-            tag, or a label
+            or ``source`` that is too long or not storable text, a secret ``customId``
+            or container tag, or a label
             whose placeholders make it longer than its limit; nothing is saved.
     """
-    from bli_memory.core.memory.records import metadata_problem
+    from bli_memory.core.memory.records import key_problem, metadata_problem
     from bli_memory.core.memory.storable_text import text_problem
 
+    problem = key_problem({"customId": custom_id, "sessionId": session_id, "source": source})
+    if problem:
+        raise InvalidInputError(f"{problem}; nothing was saved")
     problem = metadata_problem(metadata)
     if problem:
         raise InvalidInputError(problem)

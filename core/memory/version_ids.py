@@ -14,7 +14,26 @@ from collections.abc import Sequence
 from bli_memory.core.errors import NotFoundError
 from bli_memory.core.models import Memory
 
-__all__ = ["live_head", "version_note"]
+__all__ = ["live_head", "shown_id", "version_note"]
+
+
+_NOT_AN_ID = "<not a memory id: ids are whole UUIDs, as search and list show them; not repeated>"
+
+
+def shown_id(id: object) -> str:
+    """``id`` as an error may show it: as given when it is a UUID in the stores' form
+    (lowercase, dashed: every memory id is one), else a stand-in that says what an id is
+    (``<not a memory id: ids are whole UUIDs, ...; not repeated>``): a token pasted where
+    an id goes (an MCP argument, a URL of the memory browser) must not come back in the
+    answer or a log, and 32 bare hex digits (a Twilio or Datadog key) also parse as a
+    UUID."""
+    import uuid
+
+    try:
+        canonical = str(uuid.UUID(str(id)))
+    except ValueError:
+        canonical = ""
+    return canonical if canonical == id else _NOT_AN_ID
 
 
 def live_head(
@@ -23,7 +42,7 @@ def live_head(
     """The memory to act on for ``id``, and the older version ``id`` named (or None).
 
     Args:
-        id: The id given (shown in errors, cut to 100 characters).
+        id: The id given (shown in errors as :func:`shown_id` gives it).
         start: The row with that id, or None.
         head: The newest version of ``start``'s chain (``start`` itself when newest).
         live: Whether ``head`` is active and unexpired.
@@ -32,7 +51,7 @@ def live_head(
         NotFoundError: no row has the id, or its memory has no live version (forgotten
             or expired), saying which version the id named.
     """
-    shown = id if len(id) <= 100 else id[:100] + "…"
+    shown = shown_id(id)
     if start is None or head is None:
         raise NotFoundError(f"no live memory with id {shown}")
     named = start if start.id != head.id else None

@@ -11,7 +11,12 @@ The service answers every request, and answers a hostile one cheaply:
 - a body that trickles in is refused (408) once :data:`BODY_TIMEOUT_SECONDS` have
   passed, so a slow sender cannot hold a worker forever;
 - error messages are cut to :data:`MAX_ERROR_MESSAGE_CHARS`, so an answer never
-  echoes a 100,000-character id back.
+  echoes a 100,000-character id back;
+- an answer sent before the whole body was read (any refusal above, a 404 or 405)
+  carries ``Connection: close`` and the connection is closed after it
+  (:class:`CloseUnreadBodies`): the rest of a refused body is never read, where
+  keeping the connection open would have meant reading (and dropping) all of it, up
+  to the gigabytes its ``Content-Length`` announced, before the next request.
 
 Every refusal is a :class:`DoorError` and is answered as the documented
 ``{"error": {"reason", "message"}}`` object by :func:`error_payload`.
@@ -23,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "BODY_TIMEOUT_SECONDS",
     "BULK_BODY_TIMEOUT_SECONDS",
     "MAX_ERROR_MESSAGE_CHARS",
+    "CloseUnreadBodies",
     "DoorError",
     "bounded",
     "check_headers",
@@ -135,3 +142,55 @@ async def read_body(request: Request, *, max_body: int, timeout: float) -> bytes
     except ClientDisconnect:  # nobody is left to answer; not a failure of the service
         raise DoorError(400, "invalid_input", "the connection closed before the body arrived") from None
     return bytes(data)
+
+
+def _announces_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    """True when request ``headers`` announce a body: chunked, or a ``Content-Length``
+    other than 0 (an unreadable one included)."""
+    for name, value in headers:
+        name = name.lower()
+        if name == b"transfer-encoding" and b"chunked" in value.lower():
+            return True
+        if name == b"content-length" and value.strip() != b"0":
+            return True
+    return False
+
+
+class CloseUnreadBodies:
+    """ASGI middleware: an answer sent before the request's body was read closes the connection.
+
+    HTTP/1.1 keeps a connection open for the next request, so a server that answers
+    early must still read the rest of the body to find where the next request starts.
+    A refused body (401, 413, 415, 408, 404, 405) may announce gigabytes; rather than
+    read it all, the answer carries ``Connection: close`` (uvicorn then closes the
+    connection once the answer is sent). An answer to a request whose body was read to
+    its end keeps the connection open.
+
+    Args:
+        app: The ASGI app to wrap.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection scope (HTTP requests only; others pass through)."""
+        if scope["type"] != "http" or not _announces_body(scope.get("headers") or []):
+            await self.app(scope, receive, send)
+            return
+        read = False
+
+        async def receiving() -> Message:
+            nonlocal read
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                read = True
+            return message
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and not read:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receiving, sending)

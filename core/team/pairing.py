@@ -36,6 +36,7 @@ __all__ = [
     "SESSION_VERSION",
     "UNPAIRED_MESSAGE",
     "Session",
+    "check_paired",
     "clear_session",
     "login",
     "read_session",
@@ -187,3 +188,12 @@ def remote_target(settings: Any) -> tuple[str, str] | None:
     if not url or not token:
         raise ServiceError(UNPAIRED_MESSAGE, reason="unpaired")
     return url.rstrip("/"), token
+
+
+def check_paired(settings: Any) -> None:
+    """Raise ``ServiceError(reason="unpaired")`` when a service is configured without a token.
+
+    The MCP server calls this before opening its transport, so an unpaired machine
+    gets :data:`UNPAIRED_MESSAGE` on stderr and exit status 1 (:func:`remote_target`).
+    """
+    remote_target(settings)

@@ -57,7 +57,7 @@ class AuditMixin(PgCore):
             "wrong_model", "repaired"}`` plus ``after`` when ``repair`` was asked.
         """
         me = self._me()
-        with self._conn("audit the store") as conn:
+        with self._tx("audit the store", bulk=True) as conn:
             spaces = self._own_spaces(conn)
             report = self._audit_counts(conn, spaces)
         report["repaired"] = False
@@ -66,7 +66,7 @@ class AuditMixin(PgCore):
         if not report["ok"]:
             self._repair(spaces, me)
             report["repaired"] = True
-        with self._conn("audit the store") as conn:
+        with self._tx("audit the store", bulk=True) as conn:
             after = self._audit_counts(conn, spaces)
         report["after"] = {k: after[k] for k in ("ok", *self._AUDIT_CHECKS)}
         return report
@@ -75,7 +75,7 @@ class AuditMixin(PgCore):
         args = {"spaces": spaces, "me": me, "model": self.model_name}
         own = "space = ANY(%(spaces)s) AND owner_id = %(me)s"
         checks = self._AUDIT_CHECKS
-        with self._tx("repair the keyword index") as conn:
+        with self._tx("repair the keyword index", bulk=True) as conn:
             conn.execute(f"UPDATE memories SET terms = NULL WHERE {own} AND {checks['stale_keyword']}", args)
             rows = conn.execute(
                 f"SELECT space, seq, content FROM memories WHERE {own} AND {checks['missing_keyword']}", args
@@ -86,7 +86,7 @@ class AuditMixin(PgCore):
                     "WHERE space = %s AND seq = %s AND state = 'active'",
                     [(tsvector_text(content), space, seq) for space, seq, content in rows],
                 )
-        with self._conn("find rows to embed") as conn:
+        with self._tx("find rows to embed", bulk=True) as conn:
             todo = conn.execute(
                 f"SELECT space, seq, content FROM memories WHERE {own} AND "
                 f"(({checks['missing_vector']}) OR ({checks['wrong_model']})) ORDER BY seq", args,
@@ -94,7 +94,7 @@ class AuditMixin(PgCore):
         for start in range(0, len(todo), batch):
             part = todo[start:start + batch]
             vectors = self.embedder.embed([content for _, _, content in part])
-            with self._tx("store recomputed vectors") as conn, conn.cursor() as cur:
+            with self._tx("store recomputed vectors", bulk=True) as conn, conn.cursor() as cur:
                 cur.executemany(
                     "UPDATE memories SET embedding = %s::vector, embedding_model = %s "
                     "WHERE space = %s AND seq = %s AND state = 'active'",

@@ -249,10 +249,16 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
 
     pgvector 0.8's iterative index scan keeps walking the HNSW graph until enough rows
     pass the space filter, so a filtered k-NN does not come back short; ``ef_search``
-    is the candidate list size (pgvector's default is 40).
+    is the candidate list size (pgvector's default is 40). ``statement_timeout`` lets a
+    working server cancel a statement of a door after
+    :data:`~bli_memory.core.team.pg_pool.STATEMENT_SECONDS` itself
+    (:mod:`~bli_memory.core.team.pg_pool`).
     """
+    from bli_memory.core.team.pg_pool import STATEMENT_SECONDS, statement_setting
+
     conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
-                 "set_config('hnsw.ef_search', '100', false)")
+                 "set_config('hnsw.ef_search', '100', false), set_config('statement_timeout', %s, false)",
+                 (statement_setting(STATEMENT_SECONDS),))
 
 
 class SharedResources:
@@ -331,9 +337,17 @@ class PgCore:
             yield conn
 
     @contextmanager
-    def _tx(self, action: str) -> Iterator[psycopg.Connection[Any]]:
+    def _tx(self, action: str, *, bulk: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction; ``bulk``: its statements may each run
+        :data:`~bli_memory.core.team.pg_pool.BULK_STATEMENT_SECONDS` (an import, an audit)."""
         with converted(action), self._shared.pool.connection() as conn, conn.transaction():
-            yield conn
+            if not bulk:
+                yield conn
+                return
+            from bli_memory.core.team.pg_pool import BULK_STATEMENT_SECONDS, bulk_statements
+
+            with bulk_statements(conn, BULK_STATEMENT_SECONDS):
+                yield conn
 
     def _embed_one(self, text: str) -> Any:
         return self.embedder.embed([text])[0]
@@ -360,12 +374,14 @@ class PgCore:
 
     def ready(self) -> bool:
         """True when the database answers and its schema is current; never waits more than
-        :data:`~bli_memory.core.team.pg_pool.READY_WAIT_SECONDS` for a connection."""
-        from bli_memory.core.team.pg_pool import READY_WAIT_SECONDS
+        :data:`~bli_memory.core.team.pg_pool.READY_WAIT_SECONDS` for a connection, nor
+        :data:`~bli_memory.core.team.pg_pool.CHECK_SECONDS` for an answer."""
+        from bli_memory.core.team.pg_pool import CHECK_SECONDS, READY_WAIT_SECONDS, wait_limit
 
         try:
             pool = self._shared.pool
-            with converted("check readiness"), pool.connection(timeout=READY_WAIT_SECONDS) as conn:
+            with (converted("check readiness"), pool.connection(timeout=READY_WAIT_SECONDS) as conn,
+                  wait_limit(conn, CHECK_SECONDS)):
                 return schema_is_current(conn)
         except StoreError:
             return False

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from bli_memory.core.errors import NotFoundError
+from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.models import Memory
 from bli_memory.core.team.pg_base import MEMORY_COLUMNS, PgCore, one_row, row_to_memory
 
@@ -117,16 +118,16 @@ class ControlsMixin(PgCore):
                 chain, _ = self._chain(conn, id)
             except NotFoundError:
                 if include_inactive:
-                    raise NotFoundError(f"no memory with id {id} (never saved, purged, or not "
+                    raise NotFoundError(f"no memory with id {shown_id(id)} (never saved, purged, or not "
                                         "yours to read)") from None
-                raise NotFoundError(f"no live memory with id {id}{hint}") from None
+                raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}") from None
         key = str(uuid.UUID(str(id)))
         memory = next((m for m in chain if m.id == key), None)
         if memory is not None and memory.state == "superseded" and not include_inactive \
                 and chain[0].state == "active":
             memory = chain[0]  # an id names the memory: read its live head
         if memory is None or (memory.state != "active" and not include_inactive):
-            raise NotFoundError(f"no live memory with id {id}{hint}")
+            raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}")
         history = [m for m in chain if m.id != memory.id]
         if not include_inactive:
             history = [m for m in history if m.state == "superseded"]

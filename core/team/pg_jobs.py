@@ -36,13 +36,19 @@ class JobsMixin(PgCore):
 
         A ``job_id`` of the caller's (a retried capture) is queued once; one another
         person holds is refused (InvalidInputError), never disclosed or overwritten, and
-        so is a container tag that looks like a secret
-        (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
+        so are a container tag that looks like a secret
+        (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`) and a
+        ``sessionId`` or ``source`` over
+        :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, as a save refuses them.
         """
         from bli_memory.core.extraction.job_ids import checked_job_id
+        from bli_memory.core.memory.records import key_problem
         from bli_memory.core.memory.stored_secrets import check_container_tag
 
         check_container_tag(space)
+        problem = key_problem({"sessionId": session_id, "source": source})
+        if problem:  # the job's saves would carry them
+            raise InvalidInputError(f"{problem}; nothing was queued")
 
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")

@@ -58,7 +58,7 @@ keeps one flat public surface.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.memory.job_queue import ExtractJob
 from bli_memory.core.memory.ranking import RankingConfig
@@ -74,6 +74,9 @@ from bli_memory.core.team.pg_schema import VERSION_TABLE, migrate, schema_is_cur
 from bli_memory.core.team.pg_search import PostgresSearch
 from bli_memory.core.team.pg_transfer import EXPORT_PAGE, EXPORT_PAGE_MAX, TransferMixin
 from bli_memory.core.team.pg_writes import PostgresWrites
+
+if TYPE_CHECKING:
+    from bli_memory.core.models import ForgetResult
 
 __all__ = [
     "EXPORT_PAGE",
@@ -219,4 +222,11 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
     @property
     def store_path(self) -> None:
         """No local file: Postgres keeps the memories (the daemon watches nothing)."""
+        return None
+
+    def forgotten_by(self, *, space: str, since: float, content: str | None = None,
+                     query: str | None = None) -> ForgetResult | None:
+        """``None``: this store cannot tell which forget a lost answer was, so the caller
+        runs the forget (no relay serves it;
+        :meth:`~bli_memory.core.memory.backend.MemoryBackend.forgotten_by`)."""
         return None

@@ -46,7 +46,7 @@ class TransferMixin(PgCore):
         import numpy as np
 
         limit = max(1, min(int(limit), EXPORT_PAGE_MAX))
-        with self._conn("export memories") as conn:
+        with self._tx("export memories", bulk=True) as conn:
             spaces = list(self._view(conn, space).spaces) if space else self._own_spaces(conn)
             rows = conn.execute(
                 f"SELECT {MEMORY_COLUMNS}, embedding::text, embedding_model FROM memories "
@@ -105,6 +105,10 @@ class TransferMixin(PgCore):
         and of unit length (within 1 %); otherwise live rows
         are embedded again.
 
+        A live record that restates a memory forgotten or purged in its space (as this
+        person sees it) is not brought back, nor are the older versions of the import it
+        replaced (:func:`~bli_memory.core.extraction.forgotten_imports.forgotten_records`).
+
         A record's ``supersedes`` must name one of this person's own rows or another
         record of the same import, so nobody can attach a row to (and then read, or
         purge) someone else's memory. ``chain_ids`` are ids of the same import sent in
@@ -121,9 +125,11 @@ class TransferMixin(PgCore):
             chain_ids: Ids of records of the same import in other parts.
 
         Returns:
-            ``{"imported": n, "skipped": n, "masked": n}`` (with ``dry_run``: what would
-            happen); ``masked`` counts the secrets masked in the records imported, as a
-            save masks them (:func:`~bli_memory.core.memory.stored_secrets.masked_records`).
+            ``{"imported": n, "skipped": n, "forgotten": n, "masked": n}`` (with
+            ``dry_run``: what would happen): ``skipped`` counts the records already
+            present, ``forgotten`` those left out as forgotten, ``masked`` the secrets
+            masked in the records imported, as a save masks them
+            (:func:`~bli_memory.core.memory.stored_secrets.masked_records`).
 
         Raises:
             InvalidInputError: naming the first bad record (1-based): a record the
@@ -161,24 +167,32 @@ class TransferMixin(PgCore):
         found = records_problem(records)
         if found:
             raise refuse(*found)
+        from bli_memory.core.extraction.forgotten_imports import forgotten_records
+
+        # Read before anything is written: the tombstones of the space as it was.
+        left_out = forgotten_records(self, records, range(len(records)))
         try:
             elsewhere = {str(uuid.UUID(str(c))) for c in chain_ids}
         except ValueError:
             raise InvalidInputError("chainIds must be UUIDs; nothing was imported") from None
         me = self._me()
 
-        def plan(conn: psycopg.Connection[Any]) -> tuple[list[int], int]:
+        def plan(conn: psycopg.Connection[Any]) -> tuple[list[int], int, int]:
             present = {str(r[0]): int(r[1]) for r in conn.execute(
                 "SELECT id, owner_id FROM memories WHERE id = ANY(%s::uuid[])", (keys,))}
             todo: list[int] = []
             seen: set[str] = set()
             live_ids: dict[tuple[str, str], int] = {}
+            forgotten = 0
             for i, key in enumerate(keys):
                 if key in present and present[key] != me:
                     raise refuse(i + 1, f"id {key} belongs to another person's memory")
                 if key in present or key in seen:
                     continue
                 seen.add(key)
+                if i in left_out:
+                    forgotten += 1
+                    continue
                 todo.append(i)
                 rec = records[i]
                 if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
@@ -212,18 +226,19 @@ class TransferMixin(PgCore):
             loop = supersede_cycle(records, stored_link)
             if loop:
                 raise refuse(*loop)
-            return todo, len(records) - len(todo)
+            return todo, len(records) - len(todo) - forgotten, forgotten
 
-        with self._conn("plan an import") as conn:
-            todo, skipped = plan(conn)
+        with self._tx("plan an import", bulk=True) as conn:
+            todo, skipped, forgotten = plan(conn)
         if dry_run:
             # Written and rolled back: Postgres' own limits (an index key too long, a
             # value a column cannot hold) are checked before any part is written.
             vectors = {i: v for i in todo if (v := self._usable_vector(records[i])) is not None}
-            with self._tx("check an import") as conn:
+            with self._tx("check an import", bulk=True) as conn:
                 self._insert_records(conn, records, keys, todo, vectors)
                 raise psycopg.Rollback()
-            return {"imported": len(todo), "skipped": skipped, "masked": sum(masked[i] for i in todo)}
+            return {"imported": len(todo), "skipped": skipped, "forgotten": forgotten,
+                    "masked": sum(masked[i] for i in todo)}
         # Vectors are computed before the write transaction, which then holds the space
         # locks only for the inserts.
         vectors = {}
@@ -242,7 +257,7 @@ class TransferMixin(PgCore):
             part = embed[start:start + 64]
             for i, v in zip(part, self.embedder.embed([records[i]["content"] for i in part]), strict=True):
                 vectors[i] = v
-        with self._tx("import memories") as conn:
+        with self._tx("import memories", bulk=True) as conn:
             for space in sorted({records[i]["space"] for i in todo}):
                 self._lock_space(conn, me, space)
             # Ids are unique per space only, and the space locks are per person: two people
@@ -252,13 +267,14 @@ class TransferMixin(PgCore):
                 "(SELECT DISTINCT unnest(%s::text[]) AS k ORDER BY 1) AS ids",
                 (sorted(set(keys)),),
             )
-            todo, skipped = plan(conn)  # again, under the locks: a concurrent import may have won
+            todo, skipped, forgotten = plan(conn)  # again, under the locks: a concurrent import may have won
             for i in todo:
                 rec = records[i]
                 if (rec.get("state") or "active") == "active" and i not in vectors:  # appeared since the plan
                     vectors[i] = self._embed_one(rec["content"])
             self._insert_records(conn, records, keys, todo, vectors)
-        return {"imported": len(todo), "skipped": skipped, "masked": sum(masked[i] for i in todo)}
+        return {"imported": len(todo), "skipped": skipped, "forgotten": forgotten,
+                "masked": sum(masked[i] for i in todo)}
 
     def _insert_records(self, conn: psycopg.Connection[Any], records: list[dict[str, Any]], keys: list[str],
                         todo: list[int], vectors: dict[int, Any]) -> None:

@@ -30,7 +30,7 @@ from bli_memory.core.memory.retrieval_writes import (
     require_one_of_id_or_custom_id,
     upserted_version,
 )
-from bli_memory.core.memory.version_ids import live_head
+from bli_memory.core.memory.version_ids import live_head, shown_id
 from bli_memory.core.models import ForgetResult, Memory, SaveResult, UpdateResult
 from bli_memory.core.team.pg_base import (
     MEMORY_COLUMNS,
@@ -118,7 +118,10 @@ class PostgresWrites(PgCore):
 
         Raises:
             InvalidInputError: empty or oversized content, metadata that is not a JSON
-                object, an unreadable ``expires_at`` or one in the past.
+                object, a ``customId``, ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters (as the
+                embedded store, so an export of this store imports there), an unreadable
+                ``expires_at`` or one in the past.
         """
         text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
         for field, value in (("content", text), ("customId", custom_id),
@@ -221,7 +224,7 @@ class PostgresWrites(PgCore):
                 when it is in a space shared read-only).
         """
         require_one_of_id_or_custom_id(id, custom_id)
-        text = checked_content(content)
+        text, in_content = checked_content(content)
         check_storable("content", text)
         vector = None
         at = utc_now()
@@ -233,11 +236,12 @@ class PostgresWrites(PgCore):
             else:
                 found = self._find_live(conn, view, custom_id=custom_id)
             if found is None:
-                which = f"id {id}" if id is not None else f"customId {custom_id!r}"
+                which = f"id {shown_id(id)}" if id is not None else f"customId {custom_id!r}"
                 raise NotFoundError(f"no live memory with {which} in space {view.canonical}")
             previous = self._writable(view, found)
             if is_unchanged(previous.content, text):
-                return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named)
+                return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named,
+                                    masked=in_content)
             self._lock_space(conn, found[1], previous.space)
             if vector is None:
                 vector = self._embed_one(text)
@@ -245,15 +249,15 @@ class PostgresWrites(PgCore):
                 raise NotFoundError(f"memory {previous.id} is no longer live")
             from bli_memory.core.memory.stored_secrets import with_masked_labels
 
-            labels = with_masked_labels(previous)  # a row saved before labels were masked
+            labels, in_labels = with_masked_labels(previous)  # a row saved before labels were masked
             memory = Memory(
                 id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=previous.custom_id,
-                metadata=previous.metadata, source=labels.source, session_id=labels.session_id,
+                metadata=labels.metadata, source=labels.source, session_id=labels.session_id,
                 created_at=iso_utc(at) or "", updated_at=iso_utc(at) or "", version=previous.version + 1,
                 supersedes=previous.id, expires_at=previous.expires_at,
             )
             self._insert(conn, memory, found[1], vector, expiry_datetime(previous.expires_at))
-        return UpdateResult(memory=memory, previous=previous, named=named)
+        return UpdateResult(memory=memory, previous=previous, named=named, masked=in_content + in_labels)
 
     def forget(
         self,
@@ -279,7 +283,8 @@ class PostgresWrites(PgCore):
             if selector == "id" and id is not None:
                 found, named = self._live_head(conn, view, id.strip())
                 if found is None:
-                    raise NotFoundError(f"no live memory with id {id.strip()} in space {view.canonical}")
+                    raise NotFoundError(f"no live memory with id {shown_id(id.strip())} "
+                                        f"in space {view.canonical}")
                 matched_by = "id"
             elif selector == "content" and content is not None:
                 found = self._find_live(conn, view, sha=content_hash(content))
@@ -315,7 +320,7 @@ class PostgresWrites(PgCore):
 
     def _start(self, conn: psycopg.Connection[Any], id: str) -> tuple[Memory, int]:
         """The row ``id`` names and its owner, when this person may read it."""
-        shown = id if len(str(id)) <= 100 else str(id)[:100] + "…"
+        shown = shown_id(id)
         try:
             uuid.UUID(str(id))
         except ValueError as exc:

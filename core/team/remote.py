@@ -54,7 +54,6 @@ __all__ = [
     "READ_TIMEOUT_S",
     "UNPAIRED_MESSAGE",
     "RemoteBackend",
-    "check_paired",
     "memory_backend",
     "remote_target",
 ]
@@ -178,7 +177,7 @@ class RemoteBackend:
         body.update({"id": id} if id is not None else {"customId": custom_id})
         data = self._call("POST", "/api/memory/update", body)
         return parsed(lambda d: UpdateResult(
-            memory=memory_of(d["memory"]), previous=memory_of(d["previous"]),
+            memory=memory_of(d["memory"]), previous=memory_of(d["previous"]), masked=int(d.get("masked", 0)),
             status=d.get("status", "updated"), named=optional_memory_of(d.get("named"))), data)
 
     def forget(self, *, space: str, id: str | None = None, content: str | None = None,
@@ -338,8 +337,9 @@ class RemoteBackend:
         (records already present are skipped).
 
         Returns:
-            ``{"imported": n, "skipped": n, "masked": n}``: the service masks secrets in
-            the records as a save does, and counts them.
+            ``{"imported": n, "skipped": n, "forgotten": n, "masked": n}``: the service
+            leaves out what its space forgot, and masks secrets in the records as a save
+            does, and counts both.
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
@@ -384,13 +384,14 @@ class RemoteBackend:
                     body["chainIds"] = sorted((linked - here) & every)
             for body in bodies:
                 self._call("POST", "/api/memory/import", {**body, "dryRun": True}, timeout=BULK_TIMEOUT_S)
-        total = {"imported": 0, "skipped": 0, "masked": 0}
+        total = {"imported": 0, "skipped": 0, "forgotten": 0, "masked": 0}
         for body in bodies:
             data = self._call("POST", "/api/memory/import", body, timeout=BULK_TIMEOUT_S)
-            got = parsed(lambda d: (int(d["imported"]), int(d["skipped"]), int(d.get("masked") or 0)), data)
-            total["imported"] += got[0]
-            total["skipped"] += got[1]
-            total["masked"] += got[2]
+            got = parsed(lambda d: {"imported": int(d["imported"]), "skipped": int(d["skipped"]),
+                                    "forgotten": int(d.get("forgotten") or 0),
+                                    "masked": int(d.get("masked") or 0)}, data)
+            for key in total:
+                total[key] += got[key]
         return total
 
     def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
@@ -474,17 +475,14 @@ class RemoteBackend:
         """No local file: the service keeps the memories (the daemon watches nothing)."""
         return None
 
+    def forgotten_by(self, *, space: str, since: float, content: str | None = None,
+                     query: str | None = None) -> ForgetResult | None:
+        """``None``: the service has no door for it, so the caller runs the forget (no relay
+        serves this backend; :meth:`~bli_memory.core.memory.backend.MemoryBackend.forgotten_by`)."""
+        return None
+
 
 # --- choosing the backend ------------------------------------------------------------
-
-
-def check_paired(settings: Any) -> None:
-    """Raise ``ServiceError(reason="unpaired")`` when a service is configured without a token.
-
-    The MCP server calls this before opening its transport, so an unpaired machine
-    gets :data:`UNPAIRED_MESSAGE` on stderr and exit status 1.
-    """
-    remote_target(settings)
 
 
 @hookimpl(tryfirst=True)

@@ -205,11 +205,12 @@ def create_app(
     import anyio
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
     from bli_memory.core.team import service_health as health
-    from bli_memory.core.team.http import error_payload
+    from bli_memory.core.team.http import CloseUnreadBodies, error_payload
     from bli_memory.core.team.service_door import door
 
     if database_url is None and backend is None:
@@ -282,7 +283,8 @@ def create_app(
         Route("/openapi.json", health.openapi, methods=["GET"]),
         *extra_routes,
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: no_door})
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: no_door},
+                    middleware=[Middleware(CloseUnreadBodies)])
     app.state.body_timeout = body_timeout
     app.state.openapi = openapi_document()
     return app

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.redaction import redact
+from bli_memory.core.memory.retrieval_writes import check_content_size
 from bli_memory.core.models import Memory, Profile, SearchResult
 from bli_memory.core.team.service_door import (
     acting,
@@ -93,7 +94,10 @@ def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any
     """``POST /api/memory/save``: save (201, 200 duplicate); ``extract: true`` queues a job (202)."""
     be = acting(request, p)
     # Everyone who can see the space reads what is saved: secrets are masked first.
-    clean = redact(body_str(body, "content", required=True) or "")
+    raw = body_str(body, "content", required=True) or ""
+    if not body_bool(body, "extract"):
+        check_content_size(raw)  # before the masking: it reads the whole text
+    clean = redact(raw)
     content = clean.text
     tag = body_tag(body)
     source = body_str(body, "source") or "api"
@@ -116,11 +120,13 @@ def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any
 
 def update(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
     """``POST /api/memory/update``: replace a memory, keeping history (secrets masked first)."""
-    clean = redact(body_str(body, "content", required=True) or "")
+    raw = body_str(body, "content", required=True) or ""
+    check_content_size(raw)  # before the masking: it reads the whole text
+    clean = redact(raw)
     res = acting(request, p).update(clean.text, space=body_tag(body),
                                     id=body_str(body, "id"), custom_id=body_str(body, "customId"))
     return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
-                 "named": _memory_json(res.named), "masked": clean.masked}
+                 "named": _memory_json(res.named), "masked": clean.masked + res.masked}
 
 
 def forget(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:

@@ -381,7 +381,9 @@ class ImportAnswer(_Answer):
     """What was (or would be) imported."""
 
     imported: int
-    skipped: int
+    skipped: int = Field(description="Records already present (their ids are yours already).")
+    forgotten: int = Field(0, description="Live records left out because they restate a memory forgotten "
+                                          "or purged in their space, with the older versions they replaced.")
     masked: int = Field(0, description="Secrets masked in the imported records, as a save masks them.")
     dryRun: bool
 

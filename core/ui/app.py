@@ -43,12 +43,17 @@ class BrowserState:
         service: On the team service, the signed-in person's
             :class:`~bli_memory.core.ui.pg_reads.PersonStore` (then ``home_space`` may be
             "" for "their largest space"); None on the local page.
+        home_refused: Why the home space was refused ("" when it was not): a tag forced
+            by ``BLI_MEMORY_CONTAINER_TAG`` that is invalid or looks like a secret. Then
+            ``home_space`` is "" and every page that would open on it answers 400 with
+            this message (which never holds the tag).
     """
 
     backend: Any
     home_space: str
     derived_from: str = ""
     service: Any = None
+    home_refused: str = ""
 
 
 def _error_status(exc: Exception) -> tuple[int, str]:

@@ -75,6 +75,31 @@ def _warm_up(backend: Any) -> None:
         sys.stderr.write(f"bli-memory-mcp ui: {exc.message}\n")
 
 
+def _home_state(backend: Any) -> Any:
+    """The :class:`~bli_memory.core.ui.app.BrowserState` of the folder ``ui`` started in:
+    its space as the hooks and the MCP server derive it
+    (:func:`~bli_memory.core.hooks.container_tag.checked_space`).
+
+    A ``BLI_MEMORY_CONTAINER_TAG`` that looks like a secret is refused as there (one that
+    is invalid already stopped :func:`~bli_memory.core.settings.load_settings`): the page
+    still starts (other spaces, captures and hook health stay readable),
+    every page that would open on that space answers 400 saying why, and stderr has one
+    line. The value is never repeated.
+    """
+    from bli_memory.core.errors import ConfigError
+    from bli_memory.core.hooks.container_tag import checked_space
+    from bli_memory.core.ui.app import BrowserState
+
+    try:
+        space = checked_space(os.getcwd(), environ=os.environ)
+    except (ValueError, ConfigError) as exc:  # an invalid tag: load_settings stopped it before
+        refused = exc.message if isinstance(exc, ConfigError) else str(exc)
+    else:
+        return BrowserState(backend=backend, home_space=space.tag, derived_from=space.derived_from)
+    sys.stderr.write(f"bli-memory-mcp ui: {refused}\n")
+    return BrowserState(backend=backend, home_space="", home_refused=refused)
+
+
 def main(argv: list[str]) -> int:
     """Run the memory browser until interrupted; returns the exit code."""
     parser = argparse.ArgumentParser(
@@ -92,9 +117,8 @@ def main(argv: list[str]) -> int:
     import uvicorn
 
     from bli_memory.core.embedded.engine import memory_backend
-    from bli_memory.core.memory.spaces import derive_space
     from bli_memory.core.settings import load_settings
-    from bli_memory.core.ui.app import BrowserState, build_app
+    from bli_memory.core.ui.app import build_app
 
     settings = load_settings()
     backend = memory_backend(settings, None)  # embedders from the installed plugins
@@ -102,11 +126,10 @@ def main(argv: list[str]) -> int:
     if settings.remote:
         sys.stderr.write("bli-memory-mcp ui: a memory service is configured; this page shows the "
                          f"embedded store on this machine ({settings.store_path}), not the service\n")
-    space = derive_space(os.getcwd())
+    state = _home_state(backend)
     sock = _listen(args.port)
     port = sock.getsockname()[1]
-    guard = build_app(BrowserState(backend=backend, home_space=space.tag, derived_from=space.derived_from),
-                      port=port)
+    guard = build_app(state, port=port)
     sys.stdout.write(guard.url + "\n")
     sys.stdout.flush()
     # Open the store and load the model now, so the first search does not wait for them.

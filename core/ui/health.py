@@ -20,8 +20,14 @@ __all__ = ["ROUTES", "hourly_percentiles", "latency_summary", "percentile", "rea
 ROUTES = ("daemon", "direct")
 
 
-def _bound(key: str) -> float:
-    return float("inf") if key == "inf" else float(key)
+def _bound(key: str) -> float | None:
+    """A bucket's upper bound in ms, or None for a key that is none (a hand-edited or
+    damaged file: ``"abc"``, ``"nan"``, a negative number), which is then left out."""
+    try:
+        bound = float(key)
+    except (TypeError, ValueError):
+        return None
+    return bound if bound >= 0 else None  # NaN fails the comparison too
 
 
 def percentile(histogram: Mapping[str, int], q: float) -> float | None:
@@ -30,7 +36,8 @@ def percentile(histogram: Mapping[str, int], q: float) -> float | None:
     Returns:
         None for an empty histogram; ``inf`` when it falls past the last bound.
     """
-    items = sorted(((_bound(k), n) for k, n in histogram.items() if isinstance(n, int) and n > 0))
+    items = sorted((b, n) for b, n in ((_bound(k), n) for k, n in histogram.items())
+                   if b is not None and isinstance(n, int) and not isinstance(n, bool) and n > 0)
     total = sum(n for _, n in items)
     if not total:
         return None

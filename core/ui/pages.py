@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
 from bli_memory.core.errors import BliMemoryError, InvalidInputError, NotFoundError
+from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.ui.charts import bar_chart
 from bli_memory.core.ui.guard import checked_form
 from bli_memory.core.ui.render import browser_state, home_space, render
@@ -62,15 +63,30 @@ def _state(request: Request) -> Any:
 
 
 def _space_arg(request: Request) -> str:
+    """The space a page reads: the ``space`` query parameter, else the home space.
+
+    The tag is checked as the MCP tools check ``containerTag``: valid
+    (:func:`~bli_memory.core.models.validate_tag`) and no secret
+    (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`), since every page
+    would show it in its title, heading, fields and links.
+
+    Raises:
+        InvalidInputError: the parameter is invalid or looks like a secret, or the home
+            space was refused (:func:`~bli_memory.core.ui.render.home_space`); the message
+            names the input and never repeats its value.
+    """
     from bli_memory.core.memory.spaces import validate_tag
+    from bli_memory.core.memory.stored_secrets import check_container_tag
 
     raw = request.query_params.get("space")
     if raw is None or not raw.strip():
         return home_space(_state(request))
     try:
-        return validate_tag(raw)
+        tag = validate_tag(raw)
     except ValueError as exc:
-        raise InvalidInputError(str(exc)) from exc
+        raise InvalidInputError(f"space: {exc}") from None
+    check_container_tag(tag, name="space")
+    return tag
 
 
 def _expired(m: Memory) -> bool:
@@ -123,7 +139,7 @@ def _memory_and_history(backend: Any, id: str) -> tuple[Memory, list[Memory]]:
     store = backend.store
     found = store.get(id.strip())
     if found is None:
-        raise NotFoundError(f"no memory with id {id} (never saved here, or purged)")
+        raise NotFoundError(f"no memory with id {shown_id(id)} (never saved here, or purged)")
     return found, store.history(found.id)
 
 
@@ -199,15 +215,21 @@ async def search(request: Request) -> Response:
 
     Shows each hit's channels and its cosine similarity where one was computed; the
     fused score only orders the hits and is never shown. Zero hits says the record is
-    silent; a failure says what failed (status 400 for bad input, 500 otherwise).
+    silent; a failure says what failed (status 400 for bad input, 500 otherwise). A
+    refused space (:func:`_space_arg`) is a 400 before any search, its value not put back
+    into the form.
     """
     q = request.query_params.get("q", "")
-    space = request.query_params.get("space") or home_space(_state(request))
-    ctx: dict[str, Any] = {"q": q, "space": space, "hits": None, "error": None, "resolved": space}
+    ctx: dict[str, Any] = {"q": q, "space": "", "hits": None, "error": None, "resolved": ""}
+    try:
+        space = _space_arg(request)
+    except InvalidInputError as exc:  # the refused value stays out of the form and the page
+        ctx["error"] = f"{exc.message} ({exc.reason})"
+        return render(request, "search.html", nav="search", status=400, **ctx)
+    ctx.update(space=space, resolved=space)
     if q.strip():
         backend = _state(request).backend
         try:
-            space = _space_arg(request)
             result = await run_in_threadpool(lambda: backend.search(q, space=space, limit=SEARCH_LIMIT))
         except BliMemoryError as exc:
             ctx["error"] = f"{exc.message} ({exc.reason})"

@@ -208,7 +208,9 @@ class PersonStore:
     def update(self, content: str, *, space: str, id: str) -> Any:
         """``update_memory``, secrets masked first as the ``update`` door does."""
         from bli_memory.core.memory.redaction import redact
+        from bli_memory.core.memory.retrieval_writes import check_content_size
 
+        check_content_size(content)  # before the masking: it reads the whole text
         return self.backend.update(redact(content).text, space=space, id=id)
 
     def forget(self, *, space: str, id: str) -> Any:

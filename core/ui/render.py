@@ -80,9 +80,18 @@ def browser_state(request: Request) -> Any:
 
 def home_space(state: Any) -> str:
     """The space pages open on: the local page's project space, or on the service the
-    person's space with the most live memories."""
+    person's space with the most live memories.
+
+    Raises:
+        InvalidInputError: the home space was refused (``state.home_refused``, a message
+            that never holds the tag); the page answers 400 with it.
+    """
     if state is None:
         return ""
+    if state.home_refused:
+        from bli_memory.core.errors import InvalidInputError
+
+        raise InvalidInputError(state.home_refused)
     if state.home_space or state.service is None:
         return str(state.home_space)
     return str(state.service.home_space())
@@ -96,7 +105,8 @@ def render(request: Request, name: str, *, status: int = 200, **context: Any) ->
     state = browser_state(request)
     context.setdefault("nav", "")
     return templates().TemplateResponse(
-        request, name, {"csrf": session.csrf if session else "", "home": home_space(state),
+        request, name, {"csrf": session.csrf if session else "",
+                        "home": "" if state is None or state.home_refused else home_space(state),
                         "store_path": str(state.backend.store_path) if state else "",
                         "root": request.scope.get("root_path", ""),
                         "service": state.service if state else None,

@@ -42,7 +42,7 @@ def test_import_masks_secrets_in_content_and_metadata(backend, space: str) -> No
                   forgottenAt="2026-11-02T10:00:00.000000Z")
     target = source
     res = target.import_records([clean, dirty, old])
-    assert res == {"imported": 2, "skipped": 1, "masked": 3}
+    assert res == {"imported": 2, "skipped": 1, "forgotten": 0, "masked": 3}
     rows = {r["id"]: r for r in target.export(space=space)}
     assert rows[clean["id"]] == clean  # clean data stays exact
     stored = json.dumps(list(rows.values()))
@@ -62,7 +62,7 @@ def test_import_masks_secrets_in_session_id_and_source_and_pw_pairs(subject, spa
     dirty = _record(space, f"The VPN login is user=bob pw={pw} for now.", sessionId=session_secret,
                     source=f"src {source_secret}", metadata={"note": f"db_pwd: '{pw}'"})
     res = backend.import_records([dirty])
-    assert res == {"imported": 1, "skipped": 0, "masked": 4}
+    assert res == {"imported": 1, "skipped": 0, "forgotten": 0, "masked": 4}
     (row,) = backend.export(space=space)
     assert row["sessionId"] == "[REDACTED:github_token]"
     assert row["source"] == "src [REDACTED:openai_api_key]"

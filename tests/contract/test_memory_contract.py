@@ -175,6 +175,27 @@ def test_forgotten_memory_can_be_saved_again(backend, space: str) -> None:
     assert again.memory.id != first.id
 
 
+def test_a_forget_whose_answer_was_lost_is_found_as_done_or_not_at_all(subject, space: str) -> None:
+    # forgotten_by answers a forget run again (its answer lost with the daemon) as it was
+    # answered: the embedded store can tell; the others answer None, and the caller runs the
+    # forget. Never another memory's forget, nor one done before the request was sent.
+    backend = subject.backend
+    backend.save("Staging deploys need the VPN on.", space=space)
+    gone = backend.save("Code review needs two approvals.", space=space).memory
+    since = time.time()
+    backend.forget(space=space, content="Code review needs two approvals.")
+
+    found = backend.forgotten_by(space=space, since=since, content="Code review needs two approvals.")
+    if subject.kind == "embedded":
+        assert found is not None and found.matched_by == "content" and found.memory.id == gone.id
+        assert found.memory.state == "forgotten"
+    else:
+        assert found is None
+    assert backend.forgotten_by(space=space, since=since, content="Staging deploys need the VPN on.") is None
+    later = time.time() + 60
+    assert backend.forgotten_by(space=space, since=later, content="Code review needs two approvals.") is None
+
+
 def test_aliases_answer_from_every_tag_and_save_to_the_canonical(subject, space: str) -> None:
     backend = subject.backend
     alias = space + "_vendor"
@@ -495,20 +516,21 @@ def test_export_import_round_trip_keeps_every_version(subject, space: str) -> No
     assert all(len(base64.b64decode(r["embedding"])) == 4 * 384 for r in rows if r["embedding"])
     assert {r["space"] for r in source.export()} >= {space, space + "_b"}
 
-    # Erase the space, then restore it from the export (on the service, ids belong to
-    # the person who owns them, so the round trip is into the same person's store).
+    # Erase the space, then restore it from the export into another store (on the
+    # service, ids belong to the person who owns them: the purge frees them). Not into
+    # the same one: a purge leaves marks there, so an import leaves those facts out.
     for chain_id in {r["supersedes"] or r["id"] for r in rows if r["state"] != "superseded"}:
         source.purge(chain_id)
     assert list(source.export(space=space)) == []
-    target = source
+    target = subject.another()
     bad = [*rows, {**rows[0], "id": str(uuid.uuid4()), "createdAt": "yesterday"}]
     with pytest.raises(InvalidInputError, match="record 5"):
         target.import_records(bad)
     assert list(target.export(space=space)) == []  # one bad record: nothing imported
 
-    assert target.import_records(rows) == {"imported": 4, "skipped": 0, "masked": 0}
+    assert target.import_records(rows) == {"imported": 4, "skipped": 0, "forgotten": 0, "masked": 0}
     assert list(target.export(space=space)) == rows  # exact, history and vectors included
-    assert target.import_records(rows) == {"imported": 0, "skipped": 4, "masked": 0}
+    assert target.import_records(rows) == {"imported": 0, "skipped": 4, "forgotten": 0, "masked": 0}
     listed = target.list_memories(space=space)
     assert [m.content for m in listed] == ["Use pnpm, never npm, in the web app.",
                                            "We release on Wednesdays after the freeze."]
@@ -564,6 +586,37 @@ def test_an_expiry_no_calendar_holds_is_a_clear_error(backend, space: str, when:
     assert backend.list_memories(space=space) == []
 
 
+def test_an_expiry_that_looks_like_a_secret_is_refused_without_repeating_it(backend, space: str) -> None:
+    token = "ghp_" + "Zq7Wx2Er5Ty8Ui1Op4As" * 2  # pasted into the wrong field
+    for when in (token, "password:hunter2x"):
+        with pytest.raises(InvalidInputError, match="expiresAt") as info:
+            backend.save("Rotate the signing key.", space=space, expires_at=when)
+        assert when not in info.value.message and "hunter2x" not in info.value.message
+    with pytest.raises(InvalidInputError, match="'next tuesday' is not a usable"):  # a typo is shown
+        backend.save("Rotate the signing key.", space=space, expires_at="next tuesday")
+    assert backend.list_memories(space=space) == []
+
+
+def test_an_id_that_looks_like_a_secret_is_not_repeated_in_the_error(backend, space: str) -> None:
+    """Every memory id is a UUID; a token pasted where an id goes came back in the error,
+    and from there in the MCP answer, the log and the memory browser's 404 page."""
+    for token in ("ghp_" + "Zq7Wx2Er5Ty8Ui1Op4As" * 2, "9f86d081884c7d659a2feaa0c55ad015"):  # a bare-hex key
+        _refused_without_repeating(backend, space, token)
+    known = str(uuid.uuid4())  # a UUID that names nothing is still shown: it helps to see it
+    with pytest.raises(NotFoundError, match=known):
+        backend.get_memory(known)
+
+
+def _refused_without_repeating(backend, space: str, token: str) -> None:
+    calls = (lambda: backend.get_memory(token), lambda: backend.get_memory(token, include_inactive=True),
+             lambda: backend.update("New text.", space=space, id=token),
+             lambda: backend.forget(space=space, id=token))
+    for call in calls:
+        with pytest.raises(NotFoundError) as info:
+            call()
+        assert token not in info.value.message and "not a memory id" in info.value.message, info.value.message
+
+
 def _row(space: str, content: str, **extra) -> dict:
     t = "2026-11-30T04:57:01.123456Z"
     return {"id": str(uuid.uuid4()), "space": space, "content": content, "createdAt": t, "updatedAt": t,
@@ -583,7 +636,8 @@ def test_import_refuses_a_supersede_loop(backend, space: str) -> None:
     # The same rows as a chain that ends at one live version import as before.
     b["supersedes"] = None
     c["state"] = "active"
-    assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0, "masked": 0}
+    assert backend.import_records([live, a, b, c]) == {"imported": 4, "skipped": 0, "forgotten": 0,
+                                                       "masked": 0}
     assert [m.id for m in backend.history(b["id"])] == [c["id"], a["id"], b["id"]]
 
 

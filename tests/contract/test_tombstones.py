@@ -35,7 +35,9 @@ def _capture(backend, space: str, said: str) -> dict:
 
 
 @pytest.mark.parametrize("restated", ["The staging port is 8,443.", "THE STAGING PORT IS 8443.",
-                                      "PORT 8443 is the staging port.", "The staging port is 8\u202f443."])
+                                      "PORT 8443 is the staging port.", "The staging port is 8\u202f443.",
+                                      "The staging port is 8 443.", "The staging port is 8.443.",
+                                      "The staging port is 8_443.", "The staging port is 8\u2009443."])
 def test_a_forget_sticks_when_only_case_or_digit_grouping_differs(backend, space: str, restated: str) -> None:
     if not hasattr(backend, "tombstones"):
         pytest.skip("this backend runs no capture: the service it talks to holds the tombstones")
@@ -68,6 +70,36 @@ def test_another_value_or_another_name_is_still_captured_after_a_forget(backend,
     bob = "We decided the tech lead for the payments team is Bob."
     assert _capture(backend, space, bob)["counts"]["added"] == 1
     assert _capture(backend, space, "The staging port is 9,443.")["counts"]["added"] == 1
+    # A decimal or a version is not a grouped number (number_forms.ungroup).
+    backend.forget(space=space, id=backend.save("The staging build is 8.4", space=space).memory.id)
+    backend.forget(space=space, id=backend.save("The staging release is 1.2.3", space=space).memory.id)
+    assert _capture(backend, space, "The staging build is 84.")["counts"]["added"] == 1
+    assert _capture(backend, space, "The staging release is 123.")["counts"]["added"] == 1
+
+
+#: A forgotten fact, and facts that share its value but name another subject in its place.
+OTHER_SUBJECT = [
+    ("The staging port is 8443.", ["The production port is 8443.", "And the metrics port is 8443."]),
+    ("The staging database is Postgres 16.", ["The production database is Postgres 16."]),
+]
+
+
+@pytest.mark.parametrize("how", ["forget", "purge"])
+@pytest.mark.parametrize(("gone", "others"), OTHER_SUBJECT)
+def test_a_fact_that_shares_only_a_value_with_a_forgotten_one_is_captured(
+        backend, space: str, how: str, gone: str, others: list[str]) -> None:
+    if not hasattr(backend, "tombstones"):
+        pytest.skip("this backend runs no capture: the service it talks to holds the tombstones")
+    saved = backend.save(gone, space=space)
+    if how == "forget":
+        backend.forget(space=space, id=saved.memory.id)
+    else:
+        assert backend.purge(saved.memory.id) == 1
+    restated = gone.replace("8443", "8 443").replace("The staging", "Reminder: the staging")
+    said = " ".join([restated, *others])
+    got = _capture(backend, space, said)
+    assert got["counts"]["added"] == len(others) and got["counts"]["unchanged"] == 1, got
+    assert [bool(t.get("suppressed")) for t in got["trace"]] == [True] + [False] * len(others), got
 
 
 def _forgotten_records(space: str, texts: list[str]) -> list[dict]:

@@ -138,3 +138,49 @@ def test_no_secret_of_the_corpus_reaches_the_disk(tmp_path: Path) -> None:
     # Lines that differ only in their secret are one memory once masked (saved as a duplicate).
     assert memories >= len({redact(line).text for _, line, _ in SECRETS}) + len(BENIGN)
     assert _files_holding_secrets(home) == []
+
+
+def test_update_memory_and_metadata_keep_no_secret_on_disk(tmp_path: Path) -> None:
+    """update_memory with every format, and metadata values under secret keys of every
+    type, over the official MCP client: each answer counts what it masked, and no file
+    under HOME holds a secret afterwards."""
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "project"
+    project.mkdir()
+    # Numbers of 8+ digits: a 4-digit pin turns up by chance in the microseconds of a stored
+    # timestamp, so the byte scan below would report a leak that is not one.
+    metadata = {"PASSWORD": 918273645, "pin": 73519246, "token": ["mdtokAlpha9", "mdtokBeta9"], "secret": "x",
+                "credentials": {"user": "bob", "key": "mdcredGamma9"}, "owner": "platform team"}
+    clear = ["918273645", "73519246", "mdtokAlpha9", "mdtokBeta9", "mdcredGamma9"]
+
+    async def save_and_update(client):
+        r = await client.call_tool("save_memory", {"content": "The billing job keeps its credentials.",
+                                                   "metadata": metadata})
+        assert not r.is_error, text_of(r)
+        assert r.structured_content["masked"] == 5
+        assert r.structured_content["memory"]["metadata"]["owner"] == "platform team"
+        memory_id = r.structured_content["memory"]["id"]
+        for _, line, secret in SECRETS:
+            r = await client.call_tool("update_memory", {"id": memory_id, "content": line})
+            assert not r.is_error, text_of(r)
+            out = r.structured_content
+            if out["status"] == "updated":
+                memory_id = out["memory"]["id"]
+            assert out["masked"] >= 1 and "masked" in text_of(r), line
+            assert secret not in out["memory"]["content"]
+
+    run_session(project, save_and_update)
+    leaks = _files_holding_secrets(home)
+    needles = [c.encode() for c in clear]
+    for dirpath, _, names in os.walk(home):
+        for name in names:
+            path = Path(dirpath) / name
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                leaks += [(c.decode(), str(path)) for c in needles if c in data]
+    assert leaks == [], "\n".join(map(str, leaks))
+    with closing(sqlite3.connect(store_path())) as conn, conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (versions,) = conn.execute("SELECT count(*) FROM memories").fetchone()
+    assert versions > 1
+    assert _files_holding_secrets(home) == []

@@ -114,6 +114,7 @@ def test_print_config_outputs(tmp_path) -> None:
     assert toml["mcp_servers"]["bli-memory"]["command"] == bin_path()
     both = run("--print-config")
     assert "# Claude Code (claude)" in both.stdout and "# Codex CLI (codex)" in both.stdout
+    assert run("--print-config=all").stdout == both.stdout  # as install --host all
     assert json.loads(run("--print-config", "--claude").stdout) == json.loads(claude.stdout)
     unknown = run("--print-config=nope")
     assert unknown.returncode != 0 and "unknown host" in unknown.stderr

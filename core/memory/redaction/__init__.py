@@ -10,7 +10,9 @@ around it survives ("the deploy reads ``FOO_TOKEN``") while the value does not.
 Where the secret sits inside something worth keeping, only the secret goes: the
 scheme, user and host of a URL stay, and so does the name of a variable.
 
-Rules run in a fixed order, most specific first:
+Text inside a JSON string literal is redacted decoded, then escaped again
+(:mod:`~bli_memory.core.memory.redaction.json_strings`): tool output arrives as JSON.
+Then the rules run in a fixed order, most specific first:
 
 1. PEM private key blocks (``-----BEGIN ... PRIVATE KEY-----``), whole; a block
    whose ``END`` line is missing loses its header and every base64 line after it.
@@ -36,11 +38,33 @@ Rules run in a fixed order, most specific first:
    TOKEN, PASSWORD, PASSWD, PASSPHRASE, API_KEY/APIKEY, PRIVATE_KEY,
    ACCESS_KEY, CREDENTIAL(S) or a ``<purpose>_KEY`` such as SIGNING_KEY, in any
    case and with ``_``, ``-`` or camelCase word breaks, or ends in the word PW
-   or PWD (``pw=``, ``db_pwd:``; not the shell's ``PWD=/home/me``). The name is
-   kept; only the value is masked. Command lines too: registry, ``az`` and ``sshpass``
-   logins, ``mysql -pX``, ``redis-cli -a X``, ``--password word``.
-   (:mod:`~bli_memory.core.memory.redaction.named`, :mod:`~bli_memory.core.memory.redaction.commands`)
-7. Passwords told in prose: "the staging wifi password is kkcglHpqS&3".
+   or PWD (``pw=``, ``db_pwd:``; not the shell's ``PWD=/home/me``), or PASS as its
+   last word (``DB_PASS``, ``PGPASS``, a bare ``pass=`` at the start of a line; not
+   ``BYPASS`` or ``first_pass``). The secret word is the
+   name's head noun, its last word but for a number or a qualifier (``TOKEN_2``,
+   ``DB_PASSWORD_PROD``; not ``token_usage``, ``passwordEncoder``). The name is kept; only the
+   value is masked. Spaces around ``=`` count, and so do fish's ``set -x NAME value``
+   and csh's ``setenv``. Of several targets (``user, password := "bob", "x"``) the value
+   at each secret name's place. A literal behind a bytes prefix or a conversion
+   counts as the literal (``b"x"``, ``[]byte("x")``, ``Buffer.from("x")``). Command
+   lines too: registry, ``az`` and ``sshpass``
+   logins, ``mysql -pX``, ``redis-cli -a X``, ``--password word``, ``htpasswd -b``,
+   ``chpasswd``, ``net user USER X``, ``dotnet user-secrets set Db:Password X``,
+   keytool's and jarsigner's ``-storepass``/``-keypass X``. Statements: the
+   default of ``os.getenv('DB_PASSWORD', 'x')``, the value of a call that sets a
+   secret-named variable (``os.Setenv``, ``os.putenv``, ``os.environ.setdefault``,
+   ``env::set_var``, ``Environment.SetEnvironmentVariable``), the password argument of
+   ``NetworkCredential``, ``HTTPBasicAuth`` and requests' ``auth=(...)``, SQL's ``PASSWORD 'x'`` and
+   ``IDENTIFIED BY 'x'``, a libpq ``password=x`` beside ``host=``, Docker's
+   ``ENV NAME value`` (:mod:`~bli_memory.core.memory.redaction.statements`); a quoted
+   subscript key (``config['password'] = 'x'``). Markup: the text of
+   an element named for a secret (``<password>...</password>``) and a value given
+   beside a secret name (``<add key="DbPassword" value="..."/>``, a Kubernetes
+   ``env`` entry).
+   (:mod:`~bli_memory.core.memory.redaction.named`, :mod:`~bli_memory.core.memory.redaction.commands`,
+   :mod:`~bli_memory.core.memory.redaction.markup`)
+7. Passwords told in prose: "the staging wifi password is kkcglHpqS&3", and
+   passphrases of several words, whole ("password: correct horse battery staple").
    (:mod:`~bli_memory.core.memory.redaction.prose`)
 8. Generic high-entropy values (20+ characters mixing letters and digits)
    assigned to a weaker name such as ``*key*``, ``*auth*``, ``*session*``; a
@@ -49,22 +73,27 @@ Rules run in a fixed order, most specific first:
 What is deliberately left alone, so prose and code keep their meaning:
 
 - Prose that mentions keys, tokens or passwords without assigning one ("set the
-  API key in the dashboard", "the token expires after an hour").
+  API key in the dashboard", "the token expires after an hour"), and pointers to
+  where a secret lives ("password: see the vault").
 - Names whose secret word is part of a longer word or a plural that counts
   things (``TOKENIZERS_PARALLELISM``, ``max_tokens``, ``passwordless``), and
   names that end in a word describing the secret rather than holding it
   (``TOKEN_TTL``, ``PASSWORD_MIN_LENGTH``, ``SECRET_KEY_FILE``, ``TOKEN_URL``).
 - Values that are obviously not secrets: empty values; values that are already
-  placeholders; references such as ``$VAR``, ``${VAR}``, ``$(command)``,
+  placeholders; references such as ``$VAR``, ``${VAR}``, ``${VAR:-}``, ``$(command)``,
   ``%VAR%``, ``{{ template }}`` and ``<your-key>``; values starting with
   ``your``; masked or elided values (``xxx``, ``***``, ``sk-...``); numbers of
   at most six digits (TTLs, limits); and a short list of stand-in words
-  (``changeme``, ``password``, ``secret``, ``none``, ``true``, ...).
+  (``changeme``, ``password``, ``secret``, ``value``, ``none``, ``true``, ...).
 - In code, assignments whose value is code: calls (``os.getenv(...)``),
-  attribute chains (``settings.api_key``), type annotations (``password: str``)
-  and variables named after the secret (``api_key=api_key``). A lowercase
-  ``name=value`` in the middle of a line is masked only when the value holds a
-  digit or symbol, since a bare word there is usually a variable.
+  attribute chains (``settings.api_key``), type annotations (``password: str``,
+  also in a parameter list: ``def login(self, password: str):``, ``password: &str``),
+  variables named after the secret (``api_key=api_key``), a keyword argument that
+  closes a call (``token=token)``), YAML's null (``token: ~``) and a YAML tag before a
+  reference (``password: !ENV ${DB_PASSWORD}``). A lowercase
+  ``name=value`` or ``name = value`` in the middle of a line is masked only when
+  the value holds a digit or symbol (with spaces, 8 characters at least and not a
+  call or an attribute), since a bare word there is usually a variable.
 
 ``masked`` counts the secrets found. Redaction is idempotent: running
 :func:`redact` on its own output changes nothing and reports ``masked == 0``.
@@ -78,12 +107,15 @@ import re
 
 from bli_memory.core.memory.redaction.benign import _is_benign
 from bli_memory.core.memory.redaction.commands import _COMMAND_LINE_RULES
-from bli_memory.core.memory.redaction.http import _HTTP_AUTH_RULES, _URL_RULES
+from bli_memory.core.memory.redaction.http import _COOKIE_RULES, _HTTP_AUTH_RULES, _URL_RULES
+from bli_memory.core.memory.redaction.json_strings import redact_json_strings
+from bli_memory.core.memory.redaction.markup import _MARKUP_RULES
 from bli_memory.core.memory.redaction.named import (
     _BLOCK_SCALAR_RULES,
     _GENERIC_RULES,
     _NAMED_SECRET_RULES,
 )
+from bli_memory.core.memory.redaction.phrases import _PHRASE_RULES
 from bli_memory.core.memory.redaction.prose import _PROSE_RULES
 from bli_memory.core.memory.redaction.providers import (
     _JWT_RULES,
@@ -92,6 +124,8 @@ from bli_memory.core.memory.redaction.providers import (
     _PUTTY_RULES,
 )
 from bli_memory.core.memory.redaction.rule import Redacted, RedactionRule
+from bli_memory.core.memory.redaction.seed_phrases import _SEED_PHRASE_RULES
+from bli_memory.core.memory.redaction.statements import _STATEMENT_RULES
 
 __all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "active_rules", "redact", "rules_with_plugins"]
 
@@ -101,11 +135,16 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
     *_PROVIDER_RULES,
     *_JWT_RULES,
     *_HTTP_AUTH_RULES,
+    *_COOKIE_RULES,
     *_URL_RULES,
     *_BLOCK_SCALAR_RULES,
+    *_PHRASE_RULES,
     *_NAMED_SECRET_RULES,
+    *_MARKUP_RULES,
     *_COMMAND_LINE_RULES,
+    *_STATEMENT_RULES,
     *_PROSE_RULES,
+    *_SEED_PHRASE_RULES,
     *_GENERIC_RULES,
 )
 """The built-in rules, in the order :func:`redact` applies them."""
@@ -120,6 +159,9 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
 # around it, which ends; in practice the second pass finds nothing. The bound
 # is a backstop.
 _MAX_PASSES = 8
+# Applications of a rule marked ``repeat`` in one pass: one per target of a multiple
+# assignment, which counts at most three targets before the secret one (named.py).
+_REPEATS = 4
 
 
 def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Redacted:
@@ -147,16 +189,27 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
     """
     if rules is None:
         rules = active_rules()
+    chosen = rules
+    text, masked = redact_json_strings(text, lambda inner: _apply_rules(chosen, inner))
+    text, found = _apply_rules(rules, text)
+    return Redacted(text=text, masked=masked + found)
+
+
+def _apply_rules(rules: tuple[RedactionRule, ...], text: str) -> tuple[str, int]:
+    """Apply ``rules`` in passes until a pass changes nothing; return the text and the count."""
     masked = 0
     for _ in range(_MAX_PASSES):
         changes = 0
         for rule in rules:
-            text, fresh, changed = _apply(rule, text)
-            masked += fresh
-            changes += changed
+            for _ in range(_REPEATS if rule.repeat else 1):
+                text, fresh, changed = _apply(rule, text)
+                masked += fresh
+                changes += changed
+                if not changed:
+                    break
         if not changes:
             break
-    return Redacted(text=text, masked=masked)
+    return text, masked
 
 
 def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
@@ -173,7 +226,7 @@ def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
     def replace(match: re.Match[str]) -> str:
         nonlocal fresh, changed
         value = match.group(group)
-        if value is None or _is_benign(value):
+        if value is None or _is_benign(value) or (rule.accept is not None and not rule.accept(value)):
             return match.group(0)
         changed += 1
         if "[REDACTED:" not in value:

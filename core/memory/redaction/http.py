@@ -1,5 +1,5 @@
 """Rules for HTTP credentials: Authorization headers, ``curl -u``, a free-standing
-``Bearer`` token, URL passwords and secret-named query parameters."""
+``Bearer`` token, cookies, URL passwords and secret-named query parameters."""
 
 from __future__ import annotations
 
@@ -40,6 +40,31 @@ _HTTP_AUTH_RULES = (
         "bearer_token",
         rf"[Bb](?<![\w-].)(?i:earer)[ \t]+(?P<token>{_TOKEN_LIKE})",
         "token",
+    ),
+)
+
+# A cookie is a session, as good as a password while it lives (RFC 6265).
+_COOKIE_RULES = (
+    # Set-Cookie: the first pair is the cookie; what follows it are attributes
+    # (Path, Expires, HttpOnly), which stay.
+    _rule(
+        "cookie",
+        r"(?<![\w-])(?i:set-cookie)[\"']?[ \t]*:[ \t]*[\"']?[^\s=;\"']+=(?P<value>[^\s;,\"']+)",
+        "value",
+    ),
+    # Cookie: every pair of the header, names and all, to the end of the line or quote.
+    _rule(
+        "cookie",
+        r"(?<![\w-])(?i:cookie)[\"']?[ \t]*:[ \t]*(?P<value>[^\s=;\"']+=[^\r\n\"']*[^\s\"'])",
+        "value",
+    ),
+    # curl -b 'session=...' / --cookie "a=1; b=2": a pair is a cookie; a bare word is a
+    # cookie file (curl -b cookies.txt) and stays.
+    _rule(
+        "cookie",
+        r"(?<!\S)(?:-b|--cookie)[ \t]+(?P<q>[\"'])?"
+        r"(?P<value>(?(q)[^\"'\r\n=]+=[^\"'\r\n]+|[^\s\"'=]+=[^\s\"']+))",
+        "value",
     ),
 )
 

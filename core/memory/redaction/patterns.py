@@ -33,12 +33,25 @@ _END = r"(?![A-Za-z0-9])"
 # not a letter of the same case, so ``TOKENIZER`` and ``max_tokens`` don't
 # qualify while ``apiToken`` and ``TOKEN_2`` do.
 _SECRET_WORDS = (
-    r"secret|token|passw(?:or)?d|passphrase|credentials?"
+    r"secret|token|passw(?:or)?d|pass[_-](?:word|phrase)|passphrase|credentials?"
     r"|(?:api|private|access|signing|encryption|master|hmac|app|auth|license"
-    r"|service)[_-]?key"
+    r"|service|secret)[_-]?key"
 )
 _WORD_END = r"(?:(?<=[a-z])(?![a-z])|(?<=[A-Z])(?![A-Z]))"
 _SECRET_WORD = rf"(?i:{_SECRET_WORDS}){_WORD_END}"
+# The head noun: a compound name holds a secret only when a secret word is its LAST word,
+# as in English (a "token usage" is a usage, a "password policy" a policy): so
+# token_usage, password_policy, api_key_env, PasswordPolicy, passwordEncoder, tokenStore
+# and passwordHash are not secret names. What may follow the word is a number or a
+# qualifier that says which copy of the secret it is (GITHUB_TOKEN_2, DB_PASSWORD_PROD,
+# SECRET_KEY_BASE, apiKeyStaging). The caller checks that the name ends there.
+_QUALIFIERS = (
+    "production|prod|staging|stage|stg|development|dev|testing|test|qa|uat|local|live"
+    "|sandbox|base|old|new|current|primary|secondary|backup|main|default|value|raw|plain"
+)
+_SEPARATOR = r"(?:[_.-]|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+_TAIL = rf"(?:[_.-]?[0-9]+|{_SEPARATOR}(?i:{_QUALIFIERS})(?![a-z]))*"
+_SECRET_HEAD = rf"{_SECRET_WORD}{_TAIL}"
 # Weaker words, trusted only together with a high-entropy value.
 _WEAK_WORD = r"(?i:key|auth|pass|pwd|sig|signature|salt|session|cookie|cred)"
 
@@ -61,6 +74,7 @@ def _name(
     not_after: str | None = r"\w.$=-",
     descriptive: bool = True,
     extra: str = "",
+    head: bool | None = None,
 ) -> str:
     """Build the pattern of a name that holds one of ``words``.
 
@@ -72,16 +86,22 @@ def _name(
     - nothing in ``not_after`` precedes the name, so a run of name characters
       has one start and the scans below stay linear (None when the caller
       already anchors the start);
-    - ``=`` or ``:`` follows it, a cheap test that rejects most words early;
+    - ``=`` or ``:`` follows it (after a closing quote or a subscript's ``']``), a cheap
+      test that rejects most words early;
     - it holds one of ``words``, found by one scan;
     - with ``descriptive``, it doesn't end in a descriptive word after a
       separator or camelCase hump.
 
-    ``extra`` is added after the checks, still at the first character.
+    ``extra`` is added after the checks, still at the first character. With ``head``
+    (the default for the secret words) the word must be the name's head noun, its last
+    word but for a number or qualifier (see ``_TAIL``).
     """
+    if head is None:
+        head = words == _SECRET_WORD
+    end = rf"{_TAIL}(?![\w.-])" if head else ""
     checks = [
-        rf"(?<=(?=[{chars}]*\\?[\"']?[ \t]*[:=]).)",
-        rf"(?<=(?=[{chars}]*?{words}).)",
+        rf"(?<=(?=[{chars}]*\\?[\"']?\]?[ \t]*[:=]).)",
+        rf"(?<=(?=[{chars}]*?{words}{end}).)",
     ]
     if not_after is not None:
         checks.insert(0, rf"(?<![{not_after}].)")
@@ -98,14 +118,49 @@ def _name(
 _SECRET_NAME = _name()
 _UPPER_SECRET_NAME = _name(first="A-Z_", chars="A-Z0-9_", not_after=r"\w.$=")
 
+# A variable name that holds a secret, as the assignment rules read it (DB_PASSWORD,
+# OPENAI_API_KEY, TOKEN), or PASS or PWD as its last word (DB_PASS; not BYPASS); the
+# caller puts it inside quotes or after a space, where it starts.
+_QUOTED_SECRET_NAME = (
+    rf"[\w.-]*?(?:{_SECRET_HEAD}|(?<![A-Za-z0-9])(?i:pass|pwd|pw))(?![\w.-])"
+)
+# The value of a command that takes it after the name and a space (fish's set, csh's
+# setenv, dotnet user-secrets set): one word or a quoted string; not a command
+# substitution, (gh auth token) in fish, nor a reference. An unquoted word keeps a ')'
+# only where more of it follows, so "(set -x API_KEY v)" keeps its closing bracket.
+_SET_VALUE = (
+    r"[ \t]+(?![($])(?P<q>[\"'])?"
+    r"(?P<value>(?(q)[^\"'\r\n]+|(?:[^\s\"'`;|&)]|\)++(?=[^\s\"'`;|&)]))+))(?(q)(?P=q))"
+)
+
+# A name that is one target of several (user, password := "bob", "x") is not given the
+# first value: _AFTER_COMMA marks a name that follows a comma, or a comma and ``self.``
+# or ``this.`` (self.user, self.password = ...); the mark is set at the name's first
+# character, and exactly one branch matches, so backtracking cannot drop it;
+# _NOT_ONE_OF_SEVERAL then refuses a value followed by another value (not by the next
+# keyword argument, login(user, password="x", timeout=5)). The multiple-assignment rule
+# takes the value at the name's place instead.
+_AFTER_COMMA = (
+    r"(?:(?P<multi>(?<=,.)|(?<=,[ \t].)|(?<=,self\..)|(?<=,[ \t]self\..)|(?<=,this\..)|(?<=,[ \t]this\..))"
+    r"|(?<!,.)(?<!,[ \t].)(?<!,self\..)(?<!,[ \t]self\..)(?<!,this\..)(?<!,[ \t]this\..))"
+)
+_NOT_ONE_OF_SEVERAL = r"(?(multi)(?![ \t]*,[ \t]*(?:[\"'`@]|\[\]|[\w.+-]+[ \t]*(?![\w.+= \t-]))))"
+
 # A bare value: one token without whitespace or quotes.
-_BARE = r"[^\s\"'`]+"
-# End of a one-assignment line: an optional trailing comment, then the end.
-_EOL = r"(?=[ \t]*(?:#[^\r\n]*)?(?![^\r\n]))"
+# It ends before the next field of a connection string (Password=walrus;Server=.), and
+# before semicolons that end it (DB_PASS=; and DB_PASS=walrus; make keep their ';'): a run
+# of them belongs to the value only when more of the value follows (Tr0ub;dor).
+_NEXT_FIELD = r";(?=[A-Za-z][\w ]{0,40}=)"
+_BARE = r"(?:[^\s\"'`;]|;+(?![A-Za-z][\w ]{0,40}=)(?=[^\s\"'`;]))+"
+# End of a one-assignment line: an optional trailing comment, then the end, or the next
+# field of a connection string.
+_EOL = rf"(?=[ \t]*(?:#[^\r\n]*)?(?![^\r\n])|{_NEXT_FIELD})"
 # The start of a one-assignment line: indentation, then ``export``, ``set``,
 # Docker's ``ENV``/``ARG`` or a YAML list dash; and its separator.
 _LINE_PREFIX = r"(?m:^)[ \t]*(?:(?:export|set|ENV|ARG|-)[ \t]+)?"
-_LINE_SEPARATOR = r"[ \t]*(?:=(?![=~])|:(?=[ \t]))[ \t]*"
+# A colon with no space counts too (password:kangaroo), but not ::, :/ or :=. A YAML tag
+# after a colon (secret: !!str walrus99, password: !ENV ${DB_PASSWORD}) is not the value.
+_LINE_SEPARATOR = r"[ \t]*(?:=(?![=~])|:(?![:/\\=])(?:[ \t]*!!?[A-Za-z][\w-]*(?=[ \t]+\S))?)[ \t]*"
 # Line values that are code, not secrets: a call or literal, an attribute
 # chain (``settings.api_key``), a type (``str``, ``Optional[str]``,
 # ``SecretStr``), or a variable named after the secret (``api_key``,
@@ -149,8 +204,8 @@ _HIGH_ENTROPY = (
 )
 
 
-def _rule(kind: str, pattern: str, group: int | str | None = None) -> RedactionRule:
-    return RedactionRule(kind, re.compile(pattern), group)
+def _rule(kind: str, pattern: str, group: int | str | None = None, *, repeat: bool = False) -> RedactionRule:
+    return RedactionRule(kind, re.compile(pattern), group, repeat)
 
 
 def _token(kind: str, first: str, rest: str) -> RedactionRule:

@@ -15,14 +15,24 @@ _PEM_LABEL = r"(?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?"
 _PRIVATE_KEY_RULES = (
     _rule(
         "private_key",
-        rf"-----BEGIN {_PEM_LABEL}-----"
-        # A whole block. The body can't hold "-----", so it stops at the END
+        # Four dashes or six count too: a block copied by hand loses or gains one.
+        rf"-{{4,6}}BEGIN {_PEM_LABEL}-{{4,6}}"
+        # A whole block. The body can't hold "----", so it stops at the END
         # line, or at the next armour line when END is missing.
-        rf"(?:[^-]*(?:-(?!----)[^-]*)*-----END {_PEM_LABEL}-----"
+        rf"(?:[^-]*(?:-(?!---)[^-]*)*-{{4,6}}END {_PEM_LABEL}-{{4,6}}"
         # A truncated block: header lines and base64 lines, each a whole line.
         r"|(?:[ \t]*\r?\n[ \t]*"
         r"(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n]*|[A-Za-z0-9+/=]*)"
         r"[ \t]*(?![^\r\n]))*)",
+    ),
+    # The tail of a block whose BEGIN line was cut off: the base64 lines right above an
+    # END line. A run is taken only from its first line (the lookbehinds), so a long
+    # base64 text with no END line is read once, not once per line.
+    _rule(
+        "private_key",
+        r"(?m)(?<![A-Za-z0-9+/=]\n)(?<![A-Za-z0-9+/=]\r\n)^[ \t]*"
+        r"(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n[ \t]*)+"
+        rf"-{{4,6}}END {_PEM_LABEL}-{{4,6}}",
     ),
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["Redacted", "RedactionRule"]
@@ -39,8 +40,17 @@ class RedactionRule:
             catastrophically: redaction runs on untrusted text in the hook.
         group: The group holding the secret, by number or name; None for the
             whole match.
+        repeat: Apply the rule again, up to 4 times in all, while it masks
+            something: for a rule whose one match finds one of several values
+            (the targets of ``token, secret = "a", "b"``), so that each of them
+            goes in one pass instead of one more pass of every rule each.
+        accept: A last check of the captured value, for what a pattern cannot say
+            (a word list's statistics); the value is masked only when it returns True.
+            None: every match that is not obviously benign is masked.
     """
 
     kind: str
     pattern: re.Pattern[str]
     group: int | str | None = None
+    repeat: bool = False
+    accept: Callable[[str], bool] | None = None

@@ -38,11 +38,12 @@ def test_bad_settings_and_an_unreachable_service_fail(tmp_path: Path) -> None:
     assert r.returncode == 1 and "[fail] settings: BLI_MEMORY_SIMILARITY_FLOOR is invalid" in r.stdout
     assert "memory store: not checked" in r.stdout
     # Every bad variable is named at once, including ones only a later use would trip on.
-    r = _doctor(tmp_path, BLI_MEMORY_CONTAINER_TAG="bad tag!", BLI_MEMORY_DASHBOARD_URL="notaurl",
+    r = _doctor(tmp_path, BLI_MEMORY_CONTAINER_TAG="password=walrus1", BLI_MEMORY_DASHBOARD_URL="notaurl",
                 BLI_MEMORY_EXPERIENCE_TZ="Mars/Base", BLI_MEMORY_RECALL_LIMIT="-3")
     assert r.returncode == 1
     for name in ("CONTAINER_TAG", "DASHBOARD_URL", "EXPERIENCE_TZ", "RECALL_LIMIT"):
         assert f"BLI_MEMORY_{name} is invalid" in r.stdout, name
+    assert "character 9 is '='" in r.stdout and "walrus1" not in r.stdout + r.stderr  # never repeated
     # A zone folder (an OSError inside zoneinfo) and a relative store folder are settings errors too.
     r = _doctor(tmp_path, "--json", BLI_MEMORY_EXPERIENCE_TZ="Europe", BLI_MEMORY_DATA_DIR="data")
     rows = {row["check"]: row for row in json.loads(r.stdout)}

@@ -465,6 +465,18 @@ def test_request_from_another_configuration_goes_direct(daemons: Daemons, projec
     assert daemon_client.ping()["alive"] is True  # a mismatch is not a stand-down
 
 
+@pytest.mark.parametrize("value", ["all-MiniLM-L6-v2-int8", " all-MiniLM-L6-v2-int8 ", ""])
+def test_the_default_embedder_spelled_out_is_the_same_configuration(daemons: Daemons, project: Path,
+                                                                    value: str) -> None:
+    """A shell that exports the default model (as the "another model" error advises) is
+    served by a daemon started without it, instead of going in process on every hook."""
+    daemons.start()
+    r = prompt_hook(project, env={"BLI_MEMORY_EMBEDDER": value})
+    assert r.receipt[1]["via"] == "daemon", r.receipt
+    other = prompt_hook(project, env={"BLI_MEMORY_EMBEDDER": "mpnet"})
+    assert other.receipt[1]["daemon"] == "env_mismatch"
+
+
 # --- protocol robustness ---------------------------------------------------------------------
 
 

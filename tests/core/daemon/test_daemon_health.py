@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.core.hooks import daemon_client
+from bli_memory.core.hooks import daemon_client, daemon_start
 from tests.conftest import bin_path
 from tests.core.daemon import test_daemon
 from tests.core.daemon.test_daemon import (
@@ -68,6 +68,10 @@ def test_a_daemon_that_cannot_embed_answers_info_then_leaves_and_says_why(daemon
     save(project, "Staging listens on port 8443.")
     env = {"BLI_MEMORY_EMBEDDER": "mpnet"}
     proc = daemons.start(env=env, ready=False)
+    # Let it hold the socket first: a session that found none would start a daemon of
+    # its own, and this one would then leave with daemon_already_running (exit 0).
+    wait_until(lambda: "daemon started" in daemons.stderr(proc) or proc.poll() is not None,
+               what="the daemon to bind its socket")
 
     async def body(client):
         return await client.call_tool("memory_info", {})
@@ -103,13 +107,46 @@ def test_a_daemon_that_cannot_embed_answers_info_then_leaves_and_says_why(daemon
 
 
 def test_a_daemon_that_embeds_clears_the_problem(daemons: Daemons, project: Path) -> None:
-    daemons.start(env={"BLI_MEMORY_EMBEDDER": "mpnet"}, ready=False)
-    wait_until(lambda: "problem" in daemon_client.status(), what="the problem to be recorded")
+    failing = {**os.environ, "BLI_MEMORY_EMBEDDER": "mpnet"}
+    daemons.start(env=failing, ready=False)
+    wait_until(lambda: "problem" in daemon_client.status(failing), what="the problem to be recorded")
     healthy = daemons.start()
-    assert ping_ready() is not None and "problem" not in daemon_client.status()
+    assert ping_ready() is not None and "problem" not in daemon_client.status(failing)
     daemon_client.stop()
     wait_until(lambda: _gone(healthy.pid), what="the daemon to stop")
-    assert "problem" not in daemon_client.status()
+    assert "problem" not in daemon_client.status(failing)
+    assert not daemon_start.problem_record_path(failing).exists()
+
+
+def _status_of(env: dict[str, str]) -> tuple[dict, str, str]:
+    """``daemon --status`` (JSON), ``status`` and the doctor's daemon row, run with ``env``."""
+    full = {**os.environ, **env}
+    st = subprocess.run([bin_path(), "daemon", "--status"], env=full, capture_output=True, text=True,
+                        timeout=30)
+    shown = subprocess.run([bin_path(), "status"], env=full, capture_output=True, text=True, timeout=120)
+    doctor = subprocess.run([bin_path("cockpit"), "doctor", "--json"], env=full, capture_output=True,
+                            text=True, timeout=120)
+    row = next(r for r in json.loads(doctor.stdout) if r["check"] == "memory-daemon")
+    return json.loads(st.stdout), shown.stdout, row["detail"]
+
+
+def test_the_cannot_embed_record_is_of_its_settings_and_its_data_dir(daemons: Daemons,
+                                                                     tmp_path: Path) -> None:
+    first, other = tmp_path / "data-a", tmp_path / "data-b"
+    failing = {"BLI_MEMORY_EMBEDDER": "mpnet", "BLI_MEMORY_DATA_DIR": str(first)}
+    proc = daemons.start(env=failing, ready=False)
+    wait_until(lambda: proc.poll() is not None, what="the daemon that cannot embed to leave")
+    record = daemon_start.problem_record_path({**os.environ, **failing})
+    assert record.parent == first and record.stat().st_mode & 0o777 == 0o600
+    status, shown, row = _status_of(failing)
+    assert status["problem"].startswith("cannot embed: the mpnet embedding model is not installed")
+    assert status["problem"].endswith(f"(data dir {first})") and f"{first}/models" in status["problem"]
+    assert "daemon cannot embed" in shown and "daemon cannot embed" in row
+    # The setting fixed, or another data dir: that daemon's problem is not this one's.
+    for env in ({"BLI_MEMORY_DATA_DIR": str(first)}, {**failing, "BLI_MEMORY_DATA_DIR": str(other)}):
+        status, shown, row = _status_of(env)
+        assert "problem" not in status and "cannot embed" not in shown, (env, shown)
+        assert row == "absent (started on demand)", env
 
 
 def test_restart_into_a_model_that_is_not_installed_says_so_and_keeps_the_daemon(daemons: Daemons,
@@ -127,3 +164,18 @@ def test_restart_into_a_model_that_is_not_installed_says_so_and_keeps_the_daemon
     back = subprocess.run([bin_path(), "daemon", "--restart"], capture_output=True, text=True, timeout=120)
     assert back.returncode == 0 and "daemon restarted" in back.stderr, back.stderr
     assert "problem" not in daemon_client.status()
+
+
+def test_a_fixed_setting_starts_a_daemon_at_once_not_after_the_back_off(daemons: Daemons,
+                                                                         project: Path) -> None:
+    failing = {"BLI_MEMORY_EMBEDDER": "mpnet"}
+    prompt_hook(project, env=failing)  # starts a daemon, which cannot embed and leaves
+    wait_until(lambda: "problem" in daemon_client.status({**os.environ, **failing})
+               and not _daemon_pids(Path(os.environ["HOME"])), what="the failed start to be recorded")
+    prompt_hook(project, env=failing)  # the same settings: backed off
+    time.sleep(2.0)
+    assert _daemon_pids(Path(os.environ["HOME"])) == []
+    fixed = prompt_hook(project)  # the setting fixed: that failure is not this start's
+    assert fixed.returncode == 0 and fixed.receipt[1]["via"] == "direct"
+    pong = wait_until(ping_ready, timeout=30, what="the daemon a hook of the fixed setting starts")
+    assert pong["pid"] in _daemon_pids(Path(os.environ["HOME"]))

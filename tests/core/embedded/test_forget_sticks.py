@@ -136,3 +136,26 @@ def test_a_purge_sticks_against_queued_and_later_captures_in_other_words(project
         assert b.save(STAGING, space=space_of(project), source="mcp").status == "created"
     finally:
         b.close()
+
+
+@pytest.mark.parametrize("how", ["forget", "purge"])
+def test_a_forget_does_not_suppress_other_facts_with_the_same_value(project: Path, tmp_path: Path,
+                                                                    how: str) -> None:
+    b = backend()
+    try:
+        saved = b.save("The staging port is 8443.", space=space_of(project), source="mcp")
+    finally:
+        b.close()
+    if how == "forget":
+        _forget(saved.memory.id, project)
+    else:
+        proc = subprocess.run([bin_path(), "memory", "purge", saved.memory.id, "--yes"], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    said = ("Remember this: the staging port is 8 443. Also remember: the production port is 8443. "
+            "And the metrics port is 8443.")
+    stop(project, write_transcript(tmp_path / "a.jsonl", [(said, "Noted.")]))
+    (line,) = done_lines(worker().stderr)
+    assert line["added"] == 2 and line["unchanged"] == 1, line
+    kept = sorted(m.content for m in live(project))
+    assert len(kept) == 2 and "production" in kept[1] and "metrics" in kept[0], kept

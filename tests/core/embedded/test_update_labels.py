@@ -6,6 +6,7 @@ they did keeps its own, and an update copies the labels forward, so it masks the
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -30,5 +31,23 @@ def test_an_update_masks_the_labels_it_carries_from_an_old_row(tmp_path: Path) -
         plain = backend.save("The weekly job prunes logs.", space="t", session_id="s-2").memory
         again = backend.update("The weekly job prunes logs on Sundays.", space="t", id=plain.id).memory
         assert (again.session_id, again.source) == ("s-2", "mcp")
+    finally:
+        backend.close()
+
+
+def test_an_update_masks_the_metadata_it_carries_from_an_old_row(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    backend = EmbeddedBackend(path)
+    try:
+        saved = backend.save("The deploy reads its headers from the config.", space="t").memory
+        old = {"headers": {"Authorization": "Basic dXNlcjpwYXNzd29yZA=="}, "password": "kangaroo",
+               "team": "web"}
+        with closing(sqlite3.connect(path)) as conn, conn:  # as a save before metadata was masked
+            conn.execute("UPDATE memories SET metadata = ? WHERE id = ?", (json.dumps(old), saved.id))
+        result = backend.update("The deploy reads its headers from the vault.", space="t", id=saved.id)
+        stored = json.dumps(result.memory.metadata)
+        assert "dXNlcjpwYXNzd29yZA" not in stored and "kangaroo" not in stored
+        assert result.memory.metadata["team"] == "web"
+        assert result.masked == 2
     finally:
         backend.close()

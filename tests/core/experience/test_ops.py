@@ -92,15 +92,26 @@ EXPECTED_HOOKS = {
     },
 }
 
-EXPECTED_HOOKS_TEXT = """\
+def _last(delta: timedelta) -> str:
+    return "  last " + hour(delta).replace("T", " ") + ":00 UTC"
+
+
+#: The newest hour that counted each skip and failure, in the 30-day window.
+EXPECTED_LAST_SEEN = {
+    "prompt": {"failed:timeout": hour(timedelta(hours=1)), "skipped:no_prompt": hour(timedelta(days=3)),
+               "failed:dashboard_unreachable": hour(timedelta(days=10))},
+    "stop": {"skipped:reentrant": hour(timedelta(days=10))},
+}
+
+EXPECTED_HOOKS_TEXT = f"""\
                                     7d   30d
   prompt
     runs                            12    21
     ok                               8    15
     skipped_trivial (on purpose)     2     2
-    skipped:no_prompt                1     1
-    failed:dashboard_unreachable     0     2
-    failed:timeout                   1     1
+    skipped:no_prompt                1     1{_last(timedelta(days=3))}
+    failed:dashboard_unreachable     0     2{_last(timedelta(days=10))}
+    failed:timeout                   1     1{_last(timedelta(hours=1))}
     via daemon                       4    13
     via direct                       5     5
     daemon fallback:no_socket        2     2
@@ -114,7 +125,7 @@ EXPECTED_HOOKS_TEXT = """\
     runs                             0     5
     ok                               0     4
     skipped_trivial (on purpose)     0     0
-    skipped:reentrant                0     1
+    skipped:reentrant                0     1{_last(timedelta(days=10))}
     via daemon                       0     0
     via direct                       0     4
 """
@@ -136,11 +147,37 @@ def test_hook_counts_match_the_stats_file_exactly(temp_home: Path) -> None:
     assert hooks["source"] == str(path) and hooks["read"] == "ok" and hooks["ignored"] == 0
     assert hooks["probe_runs_counted"] is False
     assert hooks["windows"] == EXPECTED_HOOKS
+    assert hooks["last_seen"] == EXPECTED_LAST_SEEN  # a failure fixed ten days ago reads as old
 
     r = cockpit_ops("--memory")
     assert r.returncode == 0, r.stderr
     body = section(r.stdout, "HOOKS")
     assert body == "  hourly counts; --probe runs are never counted\n" + EXPECTED_HOOKS_TEXT
+
+
+def test_hours_ahead_of_the_clock_are_ignored_and_unpadded_hours_read_as_written(temp_home: Path) -> None:
+    """A bucket written while the clock ran ahead counted in every window for good, and
+    "last seen" took the newest key by string order ("2026-11-9T10" over "2026-11-20T10")."""
+    now = datetime.now(UTC)
+    recent = now - timedelta(days=2)
+    unpadded = f"{recent.year}-{recent.month}-{recent.day}T{recent.hour}"
+    older = (now - timedelta(days=5)).strftime("%Y-%m-%dT%H")
+    write_stats({"version": 1, "hours": {
+        "2035-01-01T00": {"prompt": {"failed:timeout": 1}},
+        unpadded: {"prompt": {"failed:x": 1}},
+        older: {"prompt": {"failed:x": 1}},
+    }})
+    hooks = json.loads(cockpit_ops("--memory", "--json").stdout)["hooks"]
+    assert hooks["ignored"] == 1 and "timeout" not in hooks["windows"]["30d"]["prompt"]["failed"]
+    assert hooks["last_seen"]["prompt"] == {"failed:x": recent.strftime("%Y-%m-%dT%H")}
+
+
+def test_control_characters_in_names_are_escaped_in_the_text_view(temp_home: Path) -> None:
+    write_stats({"version": 1, "hours": {hour(timedelta(hours=1)): {
+        "prompt": {"failed:\u001b[31mRED\u001b[0m\nfake line": 1}}}})
+    out = cockpit_ops("--memory").stdout
+    assert "\x1b" not in out and "\nfake line" not in out
+    assert "failed:\\x1b[31mRED\\x1b[0m\\nfake line" in out
 
 
 def test_malformed_parts_are_ignored_and_counted(temp_home: Path) -> None:

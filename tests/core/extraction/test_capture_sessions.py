@@ -157,6 +157,29 @@ def test_the_bench_never_shows_the_test_part() -> None:
     assert "[durable]" not in out.stdout and "[noise]" not in out.stdout
 
 
+@pytest.mark.e2e  # runs the bench as a process
+def test_the_bench_replays_the_tuning_part_alone_only() -> None:
+    out = subprocess.run([sys.executable, "bench/extraction_sessions.py", "--split", "test"], cwd=REPO,
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "test part is read once" in out.stderr
+    assert "@0.6" not in out.stdout
+
+
+@pytest.mark.e2e  # runs the bench as a process
+def test_the_trained_gates_skip_the_test_lines_before_parsing_them() -> None:
+    """``bench/extraction_train.py`` and ``extraction_gate.py`` drop a test line by its text, unparsed."""
+    lines = (REPO / "bench" / "data" / "real_sessions.jsonl").read_text().splitlines()
+    test_lines = [line for line in lines if line.strip() and json.loads(line)["split"] == "test"]
+    assert test_lines and all('"split": "test"' in line for line in test_lines)
+    script = ("import sys, json; sys.path.insert(0, 'bench')\n"
+              "from extraction_train import tuning_rows\n"
+              "rows = tuning_rows()\n"
+              "print(json.dumps([len(rows), sorted({r['split'] for r in rows})]))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
+    tuning = sum(1 for line in lines if line.strip()) - len(test_lines)
+    assert json.loads(out.stdout) == [tuning, ["tuning"]]
+
+
 def test_do_not_opens_a_rule_not_a_request() -> None:
     """"Do so" asks for the task at hand; "Do not ..." states a standing rule."""
     assert kept("Do not use emoji in commit messages or code comments.") == [

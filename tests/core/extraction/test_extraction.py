@@ -376,3 +376,25 @@ def test_from_names_an_old_value_only_after_a_verb_of_change() -> None:
     assert decide(behaviour, [("a", memory, 0.5)])[0] != "update"
     assert decide("We moved CI from Travis to GitHub Actions.", [("a", "CI runs on Travis.", 0.59)]) == (
         "update", ["a"])
+
+
+def test_a_statement_that_tells_only_a_masked_secret_is_not_kept(backend) -> None:
+    """Capture masks secrets first, so "My password is X and token Y" became a memory
+    reading "The user's password is [REDACTED:prose_password] and token [REDACTED:...]":
+    nothing to use, and it came up in searches about the account. A statement that says
+    more, and a command with a placeholder in it, are still kept."""
+    token = "ghp_" + "Zq7Wx2Er5Ty8Ui1Op4As" * 2
+    rules = RuleExtractor()
+    for n, text in enumerate((
+        f"User: My password is hunter2secret and token {token}\n\nAssistant: Got it.",
+        "User: My Stripe API key is sk_live_" + "a1B2c3D4e5F6g7H8" * 2
+        + "\n\nAssistant: Noted.",
+        "User: My password is hunter2secret!X and the staging DB runs on db-7.internal:5432.\n\n"
+        f"Assistant: Noted. To deploy, run `API_TOKEN={token} make release`.",
+    )):
+        distil(text, backend=backend, space="m", source="test", session_id=f"s{n}", extractor=rules)
+    live = [m.content for m in backend.store.recent(["m"], limit=10)]
+    assert len(live) == 2, live
+    assert any("db-7.internal" in c for c in live), live  # said more than the password
+    assert any("make release" in c and "[REDACTED:" in c for c in live), live
+    assert not any("Stripe" in c or "token [REDACTED" in c for c in live), live

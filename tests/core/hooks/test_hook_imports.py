@@ -19,14 +19,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (
 
 #: Our modules a skipped prompt needs: the entry, receipts (and where they go) and stats,
 #: the daemon client (tried first) with its start rule, the plugin seam, the host's
-#: adapter, payload text clean-up, private file modes and the skip rule. All standard
-#: library only.
+#: adapter, payload text clean-up, private file modes, the skip rule and the answer it
+#: makes. All standard library only.
 SKIP_PATH_MODULES = {
     "bli_memory", "bli_memory.adapters", "bli_memory.adapters.claude_code", "bli_memory.core",
     "bli_memory.core._version", "bli_memory.core.hooks.blocks", "bli_memory.core.cli.main",
     "bli_memory.core.plugins", "bli_memory.core.hookspecs", "bli_memory.core.hooks.daemon_client",
     "bli_memory.core.errors", "bli_memory.core.defaults",
-    "bli_memory.core.hooks.events", "bli_memory.core.hooks.stats", "bli_memory.core.hooks.stdin",
+    "bli_memory.core.hooks.events", "bli_memory.core.hooks.answers", "bli_memory.core.hooks.stats",
+    "bli_memory.core.hooks.stdin",
     "bli_memory.core.hooks.main", "bli_memory.core.hooks.deadlines", "bli_memory.core.models",
     "bli_memory.core.paths",
     "bli_memory.core.hooks.payloads", "bli_memory.core.hooks.receipts", "bli_memory.core.hooks.transcripts",

@@ -329,6 +329,21 @@ def test_the_prompt_survives_a_big_tool_result_and_a_long_reply(project: Path, t
     assert text.startswith(f"User: {prompt}") and text.endswith("Fixed by using the UTC month.")
 
 
+def _straddling_reply(token: str) -> str:
+    """A reply whose last 24 KB (the stop hook's first cut, keep="tail") begin 20
+    characters into ``token``, and hold two 9 KB private keys that masking shrinks."""
+    line = "MII" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zB9cD1fG2hJ4kL6nP8rS0uW2yA4cE6gI8kM0oQ2"
+    body = "\n".join(line for _ in range(140))
+    key = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
+    tail = f"\n{key}\n\n{key}\n" + "Pushed, all green. " * 200
+    room = 2 * 12 * 1024 - len(" [...] ")
+    gap = room - (len(token) - 20) - len(tail)  # ASCII throughout: characters are bytes
+    assert gap > 2
+    reply = "Pushing now. " + token + " " + ("ok " * gap)[: gap - 1] + tail
+    assert reply[len(reply) - room:].startswith(token[20:])
+    return reply
+
+
 def test_secrets_at_the_cut_points_and_grown_redactions_stay_masked_and_bounded(
     project: Path, tmp_path: Path
 ) -> None:
@@ -337,6 +352,9 @@ def test_secrets_at_the_cut_points_and_grown_redactions_stay_masked_and_bounded(
         # a token across the prompt's 4 KB cut, and one across the reply's cut
         "prompt cut": ("a" * (4 * 1024 - 20) + " " + token + " tail", "Done."),
         "reply cut": ("Push it.", token + " " + "b" * (12 * 1024 - 40)),
+        # a token across the reply's first cut (at 24 KB from its end), with two private
+        # keys after it that masking shrinks, so the final 12 KB cut keeps what is left
+        "shrunk after the cut": ("Push it.", _straddling_reply(token)),
         # placeholders longer than the secrets they replace
         "growth": ("Rotate these.", "password=Xy7qWz9k\n" * 1000),
         # a lone surrogate, as a UTF-16 host writes half an emoji

@@ -213,3 +213,20 @@ def test_a_keyword_hit_far_below_the_best_cosine_is_left_out_of_the_block(projec
     r = prompt(project, "Please write a function that reads YAML files", session="yaml-1")
     assert r.context is not None and "ruamel.yaml" in r.context
     assert "Stripe" not in r.context and "staging deploy" not in r.context, r.context
+
+
+def test_a_reservation_holds_until_confirmed_released_or_lapsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bli_memory.core.hooks import injection_log as log
+
+    assert log.reserve_injected("claude", "s", ["a", "b"]) == ["a", "b"]
+    assert log.already_injected("claude", "s") == {"a", "b"}  # held: a prompt at the same moment skips them
+    assert log.reserve_injected("claude", "s", ["a", "c"]) == ["c"]
+    log.confirm_injected("claude", "s", ["a"])  # its block was written
+    log.release_injected("claude", "s", ["b"])  # its block never reached the host
+    assert log.already_injected("claude", "s") == {"a", "c"}
+    assert log.reserve_injected("claude", "s", ["a", "b"]) == ["b"]
+
+    monkeypatch.setattr(log, "PENDING_SECONDS", -1.0)  # a hook killed between the two lapses
+    assert log.reserve_injected("claude", "t", ["x"]) == ["x"]
+    assert log.already_injected("claude", "t") == set()
+    assert log.reserve_injected("claude", "t", ["x"]) == ["x"]

@@ -106,6 +106,54 @@ def test_a_forget_whose_answer_was_lost_answers_as_the_forget_did(project: Path)
     assert fresh["isError"] and "not_found" in fresh["content"][0]["text"]
 
 
+BACKUP = "The nightly backup goes to the cold bucket."
+BACKUP_TOO = "The nightly backups go to the cold bucket."  # cosine 0.96 with BACKUP
+
+
+@pytest.mark.parametrize(("selector", "how"), [({"content": BACKUP}, "Forgotten by exact text"),
+                                               ({"query": BACKUP}, "Forgotten by closest match (")])
+def test_a_forget_by_text_or_query_whose_answer_was_lost_answers_as_the_forget_did(
+        project: Path, selector: dict, how: str) -> None:
+    from bli_memory.core.mcp.state import default_space
+
+    space, _ = default_space(load_settings())
+    backend = _backend()
+    saved = backend.save(BACKUP, space=space)
+    near = backend.save(BACKUP_TOO, space=space)  # the next closest match: not to be forgotten too
+    sent = time.time()
+    backend.forget(space=space, **selector)  # the daemon's work, before it died
+    backend.close()
+    answers = _resume([INIT, _call(7, "forget_memory", **selector)], {7: sent}, [])
+    (replayed,) = [a["result"] for a in answers if a.get("id") == 7]
+    assert not replayed.get("isError"), replayed
+    assert replayed["structuredContent"]["forgotten"]["id"] == saved.memory.id
+    assert replayed["content"][0]["text"].startswith(how)
+    backend = _backend()
+    try:  # run again as a new forget, the query would have taken the next match
+        assert backend.get_memory(near.memory.id)[0].state == "active"
+    finally:
+        backend.close()
+
+
+def test_a_forget_an_earlier_request_did_just_before_is_not_this_ones(project: Path) -> None:
+    from bli_memory.core.mcp.state import default_space
+
+    space, _ = default_space(load_settings())
+    backend = _backend()
+    earlier = backend.save(BACKUP, space=space)
+    near = backend.save(BACKUP_TOO, space=space)
+    backend.forget(space=space, id=earlier.memory.id)  # an earlier request's, answered
+    backend.close()
+    sent = time.time()  # this request, sent a moment later; the daemon died before running it
+    requests = [_call(7, "forget_memory", query=BACKUP), _call(8, "forget_memory", id=earlier.memory.id)]
+    answers = _resume([INIT, *requests], {7: sent, 8: sent}, [])
+    (by_query,) = [a["result"] for a in answers if a.get("id") == 7]
+    assert not by_query.get("isError"), by_query
+    assert by_query["structuredContent"]["forgotten"]["id"] == near.memory.id  # it ran
+    (by_id,) = [a["result"] for a in answers if a.get("id") == 8]  # forgotten before it was sent
+    assert by_id["isError"] and "not_found" in by_id["content"][0]["text"], by_id
+
+
 def test_a_forget_of_long_ago_stays_not_found_when_run_again(project: Path) -> None:
     from bli_memory.core.mcp.state import default_space
 

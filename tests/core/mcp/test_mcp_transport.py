@@ -21,7 +21,7 @@ from tests.conftest import bin_path
 from tests.mcp_client import run_session, text_of
 from tests.secret_corpus import chars
 
-pytestmark = [pytest.mark.e2e, pytest.mark.e2e]  # starts processes or servers (tests/tiers.py)
+pytestmark = pytest.mark.e2e  # starts processes or servers (tests/tiers.py)
 
 INIT = {
     "jsonrpc": "2.0",
@@ -139,7 +139,7 @@ def test_save_and_update_mask_secrets_and_say_so(tmp_path: Path) -> None:
         )
         assert not saved.is_error, text_of(saved)
         assert saved.structured_content["masked"] == 2
-        assert "2 secrets masked" in text_of(saved)
+        assert "2 secrets masked" in text_of(saved) and "<kind>" not in text_of(saved)
         content = saved.structured_content["memory"]["content"]
         assert GITHUB not in content and WIFI not in content
         assert "[REDACTED:github_token]" in content and "[REDACTED:prose_password]" in content
@@ -156,6 +156,7 @@ def test_save_and_update_mask_secrets_and_say_so(tmp_path: Path) -> None:
         )
         assert not updated.is_error, text_of(updated)
         assert updated.structured_content["masked"] == 1 and "1 secret masked" in text_of(updated)
+        assert "<kind>" not in text_of(updated)
         assert WIFI not in updated.structured_content["memory"]["content"]
 
         queued = await client.call_tool("save_memory", {"content": f"token {GITHUB}", "extract": True})

@@ -78,8 +78,9 @@ def test_info_list_get_history_and_dates(tmp_path: Path, mcp_route) -> None:
     assert f"Id {mid} is version 1 of this memory; its live version is 3 (id {newest})." in text_of(old)
     assert redo.structured_content["previous"]["id"] == newest
     assert redo.structured_content["named"]["id"] == mid
-    assert f"Id {mid} is version 1 of this memory; its live version is 3 (id {newest})." in text_of(redo)
     fourth = redo.structured_content["memory"]["id"]
+    # The live version is the one this update made, not the one it replaced.
+    assert f"Id {mid} is version 1 of this memory; its live version is 4 (id {fourth})." in text_of(redo)
     assert gone.structured_content["forgotten"]["id"] == fourth
     assert gone.structured_content["named"]["version"] == 1
     assert f"Id {mid} is version 1 of this memory; its live version is 4 (id {fourth})." in text_of(gone)
@@ -370,7 +371,7 @@ def test_import_recomputes_vectors_it_cannot_trust(tmp_path: Path) -> None:
             ("Chloe reviews the release notes.", huge),
         ])
     ]
-    assert b.import_records(records) == {"imported": 5, "skipped": 0, "masked": 0}
+    assert b.import_records(records) == {"imported": 5, "skipped": 0, "forgotten": 0, "masked": 0}
     assert b.audit()["ok"]
     hits = b.search("when do deploys go out", space="s1").hits
     assert hits[0].memory.content.startswith("Deploys go out")
@@ -543,7 +544,7 @@ def test_one_record_format_for_every_store_canonical_ids_strict_times_bounded_ke
     with pytest.raises(InvalidInputError, match="customId is longer"):
         b.save("Long key.", space="s1", custom_id="k" * 513)
     # its own export is valid
-    assert b.import_records(list(b.export())) == {"imported": 0, "skipped": 1, "masked": 0}
+    assert b.import_records(list(b.export())) == {"imported": 0, "skipped": 1, "forgotten": 0, "masked": 0}
     b.close()
 
 

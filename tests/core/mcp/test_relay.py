@@ -157,6 +157,100 @@ def test_kill_9_of_the_daemon_mid_session_the_session_goes_on_in_process(tmp_pat
     assert re.search(r'mcp route in-process \{"reason": "daemon_gone", "replayed": [01]\}', log), log
 
 
+#: A plugin whose backend dies by SIGKILL once a forget is committed, before its answer
+#: (DIES_AFTER_FORGET), or as a forget by query begins, before it does anything
+#: (DIES_BEFORE_QUERY_FORGET): loaded by the daemon only (its PYTHONPATH and variables).
+DYING_PLUGIN = """
+import os, signal
+from bli_memory.core.embedded.engine import EmbeddedBackend
+from bli_memory.core.hookspecs import hookimpl
+
+class DiesAfterForget(EmbeddedBackend):
+    def forget(self, **kwargs):
+        super().forget(**kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+class DiesBeforeQueryForget(EmbeddedBackend):
+    def forget(self, **kwargs):
+        if kwargs.get("query"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().forget(**kwargs)
+
+@hookimpl(tryfirst=True)
+def memory_backend(settings, plugin_manager):
+    if os.environ.get("DIES_AFTER_FORGET") == "1":
+        return DiesAfterForget(settings.store_path)
+    if os.environ.get("DIES_BEFORE_QUERY_FORGET") == "1":
+        return DiesBeforeQueryForget(settings.store_path)
+    return None
+"""
+FACT_VPN_TOO = "Staging deploys need the VPN on."  # close to FACT_VPN: a second run would take it
+
+
+@pytest.mark.parametrize(("selector", "how"), [("content", "Forgotten by exact text"),
+                                               ("query", "Forgotten by closest match (")])
+def test_a_forget_by_text_or_query_the_daemon_died_in_answers_as_it_did(tmp_path: Path, daemons,
+                                                                        selector: str, how: str) -> None:
+    from tests.core.test_plugin_entry_points import _distribution
+
+    env = _distribution(tmp_path / "site", "dyingplug", DYING_PLUGIN)
+    first = daemons.start(env={**env, "DIES_AFTER_FORGET": "1"})
+
+    async def body(client) -> tuple:
+        saved = await client.call_tool("save_memory", {"content": FACT_VPN})
+        near = await client.call_tool("save_memory", {"content": FACT_VPN_TOO})
+        assert not saved.is_error and not near.is_error and (await _info(client))["via"] == "daemon"
+        gone = await client.call_tool("forget_memory", {selector: FACT_VPN})  # the daemon dies in it
+        found = await client.call_tool("search_memory", {"query": QUESTION})
+        return saved.structured_content, gone, found.structured_content, await _info(client)
+
+    saved, gone, found, info = _session(tmp_path, tmp_path / "server.err", body)
+    first.wait(timeout=10)
+    assert first.returncode == -signal.SIGKILL and info["via"] == "in-process"
+    assert not gone.is_error, text_of(gone)
+    assert gone.structured_content["forgotten"]["id"] == saved["memory"]["id"]
+    assert text_of(gone).startswith(how)
+    assert [r["content"] for r in found["results"]] == [FACT_VPN_TOO]  # forgotten once, not twice
+    assert '"reason": "daemon_gone", "replayed": 1' in (tmp_path / "server.err").read_text()
+
+
+#: Three memories close to one query; the first is the closest (cosine 0.93, then 0.92 for
+#: the third and 0.89 for the second, all-MiniLM-L6-v2).
+PORTS = ["The staging port is 8443.", "The staging port is 8443 on the staging server.",
+         "Staging uses port 8443."]
+
+
+def test_a_forget_by_query_the_daemon_died_before_runs_and_is_not_an_earlier_forgets(
+        tmp_path: Path, daemons) -> None:
+    from tests.core.test_plugin_entry_points import _distribution
+
+    env = _distribution(tmp_path / "site", "dyingplug", DYING_PLUGIN)
+    first = daemons.start(env={**env, "DIES_BEFORE_QUERY_FORGET": "1"})
+
+    async def body(client) -> tuple:
+        ids = []
+        for text in PORTS:
+            saved = await client.call_tool("save_memory", {"content": text})
+            assert not saved.is_error, text_of(saved)
+            ids.append(saved.structured_content["memory"]["id"])
+        assert (await _info(client))["via"] == "daemon"
+        by_id = await client.call_tool("forget_memory", {"id": ids[0]})  # answered by the daemon
+        assert not by_id.is_error, text_of(by_id)
+        gone = await client.call_tool("forget_memory", {"query": "staging port 8443"})  # it dies
+        found = await client.call_tool("search_memory", {"query": "staging port 8443"})
+        return ids, gone, found.structured_content, await _info(client)
+
+    ids, gone, found, info = _session(tmp_path, tmp_path / "server.err", body)
+    first.wait(timeout=10)
+    assert first.returncode == -signal.SIGKILL and info["via"] == "in-process"
+    assert not gone.is_error, text_of(gone)
+    # Not the memory the earlier request forgot: this one's forget ran, in process.
+    assert gone.structured_content["forgotten"]["id"] == ids[2], text_of(gone)
+    assert text_of(gone).startswith("Forgotten by closest match (0.92")
+    assert [r["content"] for r in found["results"]] == [PORTS[1]]
+    assert '"reason": "daemon_gone", "replayed": 1' in (tmp_path / "server.err").read_text()
+
+
 def test_the_session_id_survives_the_fallback(tmp_path: Path, daemons) -> None:
     first = daemons.start()
 

@@ -7,6 +7,7 @@ generated body, so this file holds no string that a secret scanner would flag.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import string
 import time
@@ -427,6 +428,13 @@ def test_secret_query_parameters(text: str, expected: str) -> None:
         ('{\\"client_secret\\": \\"§\\"}', '{\\"client_secret\\": \\"[REDACTED:json_secret]\\"}'),
         ("import os\npassword = §\nprint(1)", "import os\npassword = [REDACTED:env_secret]\nprint(1)"),
         ("API_KEY=§\r\nDEBUG=1\r\n", "API_KEY=[REDACTED:env_secret]\r\nDEBUG=1\r\n"),
+        # Of several targets, the value at the secret name's place goes, not the first.
+        ('user, password := "bob", "§"', 'user, password := "bob", "[REDACTED:env_secret]"'),
+        ('user, password = "bob", "§"', 'user, password = "bob", "[REDACTED:env_secret]"'),
+        ('login(user, password="§", timeout=5)', 'login(user, password="[REDACTED:env_secret]", timeout=5)'),
+        # A semicolon that ends the value is kept.
+        ("export DB_PASS=§; make", "export DB_PASS=[REDACTED:env_secret]; make"),
+        ("PASSWORD=§;", "PASSWORD=[REDACTED:env_secret];"),
         (
             "[pypi]\nusername = __token__\npassword = §",
             "[pypi]\nusername = __token__\npassword = [REDACTED:env_secret]",
@@ -740,6 +748,45 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "sshpass-run": lambda k: "sshpass " * (12_000 // k) + "-p",
     "flag-run": lambda k: "--password " * (9_000 // k),
     "session-uuid-run": lambda k: "session: 01234567-89ab-cdef-0123-456789abcdef " * (2_000 // k),
+    "passphrase-label": lambda k: "password: " + "word " * (20_000 // k),
+    "passphrase-run-on": lambda k: "password is x9! " + "ab " * (30_000 // k),
+    "passphrase-quote": lambda k: 'password is "' + "a" * (100_000 // k),
+    "passphrase-label-chain": lambda k: "db_password: " * (8_000 // k),
+    "fish-set-run": lambda k: "set -x TOKEN " * (8_000 // k),
+    "markup-open-run": lambda k: "<password>" * (10_000 // k),
+    "markup-unclosed": lambda k: "<password>" + "a" * (100_000 // k),
+    "markup-pair-run": lambda k: 'key="password" ' * (6_000 // k),
+    "k8s-name-run": lambda k: "name: DB_PASSWORD\n" * (5_000 // k),
+    "markup-property-run": lambda k: '<p name="password">' * (5_000 // k),
+    "markup-value-first-run": lambda k: 'value="x" ' * (8_000 // k),
+    "markup-lines-run": lambda k: "<password>\n" * (8_000 // k),
+    "k8s-value-first-run": lambda k: "value: x\n" * (8_000 // k),
+    "k8s-flow-run": lambda k: "name: DB_PASSWORD, " * (5_000 // k),
+    "typographic-quote": lambda k: "password is \u201c" + "a" * (100_000 // k),
+    "passphrase-assign": lambda k: "password = " + "word " * (20_000 // k),
+    "passphrase-glued": lambda k: "PASSWORD=" + "word " * (20_000 // k),
+    "name-is-run": lambda k: "DB_PASS is " * (8_000 // k),
+    "compound-pass-run": lambda k: "db_pass=" * (12_000 // k),
+    "spaced-equals-run": lambda k: "token = " * (12_000 // k),
+    "connection-string-run": lambda k: ";Password=" * (9_000 // k),
+    "head-noun-run": lambda k: "token_" * (16_000 // k) + "=x1",
+    "user-secrets-run": lambda k: "dotnet user-secrets set " * (5_000 // k),
+    "user-secrets-sections": lambda k: "user-secrets set " + "Db:" * (30_000 // k) + "Password",
+    "keytool-flag-run": lambda k: "-storepass " * (9_000 // k),
+    "keytool-new-run": lambda k: "keytool -new" * (9_000 // k),
+    "credential-call-run": lambda k: 'NetworkCredential("a", ' * (5_000 // k),
+    "env-setter-run": lambda k: 'os.Setenv("TOKEN", ' * (5_000 // k),
+    "semicolon-run": lambda k: "DB_PASS=" + ";" * (100_000 // k),
+    "multiple-assignment-run": lambda k: "token  ,  " * (10_000 // k) + ':= "a"',
+    "multiple-assignment-values": lambda k: "a, b, c, token := " + '"x", ' * (20_000 // k),
+    # JSON strings: escaped quotes on a line that never closes, a truncated doubly
+    # escaped tool result, many values that read like lines, and recovery-phrase words.
+    "unclosed-escaped-quotes": lambda k: '"' + '\\"' * (40_000 // k),
+    "truncated-escaped-json": lambda k: json.dumps({"content": json.dumps(
+        {f"key{i}": f"value {i}" for i in range(1_600 // k)})})[:-3],
+    "json-line-values": lambda k: "".join(f'"k{i}": "set x = {i}", ' for i in range(4_000 // k)),
+    "seed-word-run": lambda k: "abandon " * (30_000 // k),
+    "cookie-pairs": lambda k: "Cookie: " + "a=b; " * (20_000 // k),
 }
 
 
@@ -1024,3 +1071,26 @@ def test_an_ampersand_inside_a_secret_is_masked_but_ends_it_before_a_query_param
     assert "s3cr3t" not in out and "&user=bob now" in out
     out = redact("see token=abc123&next=1 ok").text
     assert "abc123" not in out and "&next=1 ok" in out
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected", "masked"),
+    [
+        ({"env": [{"name": "DB_PASSWORD", "value": "walrus"}]},
+         {"env": [{"name": "DB_PASSWORD", "value": "[REDACTED:env_secret]"}]}, 1),
+        ({"key": "DbPassword", "value": "walrus"},
+         {"key": "DbPassword", "value": "[REDACTED:env_secret]"}, 1),
+        ({"name": "DB_PASSWORD", "value": 123456789},
+         {"name": "DB_PASSWORD", "value": "[REDACTED:metadata_secret]"}, 1),
+        ({"env": [{"name": "LOG_LEVEL", "value": "info"}]},
+         {"env": [{"name": "LOG_LEVEL", "value": "info"}]}, 0),
+        ({"name": "DB_PASSWORD", "value": "${DB_PASSWORD}"},
+         {"name": "DB_PASSWORD", "value": "${DB_PASSWORD}"}, 0),
+    ],
+)
+def test_metadata_value_is_judged_with_the_name_beside_it(
+    metadata: dict[str, object], expected: dict[str, object], masked: int
+) -> None:
+    from bli_memory.core.memory.stored_secrets import masked_metadata
+
+    assert masked_metadata(metadata) == (expected, masked)

@@ -9,6 +9,8 @@ and benign lines that once were altered (``curl -u http://app``, a session UUID)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bli_memory.core.memory.redaction import redact
@@ -46,6 +48,35 @@ def test_benign_lines_stay_verbatim(line: str) -> None:
     assert redact(line).text == line
 
 
+# Tool output arrives as JSON: the line as a tool printed it, inside a string literal
+# (escaped, ASCII or not), the same nested once more, and a command as a JSON value.
+JSON_FORMS = {
+    "escaped output": lambda line: json.dumps({"stdout": "output:\n" + line + "\ndone"}),
+    "escaped, not ascii": lambda line: json.dumps({"stdout": line + "\n"}, ensure_ascii=False),
+    "escaped twice": lambda line: json.dumps(json.dumps({"stdout": line})),
+    "a json value": lambda line: json.dumps({"command": line}),
+}
+
+
+@pytest.mark.parametrize("form", JSON_FORMS)
+def test_every_format_is_masked_inside_json_strings(form: str) -> None:
+    wrap = JSON_FORMS[form]
+    leaked = []
+    for fmt, line, secret in SECRETS:
+        out = redact(wrap(line)).text
+        escaped = json.dumps(secret)[1:-1]
+        if secret in out or escaped in out or redact(out).text != out:
+            leaked.append(fmt)
+    assert leaked == [], leaked
+
+
+def test_a_literal_with_nothing_to_mask_stays_byte_for_byte() -> None:
+    for text in ('{"a": "line one\\nline two \\u00e9 \\/ ok"}', '"unterminated \\n', '"\\x not json"'):
+        assert redact(text).text == text
+    masked = redact('{"out": "caf\\u00e9\\npassword = In0texquI6xSls"}').text
+    assert masked == '{"out": "caf\\u00e9\\npassword = [REDACTED:env_secret]"}', masked
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -63,6 +94,30 @@ def test_benign_lines_stay_verbatim(line: str) -> None:
         ("heroku token 0a1b2c3d-4e5f-6789-abcd-ef0123456789", "heroku token [REDACTED:heroku_api_key]"),
         ("pass it with --password and the prompt asks", "pass it with --password and the prompt asks"),
         ("the wifi password is kkcglHpqS&3.", "the wifi password is [REDACTED:prose_password]."),
+        # A passphrase is masked whole, up to the end of its clause; a pointer stays.
+        ("password: correct horse battery staple", "password: [REDACTED:prose_password]"),
+        ('passphrase is "correct horse battery staple"', 'passphrase is "[REDACTED:prose_password]"'),
+        (
+            "the vpn password is Tr4mpoline cactus harbor, then log in",
+            "the vpn password is [REDACTED:prose_password], then log in",
+        ),
+        ("the password is correct horse battery staple", "the password is correct horse battery staple"),
+        ("password: see the vault", "password: see the vault"),
+        ("the password is 12 characters long", "the password is 12 characters long"),
+        ('x = input("Password: "); print("done")', 'x = input("Password: "); print("done")'),
+        # Assignments with spaces and shell builtins keep the name; a path stays.
+        ("DB_PASS = s3cr3tvalue", "DB_PASS = [REDACTED:env_secret]"),
+        ("set -gx DB_PASSWORD s3cr3tvalue", "set -gx DB_PASSWORD [REDACTED:env_secret]"),
+        ("PWD = /home/x/project", "PWD = /home/x/project"),
+        ("env PGPASS=s3cr3tvalue psql", "env PGPASS=[REDACTED:env_secret] psql"),
+        # A value token is masked whole, '&' and all; a passphrase after '=' whole.
+        ("I set TOKEN = okapiZ9& in prod", "I set TOKEN = [REDACTED:env_secret] in prod"),
+        ("PASSWORD=correct horse battery staple", "PASSWORD=[REDACTED:env_secret]"),
+        ("password: Tr4mpoline cactus harbor for the vpn", "password: [REDACTED:env_secret] for the vpn"),
+        ("password = Tr4mpoline cactus harbor for the vpn", "password = [REDACTED:env_secret] for the vpn"),
+        ("user: admin, password: kangaroo", "user: admin, password: [REDACTED:prose_password]"),
+        # A connection string keeps its other fields.
+        ("Password=walrus;Server=.", "Password=[REDACTED:env_secret];Server=."),
     ],
 )
 def test_formats_keep_what_surrounds_the_secret(text: str, expected: str) -> None:

@@ -365,8 +365,9 @@ def test_blank_forced_tag_is_ignored(checkout: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("bad", ["has space", "x" * 129, "tag/slash", "ünï", "a\nb", "semi;colon"])
 def test_invalid_forced_tag_raises(tmp_path: Path, bad: str) -> None:
-    with pytest.raises(ValueError, match=ENV_CONTAINER_TAG):
+    with pytest.raises(ValueError, match=ENV_CONTAINER_TAG) as info:
         space(tmp_path, **{ENV_CONTAINER_TAG: bad})
+    assert bad not in str(info.value)  # a mistyped tag may hold a pasted secret: never repeated
 
 
 def test_default_environ_is_os_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -393,6 +394,24 @@ def test_validate_tag_accepts(tag: str, expected: str) -> None:
 def test_validate_tag_rejects(tag: object) -> None:
     with pytest.raises(ValueError, match="container tag"):
         validate_tag(tag)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("tag", "why"), [
+    ("password=walrus1", "character 9 is '='"),
+    ("token ghp_" + "a" * 36, "character 6 is ' '"),
+    ("x" * 129, "it has 129 characters"),
+    ("   ", "it has 0 characters"),
+])
+def test_validate_tag_says_what_is_wrong_without_repeating_the_tag(tag: str, why: str) -> None:
+    """A secret pasted where a tag goes (``--space``, ``containerTag``, the variable) is
+    refused by a message that names the problem and never the value: it reaches stderr,
+    the hooks' logs and ``cockpit doctor``."""
+    with pytest.raises(ValueError) as info:
+        validate_tag(tag)
+    message = str(info.value)
+    assert why in message
+    assert not tag.strip() or tag.strip() not in message
+    assert "walrus1" not in message and "ghp_" not in message
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -29,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["PgInstance", "Unavailable", "acquire", "create_database", "drop_database", "outage", "release",
-           "start_dedicated", "stop_dedicated"]
+__all__ = ["PgInstance", "Unavailable", "acquire", "create_database", "drop_database", "frozen", "outage",
+           "release", "start_dedicated", "stop_dedicated"]
 
 PG_USER = "postgres"
 
@@ -258,3 +259,60 @@ class outage:  # noqa: N801 - used as a context manager, like contextlib's
         log = str(self.inst.datadir.parent / "log")
         _run([*self.pg_ctl, "-o", self.inst.options, "-l", log, "start"], user=self.user,
              cwd=self.inst.datadir.parent, timeout=90)
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (read from ``/proc``)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid:
+            found.add(int(entry))
+    return found
+
+
+class frozen:  # noqa: N801 - used as a context manager, like contextlib's
+    """``with frozen(inst):`` stops a dedicated server's postmaster and every process it
+    started with SIGSTOP (a server that hangs, as in a network partition: connections
+    stay open, nothing answers), and continues them all with SIGCONT when the block
+    ends, whatever happened in it."""
+
+    def __init__(self, inst: PgInstance) -> None:
+        assert inst.datadir is not None, "a local server only"
+        self.postmaster = int((inst.datadir / "postmaster.pid").read_text().split()[0])
+        self.stopped: list[int] = []
+
+    def _stop(self, pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        self.stopped.append(pid)
+
+    def __enter__(self) -> frozen:
+        try:
+            self._stop(self.postmaster)  # first: a stopped postmaster starts no new backend
+            seen: set[int] = set()
+            while new := _children(self.postmaster) - seen:
+                for pid in sorted(new):
+                    self._stop(pid)
+                seen |= new
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pid in reversed(self.stopped):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.stopped.clear()

@@ -283,7 +283,7 @@ def test_export_pages_and_import_limits(client: Any, new_person, space: str) -> 
     records = _post(client, p, "export", {"containerTag": space}).json()["records"]
     moved = [{**x, "id": str(uuid.uuid4()), "space": space + "_copy"} for x in records]
     r = _post(client, p, "import", {"records": moved, "dryRun": True})
-    assert r.json() == {"imported": 5, "skipped": 0, "masked": 0, "dryRun": True}
+    assert r.json() == {"imported": 5, "skipped": 0, "forgotten": 0, "masked": 0, "dryRun": True}
     assert _post(client, p, "list", {"containerTag": space + "_copy"}).json()["memories"] == []
     r = _post(client, p, "import", {"records": [*moved, {"id": "x"}], "offset": 100})
     assert r.status_code == 400 and "record 106" in r.json()["error"]["message"]
@@ -332,8 +332,8 @@ def test_remote_import_in_parts_is_checked_whole_before_any_part_is_written(
         with pytest.raises(InvalidInputError, match="record 8: id .* another person's memory"):
             b.import_records([*fresh, rows[0]])
         assert list(b.export(space=space)) == []
-        assert b.import_records(fresh) == {"imported": 7, "skipped": 0, "masked": 0}
-        assert b.import_records(fresh) == {"imported": 0, "skipped": 7, "masked": 0}
+        assert b.import_records(fresh) == {"imported": 7, "skipped": 0, "forgotten": 0, "masked": 0}
+        assert b.import_records(fresh) == {"imported": 0, "skipped": 7, "forgotten": 0, "masked": 0}
         assert [r["id"] for r in b.export(space=space)] == [r["id"] for r in fresh]
         assert "door import -> 200" in svc.stderr()
     finally:

@@ -169,6 +169,106 @@ def test_a_client_that_hangs_up_mid_body_is_no_service_failure(served: str, new_
     assert not any(r.levelno >= logging.ERROR for r in caplog.records), lines
 
 
+# --- a refused body is never read: the connection is closed instead --------------------
+
+#: What a refused request announces: 3 GB, of which the client sends one kilobyte.
+_ANNOUNCED = 3 * 1024**3
+
+
+def _response(sock: socket.socket) -> tuple[bytes, dict[str, str], bytes]:
+    """Status line, headers (lower-case names) and body of one answer read from ``sock``."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        part = sock.recv(65536)
+        assert part, f"the connection closed before an answer: {data!r}"
+        data += part
+    head, body = data.split(b"\r\n\r\n", 1)
+    status, *lines = head.split(b"\r\n")
+    headers = {k.strip().lower().decode(): v.strip().decode()
+               for k, v in (line.split(b":", 1) for line in lines)}
+    while len(body) < int(headers.get("content-length", "0")):
+        part = sock.recv(65536)
+        if not part:
+            break
+        body += part
+    return status, headers, body
+
+
+def _closed_while_sending(sock: socket.socket, more: bytes, seconds: float) -> bool:
+    """Go on sending ``more`` of the body, a piece every 0.1 s, for up to ``seconds``: True
+    as soon as the service closes the connection (EOF, or a reset because the body was
+    never read), False when it was still reading after ``seconds``.
+
+    Sending keeps the connection busy, so the service's keep-alive timeout (5 s idle)
+    cannot be what closes it.
+    """
+    deadline = time.monotonic() + seconds
+    sock.settimeout(0.1)
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(more)
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(("case", "want"), [
+    ("no token", b"401"), ("unknown token", b"401"), ("announced too large", b"413"),
+    ("not json", b"415"), ("chunked too large", b"413"), ("no such door", b"404"),
+])
+def test_a_refused_body_is_not_read_the_connection_is_closed(
+    served: str, new_person, case: str, want: bytes
+) -> None:
+    alice = new_person()
+    url = urlsplit(served)
+    auth = {"no token": "", "unknown token": "Authorization: Bearer blim_not-a-token\r\n"}.get(
+        case, f"Authorization: Bearer {alice.token}\r\n")
+    # A bad token is looked up before the body is read only when the headers pass.
+    length = MAX_BODY_BYTES - 1 if case in ("unknown token", "not json") else _ANNOUNCED
+    framing = "Transfer-Encoding: chunked" if case == "chunked too large" else f"Content-Length: {length}"
+    kind = "text/plain" if case == "not json" else "application/json"
+    path = "/api/memory/nope" if case == "no such door" else "/api/memory/save"
+    body = b"x" * 1024
+    if case == "chunked too large":  # past the limit, then no end: only the stream can refuse it
+        block = b"x" * (MAX_BODY_BYTES + 1024)
+        body = b"%x\r\n" % len(block) + block + b"\r\n"
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: {kind}\r\n{framing}\r\n\r\n"
+                     .encode() + body)
+        status, headers, _ = _response(sock)
+        assert status.startswith(b"HTTP/1.1 " + want), (case, status)
+        assert headers.get("connection", "").lower() == "close", (case, headers)
+        # A little more of the body, never the rest: a service that reads on to find
+        # the next request keeps the connection open as long as the body comes.
+        more = b"%x\r\n%s\r\n" % (512, b"x" * 512) if case == "chunked too large" else b"x" * 512
+        assert _closed_while_sending(sock, more, 6), f"{case}: the service was still reading the body 6 s on"
+
+
+def test_a_body_read_to_its_end_keeps_the_connection_open(served: str, new_person, space: str) -> None:
+    alice = new_person()
+    url = urlsplit(served)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        for n in range(2):  # two requests on one connection
+            body = b'{"containerTag": "%s", "content": "Release %d ships on Monday."}' % (space.encode(), n)
+            sock.sendall((f"POST /api/memory/save HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice.token}"
+                          f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+                         .encode() + body)
+            status, headers, _ = _response(sock)
+            assert status.startswith(b"HTTP/1.1 201"), status
+            assert headers.get("connection", "").lower() != "close", headers
+        # An error found in a body read to its end does not close the connection either.
+        body = b'{"containerTag": "%s"}' % space.encode()
+        sock.sendall((f"POST /api/memory/save HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice.token}"
+                      f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+                     .encode() + body)
+        status, headers, _ = _response(sock)
+        assert status.startswith(b"HTTP/1.1 400") and headers.get("connection", "").lower() != "close"
+
+
 # --- values that overflow, searches that cannot be planned, echoes ------------------------
 
 

@@ -158,7 +158,8 @@ def test_remote_import_keeps_a_history_that_spans_parts(start_service, new_perso
                   "supersedes": fresh_ids.get(r["supersedes"]) if r["supersedes"] else None} for r in rows]
         monkeypatch.setattr(remote_module, "IMPORT_PART_RECORDS", 2)
         # Newest first: every part links to a part written after it.
-        assert b.import_records(list(reversed(fresh))) == {"imported": 5, "skipped": 0, "masked": 0}
+        assert b.import_records(list(reversed(fresh))) == {"imported": 5, "skipped": 0, "forgotten": 0,
+                                                           "masked": 0}
         newest = fresh[-1]["id"]
         assert [m.content for m in b.history(newest)] == [
             "Release status: done.", "Release status: rolling out.", "Release status: staging.",
@@ -225,7 +226,7 @@ def test_a_remote_import_whose_last_part_the_database_refuses_writes_nothing(
         with pytest.raises(InvalidInputError, match="record 7: customId is longer than"):
             rb.import_records(records)
         assert rb.info(space=space)["counts"] == {"active": 0, "superseded": 0, "forgotten": 0}
-        assert rb.import_records(records[:-1]) == {"imported": 6, "skipped": 0, "masked": 0}
+        assert rb.import_records(records[:-1]) == {"imported": 6, "skipped": 0, "forgotten": 0, "masked": 0}
     finally:
         rb.close()
 

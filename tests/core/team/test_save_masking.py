@@ -39,3 +39,21 @@ def test_save_and_update_doors_mask_secrets(client: Any, new_person, space: str,
 
     r = client.post("/api/memory/search", headers=p.headers, json={"q": "CI pushes", "containerTag": space})
     assert GITHUB not in r.text and PASSWORD not in r.text
+
+
+def test_save_and_update_doors_refuse_by_the_size_as_given_before_masking(
+        client: Any, new_person, space: str) -> None:
+    from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS
+    from tests.oversized import fits_only_masked
+
+    p = new_person()
+    note = fits_only_masked()
+    refusal = f"content is {len(note)} characters; the limit is {MAX_CONTENT_CHARS}"
+    r = client.post("/api/memory/save", headers=p.headers, json={"content": note, "containerTag": space})
+    assert r.status_code == 400 and refusal in r.text, r.text[:300]
+    r = client.post("/api/memory/save", headers=p.headers, json={
+        "content": "The API gateway times out after 29 seconds.", "containerTag": space})
+    memory_id = r.json()["memory"]["id"]
+    r = client.post("/api/memory/update", headers=p.headers, json={
+        "id": memory_id, "containerTag": space, "content": note})
+    assert r.status_code == 400 and refusal in r.text, r.text[:300]

@@ -57,11 +57,14 @@ def ui_env(home: Path) -> dict[str, str]:
     return env
 
 
-def start_ui(home: Path, cwd: Path, *args: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
-    """Start ``bli-memory-mcp ui --no-open ARGS`` and return it with its first stdout line."""
+def start_ui(home: Path, cwd: Path, *args: str, timeout: float = 60,
+             env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """Start ``bli-memory-mcp ui --no-open ARGS`` (``env`` added to :func:`ui_env`) and
+    return it with its first stdout line."""
     stderr = (home / "ui-stderr.log").open("a")
-    proc = subprocess.Popen([bin_path(), "ui", "--no-open", *args], cwd=cwd, env=ui_env(home),
-                            stdout=subprocess.PIPE, stderr=stderr, text=True)
+    proc = subprocess.Popen([bin_path(), "ui", "--no-open", *args], cwd=cwd,
+                            env={**ui_env(home), **(env or {})}, stdout=subprocess.PIPE, stderr=stderr,
+                            text=True)
     stderr.close()
     first: list[str] = []
     reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]

@@ -91,10 +91,30 @@ def _shot(driver: Any, name: str, *, width: int = 1100) -> None:
     driver.set_window_size(1100, 900)
 
 
+def _left_the_document(element: Any) -> bool:
+    """Whether ``element`` is no longer in the page, as after a navigation.
+
+    Selenium's ``staleness_of`` knows only StaleElementReferenceException; when the
+    navigation crosses origins, chromedriver may instead answer "unknown error: ... Node
+    with given id does not belong to the document" (the renderer was swapped while it
+    looked). Both mean the old page is gone; any other error still fails the test.
+    """
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as error:
+        if "does not belong to the document" in str(error.msg):
+            return True
+        raise
+    return False
+
+
 def _click(driver: Any, element: Any, *keys: str) -> None:
     """Click something that navigates (or type ``keys`` into it), and wait for the next page."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     old = driver.find_element(By.TAG_NAME, "html")
@@ -102,7 +122,7 @@ def _click(driver: Any, element: Any, *keys: str) -> None:
         element.send_keys(*keys)
     else:
         element.click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(lambda _d: _left_the_document(old))
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
@@ -346,7 +366,9 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
                               latency_ms=ms, route=route)
     hook_stats.record(stats, "prompt", ["failed:timeout", "via:direct"], now=now,
                       latency_ms=2100, route="direct")
+    hook_stats.record(stats, "prompt", ["failed:dashboard_unreachable"], now=now - 12 * 86400)
     hook_stats.record(stats, "prompt", ["skipped_trivial"], now=now)
+    old_hour = time.strftime("%Y-%m-%d %H:00", time.gmtime(now - 12 * 86400))
 
     d = signed_in
     d.get(ui_server.base + "/captures")
@@ -358,6 +380,8 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
     d.get(ui_server.base + "/health")
     main = _text(d)
     assert "failed: timeout" in main and "skipped: trivial prompt" in main
+    # An old failure says when it was last seen, so it is not read as today's.
+    assert f"failed: dashboard_unreachable 0 1 {old_hour}" in main, main
     assert "via daemon 60 ≤ 15 ms ≤ 30 ms" in main  # 30 runs in the 15 ms bucket, 30 in the 30 ms one
     assert "via direct 31" in main
     assert d.find_elements(By.CSS_SELECTOR, "svg.chart polyline")

@@ -37,6 +37,9 @@ def test_percentile_reads_the_bucket_holding_the_rank() -> None:
     assert percentile({"inf": 1, "10": 99}, 0.995) == float("inf")
     assert percentile({}, 0.5) is None
     assert percentile({"10": 0, "x": "y"}, 0.5) is None  # type: ignore[dict-item]
+    # A damaged key is left out instead of failing the page (it raised ValueError: 500).
+    assert percentile({"abc": 5, "nan": 5, "-4": 5, "15": 1}, 0.5) == 15
+    assert percentile({"abc": 5}, 0.5) is None
 
 
 def test_record_keeps_counts_and_latency_apart(tmp_path: Path) -> None:

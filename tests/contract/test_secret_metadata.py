@@ -1,0 +1,51 @@
+"""Secrets under secret keys in metadata, the same on every backend.
+
+A key that names a secret makes its value one, whatever the value's type: a number
+(``{"PASSWORD": 123456789}``, ``{"pin": 4242}``), a list or an object under ``"token"``
+were stored in the clear, and ``{"secret": "x"}`` was kept where ``{"token": "abc"}``
+was masked. Each such value is masked and counted in the save's ``masked``; null,
+booleans, references and the shell's working directory stay.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def test_every_value_under_a_secret_key_is_masked_whatever_its_type(backend, space: str) -> None:
+    saved = backend.save(
+        "The billing integration keeps its credentials in the metadata.", space=space,
+        metadata={"PASSWORD": 987654321, "pin": 4242, "token": ["tk9alpha", "tk9beta"],
+                  "credentials": {"user": "bob", "key": "ck9gamma"}, "secret": "x", "api_key": "abc",
+                  "card_pin": "7315", "owner": "platform team", "retries": 3, "pwd": "/srv/app",
+                  "password_set": True, "token_ttl": 3600, "DB_PASSWORD": "${DB_PASSWORD}"},
+    )
+    stored = json.dumps(saved.memory.metadata)
+    for clear in ("987654321", "4242", "tk9alpha", "tk9beta", "ck9gamma", "7315", '"abc"', '"x"'):
+        assert clear not in stored, clear
+    md = saved.memory.metadata
+    assert md["token"] == md["credentials"] == md["pin"] == md["PASSWORD"] == "[REDACTED:metadata_secret]"
+    assert md["secret"].startswith("[REDACTED:") and md["api_key"].startswith("[REDACTED:")
+    kept = {k: md[k] for k in ("owner", "retries", "pwd", "password_set", "token_ttl", "DB_PASSWORD")}
+    assert kept == {"owner": "platform team", "retries": 3, "pwd": "/srv/app", "password_set": True,
+                    "token_ttl": 3600, "DB_PASSWORD": "${DB_PASSWORD}"}
+    assert saved.masked == 7
+    again = backend.profile(space=space).recent[0]
+    assert again.metadata == saved.memory.metadata
+
+
+GITHUB_TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def test_an_update_says_what_it_masked_as_a_save_does(backend, space: str) -> None:
+    saved = backend.save("CI pushes with a deploy token.", space=space)
+    assert saved.masked == 0
+    updated = backend.update(f"CI pushes with {GITHUB_TOKEN} and DB_PASS = s3cr3tvalue.", space=space,
+                             id=saved.memory.id)
+    assert updated.status == "updated" and updated.masked == 2
+    assert GITHUB_TOKEN not in updated.memory.content and "s3cr3tvalue" not in updated.memory.content
+    again = backend.update(f"CI pushes with {GITHUB_TOKEN} and DB_PASS = s3cr3tvalue.", space=space,
+                           id=updated.memory.id)
+    assert again.status == "unchanged" and again.masked == 2  # masked, then found already there
+    plain = backend.update("CI pushes with the deploy key.", space=space, id=updated.memory.id)
+    assert plain.status == "updated" and plain.masked == 0
