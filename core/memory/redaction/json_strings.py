@@ -26,9 +26,10 @@ from collections.abc import Callable
 
 __all__ = ["MAX_DEPTH", "redact_json_strings"]
 
-MAX_DEPTH = 3
+MAX_DEPTH = 4
 """Literals inside literals decoded at most (a JSON text quoted in a JSON log line in a
-transcript is three); deeper text is left to the rules as it is."""
+transcript is three, a tool's JSON output quoted once more four); deeper text is left to
+the rules as it is."""
 
 # From a quote to its closing quote, or to the line's end when it has none (then not a
 # literal): each match ends where the next search starts, so no quote is scanned from
@@ -37,18 +38,22 @@ _LITERAL = re.compile(r'"((?:[^"\\\r\n]|\\.)*)("?)')
 _NON_ASCII_ESCAPE = re.compile(
     r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
 )
-# A JSON value (after a key's colon, or in an array) that reads like a command or an
+# A JSON value (after a key's colon, or in an array, pretty-printed or not) that reads like a command or an
 # assignment: redacted on its own, as the line it was, since rules that read a line
 # from its start cannot see it behind '{"command": '.
-_VALUE_START = re.compile(r"[:\[,][ \t]*$")
+_VALUE_START = re.compile(r"[:\[,]\s*$")
+# How far back a value's colon, bracket or comma is looked for: the indentation of a
+# pretty-printed array or a wide column of aligned values.
+_VALUE_START_REACH = 64
 _LINE_LIKE = re.compile(r".{8,}", re.DOTALL)
 _LINE_MARK = re.compile(r"[ =:]")
 
 
 def _own_line(text: str, match: re.Match[str]) -> bool:
     body = match.group(1)
+    before = max(0, match.start() - _VALUE_START_REACH)
     return (_LINE_MARK.search(body) is not None and _LINE_LIKE.fullmatch(body) is not None
-            and _VALUE_START.search(text, max(0, match.start() - 8), match.start()) is not None)
+            and _VALUE_START.search(text, before, match.start()) is not None)
 
 
 def redact_json_strings(
@@ -75,7 +80,8 @@ def redact_json_strings(
         if "\\" not in match.group(1) and not _own_line(text, match):
             continue
         try:
-            decoded = json.loads(match.group(0))
+            # strict=False: a raw tab or control character, as a terminal pastes it.
+            decoded = json.loads(match.group(0), strict=False)
         except (ValueError, RecursionError):
             continue
         inner, inner_masked = redact_json_strings(decoded, redact, depth + 1)

@@ -55,6 +55,10 @@ JSON_FORMS = {
     "escaped, not ascii": lambda line: json.dumps({"stdout": line + "\n"}, ensure_ascii=False),
     "escaped twice": lambda line: json.dumps(json.dumps({"stdout": line})),
     "a json value": lambda line: json.dumps({"command": line}),
+    "pretty-printed": lambda line: json.dumps({"env": [line, "PATH=/usr/bin"]}, indent=2),
+    "a wide column": lambda line: '{"cmd":' + " " * 12 + json.dumps(line) + "}",
+    "a raw tab": lambda line: '{"stdout": "a\tb\\n' + json.dumps(line)[1:-1] + '\\n"}',
+    "escaped four times": lambda line: json.dumps(json.dumps(json.dumps(json.dumps({"stdout": line})))),
 }
 
 
