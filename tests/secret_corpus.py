@@ -460,6 +460,10 @@ _add("curl -b", "curl -b 'session=" + chars(32, HEX, start=306) + "' https://app
      chars(32, HEX, start=306))
 _add("curl --cookie", 'curl --cookie "sid=' + chars(28, ALNUM, start=307) + '" https://app.example.com',
      chars(28, ALNUM, start=307))
+_SID = [chars(24, ALNUM, start=314 + i) for i in range(3)]
+_add("set-cookie quoted", 'Set-Cookie: sid="' + _SID[0] + '"; Path=/', _SID[0])
+_add("curl -sb", "curl -sb 'sid=" + _SID[1] + "' https://app.example.com", _SID[1])
+_add("curl -b glued", "curl -b'sid=" + _SID[2] + "' https://app.example.com", _SID[2])
 _add("seed phrase 12", "wallet seed: " + _seed(308), _seed(308))
 _SEED_LINES = _seed(309, 24).replace(" ", "\n", 11)
 _add("seed phrase 24 on lines", "recovery words:\n" + _SEED_LINES, _SEED_LINES)
@@ -760,6 +764,8 @@ BENIGN: list[str] = [
     "Das Passwort steht in der Datei: ~/Secrets/Prod2.env",
     "Passwort zurücksetzen: /api/v1/resetPassword",
     "mot de passe oublié : /auth/v2/forgotPassword",
+    "git checkout -b feature/login-form",
+    "tar -xzb 20 -f backup.tar",
 ]
 
 

@@ -49,7 +49,8 @@ _COOKIE_RULES = (
     # (Path, Expires, HttpOnly), which stay.
     _rule(
         "cookie",
-        r"(?<![\w-])(?i:set-cookie)[\"']?[ \t]*:[ \t]*[\"']?[^\s=;\"']+=(?P<value>[^\s;,\"']+)",
+        r"(?<![\w-])(?i:set-cookie)[\"']?[ \t]*:[ \t]*[\"']?[^\s=;\"']+[ \t]*=[ \t]*\"?"
+        r"(?P<value>[^\s;,\"']+)",
         "value",
     ),
     # Cookie: every pair of the header, names and all, to the end of the line or quote.
@@ -58,11 +59,11 @@ _COOKIE_RULES = (
         r"(?<![\w-])(?i:cookie)[\"']?[ \t]*:[ \t]*(?P<value>[^\s=;\"']+=[^\r\n\"']*[^\s\"'])",
         "value",
     ),
-    # curl -b 'session=...' / --cookie "a=1; b=2": a pair is a cookie; a bare word is a
-    # cookie file (curl -b cookies.txt) and stays.
+    # curl -b 'session=...' / -sb / -b'...' / --cookie "a=1; b=2": a pair is a cookie; a
+    # bare word is a cookie file (curl -b cookies.txt) and stays.
     _rule(
         "cookie",
-        r"(?<!\S)(?:-b|--cookie)[ \t]+(?P<q>[\"'])?"
+        r"(?<!\S)(?:-[A-Za-z]*b[ \t]*|--cookie(?:[ \t]+|=))(?P<q>[\"'])?"
         r"(?P<value>(?(q)[^\"'\r\n=]+=[^\"'\r\n]+|[^\s\"'=]+=[^\s\"']+))",
         "value",
     ),
