@@ -15,6 +15,7 @@ body, so this file holds no string that a secret scanner would flag.
 
 from __future__ import annotations
 
+import json
 import random
 import string
 from pathlib import Path
@@ -466,7 +467,11 @@ _add("curl -sb", "curl -sb 'sid=" + _SID[1] + "' https://app.example.com", _SID[
 _add("curl -b glued", "curl -b'sid=" + _SID[2] + "' https://app.example.com", _SID[2])
 _add("seed phrase 12", "wallet seed: " + _seed(308), _seed(308))
 _SEED_LINES = _seed(309, 24).replace(" ", "\n", 11)
+_SEED_NUMBERED = "\n".join(f"{n}. {word}" for n, word in enumerate(_seed(317).split(), start=1))
 _add("seed phrase 24 on lines", "recovery words:\n" + _SEED_LINES, _SEED_LINES)
+_add("seed phrase numbered", "Your recovery phrase:\n" + _SEED_NUMBERED, _SEED_NUMBERED.split("\n", 1)[1])
+_add("seed phrase capitalised", "Backup: " + _seed(318).capitalize(), _seed(318)[1:])
+_add("seed phrase as a json list", json.dumps(_seed(319).split()), _seed(319).split()[5])
 _add("pgpass after text", "notes from today: db.internal:5432:app:backup:" + _p(310), _p(310))
 _DE, _FR = _w(311).capitalize() + "!", _w(312).capitalize() + "!7"
 _add("german prose password", "Das Passwort für den Server ist " + _DE, _DE)

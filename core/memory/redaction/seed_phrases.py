@@ -8,7 +8,8 @@ row: over this project's documents and the design seeds (1.6 MB of English and c
 the longest run is 7, because the list leaves out many words sentences are built with
 ("the", "is", "a", "of", "to", "and"). It holds others ("you", "can", "when", "this"),
 and a sentence can be made of list words alone, so a run of :data:`MIN_WORDS` or more
-list words, lowercase, separated by spaces, line breaks or commas, is masked whole when
+list words, in any case, separated by spaces, commas, line breaks, list numbers or
+quotes, is masked whole when
 it holds no more of those sentence words than a random phrase would (:func:`_is_phrase`).
 
 The word list becomes one regular expression shaped as a trie (each word's letters
@@ -56,8 +57,17 @@ def _trie_pattern(words: list[str]) -> str:
     return render(trie)
 
 
-_WORD = rf"(?:{_trie_pattern(_WORDS)})(?![A-Za-z])"
-_GAP = r"(?:,?[ \t]+|,?[ \t]*\r?\n[ \t]*|,)"
+_WORD = rf"(?i:{_trie_pattern(_WORDS)})(?![A-Za-z])"
+# Between two words: spaces, a comma or another separator, a line break, a list number
+# or bullet ("1. lizard\n2. resource", as wallets show them), quotes (a JSON or Python
+# list). Every part is possessive, so a long run of spaces is read once.
+_GAP = (
+    r"""(?:["']?+[ \t]*+(?:[,;|/-][ \t]*+)?+(?:\r?\n[ \t]*+)?+"""
+    r"""(?:(?:\d{1,2}[.):]|[-*\u2022])[ \t]++)?+["']?+)"""
+)
+# A run may take a few more words than a phrase has: list words just before a phrase
+# ("use this seed ...") must not push its last words out of the match.
+_RUN_MAX = MAX_WORDS + 8
 
 # The list's words that English sentences are built with. A recovery phrase draws its
 # words at random, so it holds about 0.34 of these in 12 words (58 of 2,048): more than
@@ -75,7 +85,7 @@ _WORD_RUN = re.compile(r"[a-z]+")
 
 def _is_phrase(run: str) -> bool:
     """Whether a run of list words reads as a recovery phrase rather than a sentence."""
-    words = _WORD_RUN.findall(run)
+    words = _WORD_RUN.findall(run.lower())
     allowed = 2 + max(0, len(words) - MIN_WORDS) // 6
     return sum(word in _SENTENCE_WORDS for word in words) <= allowed
 
@@ -83,7 +93,7 @@ def _is_phrase(run: str) -> bool:
 _SEED_PHRASE_RULES = (
     RedactionRule(
         "seed_phrase",
-        re.compile(rf"(?<![A-Za-z-]){_WORD}(?:{_GAP}{_WORD}){{{MIN_WORDS - 1},{MAX_WORDS - 1}}}"),
+        re.compile(rf"(?<![A-Za-z-]){_WORD}(?:{_GAP}{_WORD}){{{MIN_WORDS - 1},{_RUN_MAX - 1}}}"),
         accept=_is_phrase,
     ),
 )
