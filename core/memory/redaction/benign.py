@@ -12,8 +12,9 @@ __all__ = []
 
 _PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
 # What may surround placeholders in a value that was already redacted, e.g.
-# the escaped newline in "-----BEGIN...\n" or an auth scheme before a token.
-_PLACEHOLDER_RESIDUE = re.compile(r"(?:\s|\\[nrt]|[\"'`,;:.=()\[\]{}<>]|(?i:bearer|basic|token|bot))*")
+# the escaped newline in "-----BEGIN...\n", the escaped quote that closes a JSON string
+# inside another (\"), or an auth scheme before a token.
+_PLACEHOLDER_RESIDUE = re.compile(r"(?:\s|\\[nrt]|[\"'`,;:.=()\[\]{}<>\\]|(?i:bearer|basic|token|bot))*")
 # References to a secret kept elsewhere, and values already masked.
 _REFERENCE = (
     r"\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR

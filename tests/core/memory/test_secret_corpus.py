@@ -74,6 +74,22 @@ def test_every_format_is_masked_inside_json_strings(form: str) -> None:
     assert leaked == [], leaked
 
 
+# Still broken: the pass over the raw text reads a value glued to its quote behind a
+# prefix (:=\", b\", []byte(\") as running over the escaped quote. Nothing leaks there.
+KNOWN_INVALID = {"colon equals no space", "env bytes literal", "env []byte literal"}
+
+
+def test_a_json_text_quoted_in_another_stays_valid_json_once_masked() -> None:
+    broken = []
+    for fmt, line, _ in SECRETS:
+        out = redact(json.dumps({"content": json.dumps({"env": line})})).text
+        try:
+            json.loads(json.loads(out)["content"])
+        except ValueError:
+            broken.append(fmt)
+    assert set(broken) <= KNOWN_INVALID, broken
+
+
 def test_a_literal_with_nothing_to_mask_stays_byte_for_byte() -> None:
     for text in ('{"a": "line one\\nline two \\u00e9 \\/ ok"}', '"unterminated \\n', '"\\x not json"'):
         assert redact(text).text == text
