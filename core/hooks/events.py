@@ -29,7 +29,6 @@ the caller writes as the receipt.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
 from bli_memory.core.hooks.answers import HookAnswer, Injected
 from bli_memory.core.hooks.blocks import context_block, host_wrappers, recall_block, strip_injected
+from bli_memory.core.hooks.cuts import cut_text
 from bli_memory.core.hooks.receipts import to_log_reason
 from bli_memory.core.models import HookInput, HookResult
 
@@ -220,33 +220,6 @@ def _unicode(text: str) -> str:
     return lone_surrogates_replaced(text)
 
 
-def _cut(text: str, limit: int, *, keep: str) -> str:
-    """``text`` in at most ``limit`` UTF-8 bytes, keeping its ``"head"`` or ``"tail"``.
-
-    The cut falls between words: a word the cut goes through is dropped whole, since
-    half a token is a fragment no redaction rule recognises (and masking what is kept
-    can shrink it enough that a later cut keeps the fragment).
-    """
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    mark = " [...] "
-    room = max(limit - len(mark), 0)
-    if keep == "head":
-        kept = data[:room].decode("utf-8", "ignore")
-        if not data[room:room + 1].isspace():
-            kept = _PARTIAL_LAST_WORD.sub("", kept)
-        return kept.rstrip() + mark.rstrip()
-    kept = data[len(data) - room:].decode("utf-8", "ignore")
-    if not data[len(data) - room - 1:len(data) - room].isspace():
-        kept = _PARTIAL_FIRST_WORD.sub("", kept)
-    return mark.lstrip() + kept.lstrip()
-
-
-_PARTIAL_LAST_WORD = re.compile(r"\S+\Z")
-_PARTIAL_FIRST_WORD = re.compile(r"\A\S+")
-
-
 def bounded_exchange(user: str, assistant: str) -> str:
     """``"User: ...\n\nAssistant: ..."`` in at most :data:`MAX_EXCHANGE_BYTES` UTF-8 bytes.
 
@@ -254,9 +227,9 @@ def bounded_exchange(user: str, assistant: str) -> str:
     end, so a long reply never pushes the question out of what is kept.
     """
     frame = "User: \n\nAssistant: "
-    head = _cut(user, MAX_PROMPT_BYTES, keep="head")
+    head = cut_text(user, MAX_PROMPT_BYTES, keep="head")
     room = MAX_EXCHANGE_BYTES - len(frame.encode()) - len(head.encode("utf-8", "surrogatepass"))
-    return f"User: {head}\n\nAssistant: {_cut(assistant, room, keep='tail')}"
+    return f"User: {head}\n\nAssistant: {cut_text(assistant, room, keep='tail')}"
 
 
 def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
@@ -286,8 +259,8 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     # final cut keeps, so a secret across that first cut falls away in the second.
     try:
         rules = rules_with_plugins(ctx.pm)
-        asked = redact(_cut(user, 2 * MAX_PROMPT_BYTES, keep="head"), rules=rules)
-        said = redact(_cut(assistant, 2 * MAX_EXCHANGE_BYTES, keep="tail"), rules=rules)
+        asked = redact(cut_text(user, 2 * MAX_PROMPT_BYTES, keep="head"), rules=rules)
+        said = redact(cut_text(assistant, 2 * MAX_EXCHANGE_BYTES, keep="tail"), rules=rules)
     except Exception:  # redaction must never let raw text through
         return HookResult(event="stop", outcome="skipped", reason="redaction_failed")
     redacted = _Kept(bounded_exchange(asked.text, said.text), asked.masked + said.masked)

@@ -27,6 +27,7 @@ SKIP_PATH_MODULES = {
     "bli_memory.core.plugins", "bli_memory.core.hookspecs", "bli_memory.core.hooks.daemon_client",
     "bli_memory.core.errors", "bli_memory.core.defaults",
     "bli_memory.core.hooks.events", "bli_memory.core.hooks.answers", "bli_memory.core.hooks.stats",
+    "bli_memory.core.hooks.cuts",
     "bli_memory.core.hooks.stdin",
     "bli_memory.core.hooks.main", "bli_memory.core.hooks.deadlines", "bli_memory.core.models",
     "bli_memory.core.paths",

@@ -329,18 +329,18 @@ def test_the_prompt_survives_a_big_tool_result_and_a_long_reply(project: Path, t
     assert text.startswith(f"User: {prompt}") and text.endswith("Fixed by using the UTC month.")
 
 
-def _straddling_reply(token: str) -> str:
-    """A reply whose last 24 KB (the stop hook's first cut, keep="tail") begin 20
+def _straddling_reply(token: str, into: int = 20) -> str:
+    """A reply whose last 24 KB (the stop hook's first cut, keep="tail") begin ``into``
     characters into ``token``, and hold two 9 KB private keys that masking shrinks."""
     line = "MII" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zB9cD1fG2hJ4kL6nP8rS0uW2yA4cE6gI8kM0oQ2"
     body = "\n".join(line for _ in range(140))
     key = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
     tail = f"\n{key}\n\n{key}\n" + "Pushed, all green. " * 200
     room = 2 * 12 * 1024 - len(" [...] ")
-    gap = room - (len(token) - 20) - len(tail)  # ASCII throughout: characters are bytes
+    gap = room - (len(token) - into) - len(tail)  # ASCII throughout: characters are bytes
     assert gap > 2
     reply = "Pushing now. " + token + " " + ("ok " * gap)[: gap - 1] + tail
-    assert reply[len(reply) - room:].startswith(token[20:])
+    assert reply[len(reply) - room:].startswith(token[into:])
     return reply
 
 
@@ -355,6 +355,8 @@ def test_secrets_at_the_cut_points_and_grown_redactions_stay_masked_and_bounded(
         # a token across the reply's first cut (at 24 KB from its end), with two private
         # keys after it that masking shrinks, so the final 12 KB cut keeps what is left
         "shrunk after the cut": ("Push it.", _straddling_reply(token)),
+        # ...and a cut between a password's label and its value, the same way
+        "label cut off": ("Push it.", _straddling_reply("the vpn password is Kk3&abcdefQ9", into=20)),
         # placeholders longer than the secrets they replace
         "growth": ("Rotate these.", "password=Xy7qWz9k\n" * 1000),
         # a lone surrogate, as a UTF-16 host writes half an emoji
@@ -372,6 +374,7 @@ def test_secrets_at_the_cut_points_and_grown_redactions_stay_masked_and_bounded(
         text = queued_jobs()[before]["text"]
         assert len(text.encode("utf-8")) <= 12 * 1024, name
         assert "Z9y8X7w6" not in text and "R1q0P9o8N7m6L5k4J3i2" not in text and "Xy7qWz9k" not in text, name
+        assert "Kk3&abcdefQ9" not in text, name
 
 
 def test_a_blank_data_dir_never_puts_a_store_in_the_project(project: Path, tmp_path: Path) -> None:
