@@ -476,6 +476,10 @@ _add("pgpass after text", "notes from today: db.internal:5432:app:backup:" + _p(
 _DE, _FR = _w(311).capitalize() + "!", _w(312).capitalize() + "!7"
 _add("german prose password", "Das Passwort für den Server ist " + _DE, _DE)
 _add("french prose password", "Le mot de passe du serveur est " + _FR, _FR)
+_add("german compound password", "Das WLAN-Passwort ist " + _p(320), _p(320))
+_add("swedish definite password", "lösenordet är " + _p(321), _p(321))
+_add("german other verb", "Das Kennwort heißt " + _p(322), _p(322))
+_add("italian password", "la password del server è " + _p(323), _p(323))
 _add("spanish prose password", "La contraseña de la base es " + _p(313), _p(313))
 _PEM4 = "\n".join(chars(64, BASE64, start=320 + i) for i in range(4))
 _CUT_BODY = "\n".join(chars(70, BASE64, start=330 + i) for i in range(3))
@@ -770,6 +774,9 @@ BENIGN: list[str] = [
     "Passwort zurücksetzen: /api/v1/resetPassword",
     "mot de passe oublié : /auth/v2/forgotPassword",
     "git checkout -b feature/login-form",
+    "La password è obbligatoria.",
+    "Das Passwort muss mindestens 12 Zeichen lang sein.",
+    "Das Datenbankpasswort wird beim Start aus dem Vault gelesen.",
     "tar -xzb 20 -f backup.tar",
 ]
 

@@ -70,11 +70,16 @@ _NOT_A_NUMBER = r"(?![0-9]{1,6}(?![^\s\"'`]))"
 
 # "Password" in German, French, Spanish, Portuguese, Italian, Dutch, Polish, Swedish,
 # Danish and Norwegian, and those languages' "is".
+# German compounds (WLAN-Passwort, Datenbankpasswort), the Nordic definite forms
+# (lösenordet, passordet, adgangskoden) and Italian's borrowed "password" count too.
 _FOREIGN_PASSWORD_WORD = (
-    r"(?i:passwort|kennwort|mot[ \t]+de[ \t]+passe|contrase(?:ñ|n)a|senha|parola[ \t]+d'ordine"
-    r"|wachtwoord|has(?:ł|l)o|l(?:ö|o)senord|adgangskode|passord)"
+    r"(?i:(?:[a-zäöüß]{2,24}-?)?(?:passwort|kennwort)|mot[ \t]+de[ \t]+passe|contrase(?:ñ|n)a"
+    r"|senha|parola[ \t]+d'ordine|wachtwoord|has(?:ł|l)o|l(?:ö|o)senord(?:et)?"
+    r"|adgangskoden?|passord(?:et)?|(?<=l[ao] )password)"
 )
-_FOREIGN_IS = r"(?i:ist|lautet|est|es|é|è|e|is|jest|är|er|lyder)"
+_FOREIGN_IS = (
+    r"(?i:ist|lautet|lautete|hei(?:ß|ss)t|war|est|c'est|était|es|era|é|è|e|is|jest|to|är|var|er|lyder)"
+)
 
 # A value that looks made up rather than a word of prose: 8-64 characters, with a letter,
 # a digit, and a symbol or both cases (Blue42!Falcon, Tr4mpolineX; not v2, sha256, 1.40.0).
@@ -132,7 +137,7 @@ _PROSE_RULES = (
     # of what it is for, then the language's "is" or a colon; the value must look made up.
     _rule(
         "prose_password",
-        rf"(?<![\w-]){_FOREIGN_PASSWORD_WORD}(?![\w-])(?:[ \t]+[^\s.:;!?]+){{0,5}}?"
+        rf"(?<![\w-]){_FOREIGN_PASSWORD_WORD}(?![\w-])(?:[ \t]+[^\s.:;!?]+){{0,8}}?"
         rf"(?:[ \t]+{_FOREIGN_IS}[ \t]*:?[ \t]+|[ \t]*:[ \t]*)" + _OPEN_QUOTE
         + r"(?![~/])" + _NOT_A_REFERENCE + _MADE_UP + r"(?P<value>" + _INLINE_VALUE + ")",
         "value",
