@@ -41,12 +41,13 @@ PROSE = ("We decided to keep the port at 8443 for the staging proxy, and the pas
 def load_revision(rev: str, into: Path) -> object:
     """Import ``rev``'s redaction package as ``redaction_<rev>`` from a copy in ``into``."""
     name = "redaction_old"
-    files = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:{PACKAGE}"], cwd=REPO_ROOT,
+    files = subprocess.run(["git", "ls-tree", "-r", "--name-only", f"{rev}:{PACKAGE}"], cwd=REPO_ROOT,
                            capture_output=True, text=True, check=True).stdout.split()
     (into / name).mkdir()
-    for file in files:
+    for file in files:  # data files too (the recovery-phrase word list)
         text = subprocess.run(["git", "show", f"{rev}:{PACKAGE}/{file}"], cwd=REPO_ROOT,
                               capture_output=True, text=True, check=True).stdout
+        (into / name / file).parent.mkdir(parents=True, exist_ok=True)
         (into / name / file).write_text(text.replace("bli_memory.core.memory.redaction", name))
     sys.path.insert(0, str(into))
     import importlib
