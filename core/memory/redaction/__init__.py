@@ -228,6 +228,8 @@ def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
         value = match.group(group)
         if value is None or _is_benign(value) or (rule.accept is not None and not rule.accept(value)):
             return match.group(0)
+        if value.endswith(("=", ":")) and match.string.startswith("[REDACTED:", match.end(group)):
+            return match.group(0)  # the name of an assignment already masked: "DB_PASSWORD=[REDACTED:...]"
         changed += 1
         if "[REDACTED:" not in value:
             fresh += 1

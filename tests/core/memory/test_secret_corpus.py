@@ -22,6 +22,14 @@ def test_the_corpus_is_large_enough() -> None:
     assert len(BENIGN) >= 30
 
 
+def test_a_labelled_assignment_keeps_its_name_and_counts_once() -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    result = redact(f"Staging DB credentials: DB_PASSWORD=hunter2-Xk9q and token {token}")
+    assert result.text == ("Staging DB credentials: DB_PASSWORD=[REDACTED:env_secret] "
+                           "and token [REDACTED:github_token]")
+    assert result.masked == 2
+
+
 @pytest.mark.parametrize(("fmt", "line", "secret"), SECRETS, ids=[c[0] for c in SECRETS])
 def test_every_format_is_masked(fmt: str, line: str, secret: str) -> None:
     result = redact(line)
@@ -101,6 +109,9 @@ def test_a_literal_with_nothing_to_mask_stays_byte_for_byte() -> None:
     ("text", "expected"),
     [
         ("curl -u http://app", "curl -u http://app"),
+        # A label whose value is an assignment: the name stays, the secret counts once.
+        ("Staging DB credentials: DB_PASSWORD=hunter2-Xk9q and more",
+         "Staging DB credentials: DB_PASSWORD=[REDACTED:env_secret] and more"),
         ("curl -u admin:x9!k https://app", "curl -u admin:[REDACTED:basic_auth] https://app"),
         (
             "Exporting session: 0a1b2c3d-4e5f-6789-abcd-ef0123456789",
