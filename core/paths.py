@@ -11,6 +11,8 @@ Layout (XDG Base Directory Specification, with the spec's defaults):
   The folder name is the one the BLI Memory spec gives for the daemon socket.
 - config: ``$XDG_CONFIG_HOME/bli-cockpit/`` (default ``~/.config/bli-cockpit/``), holding
   the paired ``session.json`` written by ``cockpit login``.
+- cache:  ``$XDG_CACHE_HOME/bli-memory/`` (default ``~/.cache/bli-memory/``), holding
+  what can be rebuilt: the compiled vendor secret rules (``secret-rules/``).
 
 Every function reads the environment when called, so tests that point ``HOME`` at a
 temporary folder get temporary paths.
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
+    "cache_dir",
     "config_dir",
     "daemon_socket_path",
     "data_dir",
@@ -90,6 +93,12 @@ def daemon_socket_path(environ: Mapping[str, str] | None = None) -> Path:
 def hook_stats_path(environ: Mapping[str, str] | None = None) -> Path:
     """JSON file with hourly hook counts per event and outcome."""
     return state_dir(environ) / "memory-hook-stats.json"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Folder of files that can be rebuilt, such as the compiled secret rules
+    (``$XDG_CACHE_HOME/bli-memory``, default ``~/.cache/bli-memory``)."""
+    return _xdg("XDG_CACHE_HOME", ".cache", environ) / "bli-memory"
 
 
 def session_file_path(environ: Mapping[str, str] | None = None) -> Path:

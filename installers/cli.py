@@ -123,6 +123,10 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         return 0
     for done in after_apply:
         done()
+    if command == "install":  # compile the secret rules now, not in the first stop hook
+        from bli_memory.core.memory.redaction.vendor import warm
+
+        warm()
     for r in reports:
         if r.outcome == "unchanged":
             verb = "already installed" if command == "install" else "nothing of ours to remove"

@@ -50,17 +50,28 @@ def bin_path(name: str = "bli-memory-mcp") -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def rule_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``XDG_CACHE_HOME`` for the whole session: the compiled vendor secret rules are
+    a cache (a few seconds to build cold, 0.25 s to load), the same for every test."""
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    folder.chmod(0o700)
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-              request: pytest.FixtureRequest) -> Iterator[Path]:
-    """Point HOME and the XDG folders at a temporary folder; drop BLI_MEMORY_* variables;
-    stretch the hooks' deadlines unless the test is marked ``deadline``."""
+              request: pytest.FixtureRequest, rule_cache_home: Path) -> Iterator[Path]:
+    """Point HOME and the XDG folders at a temporary folder (``XDG_CACHE_HOME`` at the
+    session's, :func:`rule_cache_home`); drop BLI_MEMORY_* variables; stretch the hooks'
+    deadlines unless the test is marked ``deadline``."""
     home = tmp_path / "home"
     home.mkdir()
     for key in list(os.environ):
         if key.startswith("BLI_MEMORY_") or key.startswith("XDG_"):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(rule_cache_home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # The daemon route is tested on purpose in its own tests; elsewhere hooks go direct.

@@ -489,6 +489,45 @@ _add("pem with four dashes",
      "----BEGIN RSA PRIVATE KEY----\n" + _PEM4 + "\n----END RSA PRIVATE KEY----", _PEM4)
 
 
+# -- vendor formats our rules do not name: the maintained rule set's (vendor.py) --------------
+# In contexts with no secret word, where only a rule for the format itself can match.
+_LOWER_DIGITS = string.ascii_lowercase + string.digits
+_VENDOR_CONTEXTS = ("works now with {} on staging", "I pasted {} into the CI settings page",
+                    "- `{}`", "ran the nightly job with {} and it passed")
+for _i, (fmt, token) in enumerate([
+    ("pulumi", "pul-" + chars(40, HEX, start=400)),
+    ("terraform cloud", chars(14, start=401) + ".atlasv1." + chars(67, start=402)),
+    ("figma", "figd_" + chars(40, URLSAFE, start=404)),
+    ("dynatrace", "dt0c01." + chars(24, UPPER_DIGITS, start=405) + "." + chars(64, UPPER_DIGITS, start=406)),
+    ("planetscale password", "pscale_pw_" + chars(43, URLSAFE, start=408)),
+    ("shippo", "shippo_live_" + chars(40, HEX, start=409)),
+    ("easypost", "EZAK" + chars(54, start=410)),
+    ("duffel", "duffel_live_" + chars(43, URLSAFE, start=411)),
+    ("frame.io", "fio-u-" + chars(64, URLSAFE, start=412)),
+    ("brevo", "xkeysib-" + chars(64, HEX, start=413) + "-" + chars(16, start=414)),
+    ("adobe client secret", "p8e-" + chars(32, start=415)),
+    ("prefect", "pnu_" + chars(36, start=417)),
+    ("readme", "rdme_" + chars(70, _LOWER_DIGITS, start=418)),
+    ("scalingo", "tk-us-" + chars(48, URLSAFE, start=419)),
+    ("clojars", "CLOJARS_" + chars(60, _LOWER_DIGITS, start=420)),
+    ("infracost", "ico-" + chars(32, start=424)),
+    ("flutterwave", "FLWSECK_TEST-" + chars(32, HEX, start=425) + "-X"),
+    ("sourcegraph", "sgp_" + chars(40, HEX, start=426)),
+    ("intra42", "s-s4t2ud-" + chars(64, HEX, start=427)),
+    ("maxmind", chars(6, start=428) + "_" + chars(29, start=429) + "_mmk"),
+    ("facebook page token", "EAAM" + chars(120, start=430)),
+    ("1password secret key",
+     "A3-" + "-".join(chars(n, UPPER_DIGITS, start=441 + i) for i, n in enumerate((6, 11, 5, 5, 5)))),
+    ("airtable pat", "pat" + chars(14, start=432) + "." + chars(64, HEX, start=433)),
+    ("openshift", "sha256~" + chars(43, URLSAFE, start=435)),
+    ("rubygems", "rubygems_" + chars(48, HEX, start=436)),
+    ("deno deploy", "ddp_" + chars(36, start=437)),
+    ("gitlab feed token", "glft-" + chars(20, URLSAFE, start=438)),
+    ("square eaaa", "EAAA" + chars(60, URLSAFE, start=440)),
+]):
+    _add("vendor " + fmt, _VENDOR_CONTEXTS[_i % len(_VENDOR_CONTEXTS)].format(token), token)
+
+
 # Lines that must come out exactly as they went in.
 BENIGN: list[str] = [
     "commit 3f9c2a7e8b1d4c6f0a5e9b2d7c4f1a8e6b3d0c9f",

@@ -107,7 +107,8 @@ def _doctor(argv: list[str]) -> int:
     Checks, in order: the settings parse; each host's install; where memory lives (the
     embedded store file, or the team service answering for this machine's token); the
     shipped model files' checksums; the daemon (pid and the memory it holds) and the
-    route an MCP server would answer on; the optional side-index packages.
+    route an MCP server would answer on; the optional side-index packages; the vendor
+    secret rules (:mod:`~bli_memory.core.memory.redaction.vendor`).
     """
     import argparse
     import json
@@ -128,6 +129,7 @@ def _doctor(argv: list[str]) -> int:
     rows.append(("fail" if state.startswith("daemon cannot") else "info", "memory-daemon", state))
     rows.append(("info", "mcp route", _mcp_route(settings, daemon)))
     rows.append(("info", "side indexes", _side_index_state()))
+    rows.append(_vendor_rules_row())
     if args.json:
         checks = [{"mark": m, "check": c, "detail": d} for m, c, d in rows]
         sys.stdout.write(json.dumps(checks, indent=2) + "\n")
@@ -135,6 +137,17 @@ def _doctor(argv: list[str]) -> int:
         for mark, check, detail in rows:
             sys.stdout.write(f"[{mark:<4}] {check}: {detail}\n")
     return 1 if any(mark == "fail" for mark, _, _ in rows) else 0
+
+
+def _vendor_rules_row() -> tuple[str, str, str]:
+    """The vendor secret rules' row: ready, or why not (then redaction runs on our rules only)."""
+    from bli_memory.core.memory.redaction.vendor import vendor_rules_status
+
+    status = vendor_rules_status()
+    if status["ready"]:
+        return ("ok", "secret rules", f"{status['package']} {status['version']} (high confidence) loaded")
+    return ("fail", "secret rules", f"{status['error']}; only the built-in rules redact (pip install "
+                                    f"{status['package']})")
 
 
 def _check_settings(rows: list[tuple[str, str, str]]) -> Any:

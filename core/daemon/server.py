@@ -224,6 +224,9 @@ class Daemon:
         started = time.monotonic()
         try:
             self.warm.context(self.warm.pm(DEFAULT_HOST))
+            from bli_memory.core.memory.redaction.vendor import warm as warm_vendor_rules
+
+            warm_vendor_rules()  # so no stop hook waits on the secret rules' load
             if self.warm.cannot_embed is None:  # "ready" only for a daemon that can embed
                 log("ready", warm_ms=int((time.monotonic() - started) * 1000))
         except Exception as exc:  # the store may be unavailable now; requests retry

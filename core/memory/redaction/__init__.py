@@ -3,7 +3,7 @@
 This module owns the one function every transcript-derived write passes through,
 :func:`redact`, and the ordered rule table it applies, :data:`DEFAULT_RULES`. It
 imports only the standard library because it runs inside the stop hook, on the
-person's critical path.
+person's critical path; the vendor rule set of the last step loads on first use.
 
 Each secret is replaced by a typed placeholder, ``[REDACTED:<kind>]``, so the fact
 around it survives ("the deploy reads ``FOO_TOKEN``") while the value does not.
@@ -95,6 +95,10 @@ What is deliberately left alone, so prose and code keep their meaning:
   the value holds a digit or symbol (with spaces, 8 characters at least and not a
   call or an attribute), since a bare word there is usually a variable.
 
+After our rules, the vendor rule set (kingfisher-secret-scanner's ``high`` confidence
+rules: :mod:`~bli_memory.core.memory.redaction.vendor`) masks the vendor credential
+formats ours do not name, each as ``[REDACTED:<its rule>]``, e.g. ``[REDACTED:pulumi_api_token]``.
+
 ``masked`` counts the secrets found. Redaction is idempotent: running
 :func:`redact` on its own output changes nothing and reports ``masked == 0``.
 Every pattern is written so that matching stays linear in the input, and
@@ -126,6 +130,7 @@ from bli_memory.core.memory.redaction.providers import (
 from bli_memory.core.memory.redaction.rule import Redacted, RedactionRule
 from bli_memory.core.memory.redaction.seed_phrases import _SEED_PHRASE_RULES
 from bli_memory.core.memory.redaction.statements import _STATEMENT_RULES
+from bli_memory.core.memory.redaction.vendor import mask_vendor_secrets
 
 __all__ = ["DEFAULT_RULES", "Redacted", "RedactionRule", "active_rules", "redact", "rules_with_plugins"]
 
@@ -170,7 +175,9 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
     Rules run in order, each over the output of the one before, so a later,
     more general rule sees ``[REDACTED:...]`` where an earlier, more specific
     one already matched, and leaves it alone. When a pass masks anything, the
-    rules run again until nothing changes, so that the result is stable.
+    rules run again until nothing changes, so that the result is stable. The
+    vendor rule set (:mod:`~bli_memory.core.memory.redaction.vendor`) then runs
+    once over the result, whatever ``rules`` are given.
 
     Args:
         text: Any string, e.g. the last exchange of a transcript. Lone
@@ -190,9 +197,16 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
     if rules is None:
         rules = active_rules()
     chosen = rules
-    text, masked = redact_json_strings(text, lambda inner: _apply_rules(chosen, inner))
-    text, found = _apply_rules(rules, text)
+    text, masked = redact_json_strings(text, lambda inner: _apply_all(chosen, inner))
+    text, found = _apply_all(rules, text)
     return Redacted(text=text, masked=masked + found)
+
+
+def _apply_all(rules: tuple[RedactionRule, ...], text: str) -> tuple[str, int]:
+    """Our rules, then the vendor rule set over what they left; the text and the count."""
+    text, ours = _apply_rules(rules, text)
+    text, vendors = mask_vendor_secrets(text)
+    return text, ours + vendors
 
 
 def _apply_rules(rules: tuple[RedactionRule, ...], text: str) -> tuple[str, int]:
