@@ -487,6 +487,21 @@ _add("pem body without begin",
      "...the rest of the key:\n" + _CUT_BODY + "\n" + DASHES + "END OPENSSH PRIVATE KEY" + DASHES, _CUT_BODY)
 _add("pem with four dashes",
      "----BEGIN RSA PRIVATE KEY----\n" + _PEM4 + "\n----END RSA PRIVATE KEY----", _PEM4)
+_TAIL = [chars(64, BASE64, start=340 + i) for i in range(12)]
+_END_LINE = DASHES + "END PRIVATE KEY" + DASHES
+_add("pem tail after a label", "key tail: " + _TAIL[0] + "\n" + _TAIL[1] + "\n" + _END_LINE, _TAIL[1])
+_add("pem tail quoted", "> " + _TAIL[2] + "\n> " + _TAIL[3] + "\n> " + _END_LINE, _TAIL[3])
+_add("pem tail commented", "# " + _TAIL[4] + "\n# " + _TAIL[5] + "\n# " + _END_LINE, _TAIL[4])
+_add("pem tail blank line before end", _TAIL[6] + "\n" + _TAIL[7] + "\n\n" + _END_LINE, _TAIL[7])
+_add("pem tail after a prose line", "here is the tail\n" + _TAIL[11] + "\n" + _END_LINE, _TAIL[11])
+_add("pem tail short last line", _TAIL[8] + "\n" + _TAIL[9][:10] + "==\n" + _END_LINE, _TAIL[8])
+_add("pem with three dashes",
+     "---BEGIN RSA PRIVATE KEY---\n" + _TAIL[10][:60] + "\n---END RSA PRIVATE KEY---", _TAIL[10][:60])
+_JAR = chars(22, ALNUM, start=350)
+_add("cookie quoted", 'Cookie: sid="' + chars(22, ALNUM, start=351) + '"', chars(22, ALNUM, start=351))
+_add("set-cookie json list", '{"set-cookie": ["sid=' + chars(22, ALNUM, start=352) + '; Path=/"]}',
+     chars(22, ALNUM, start=352))
+_add("netscape cookie jar", ".example.com\tTRUE\t/\tTRUE\t0\tsessionid\t" + _JAR, _JAR)
 
 
 # -- vendor formats our rules do not name: the maintained rule set's (vendor.py) --------------
@@ -530,6 +545,10 @@ for _i, (fmt, token) in enumerate([
 
 # Lines that must come out exactly as they went in.
 BENIGN: list[str] = [
+    "integrity: sha512-" + chars(86, BASE64, start=360) + "==",
+    "> the block ends with a line like -----END PRIVATE KEY----- and nothing after it",
+    "---\n# END OF THE FIRST DOCUMENT\n---\nkind: Service",
+    "Cookie: none sent (the request had no cookies)",
     "commit 3f9c2a7e8b1d4c6f0a5e9b2d7c4f1a8e6b3d0c9f",
     "Merged a1b2c3d4e5f60718293a4b5c6d7e8f9012345678 into main",
     "image: ghcr.io/acme/api@sha256:" + chars(64, HEX, start=5),

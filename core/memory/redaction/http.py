@@ -46,17 +46,26 @@ _HTTP_AUTH_RULES = (
 # A cookie is a session, as good as a password while it lives (RFC 6265).
 _COOKIE_RULES = (
     # Set-Cookie: the first pair is the cookie; what follows it are attributes
-    # (Path, Expires, HttpOnly), which stay.
+    # (Path, Expires, HttpOnly), which stay. Also as a JSON list's first item.
     _rule(
         "cookie",
-        r"(?<![\w-])(?i:set-cookie)[\"']?[ \t]*:[ \t]*[\"']?[^\s=;\"']+[ \t]*=[ \t]*\"?"
+        r"(?<![\w-])(?i:set-cookie)[\"']?[ \t]*:[ \t]*\[?[ \t]*[\"']?[^\s=;\"']+[ \t]*=[ \t]*\"?"
         r"(?P<value>[^\s;,\"']+)",
         "value",
     ),
-    # Cookie: every pair of the header, names and all, to the end of the line or quote.
+    # Cookie: every pair of the header, names and all, to the end of the line or quote
+    # (a quoted value's opening quote too: Cookie: sid="...").
     _rule(
         "cookie",
-        r"(?<![\w-])(?i:cookie)[\"']?[ \t]*:[ \t]*(?P<value>[^\s=;\"']+=[^\r\n\"']*[^\s\"'])",
+        r"(?<![\w-])(?i:cookie)[\"']?[ \t]*:[ \t]*(?P<value>[^\s=;\"']+=\"?[^\r\n\"']*[^\s\"'])",
+        "value",
+    ),
+    # A cookie jar in Netscape's format (curl -c, wget --save-cookies): domain, flag, path,
+    # secure, expiry, name, value, tab-separated; the value goes.
+    _rule(
+        "cookie",
+        r"(?m)^[^\t\r\n]+\t(?:TRUE|FALSE)\t[^\t\r\n]*\t(?:TRUE|FALSE)\t[0-9]+\t[^\t\r\n]+\t"
+        r"(?P<value>[^\t\r\n]+)",
         "value",
     ),
     # curl -b 'session=...' / -sb / -b'...' / --cookie "a=1; b=2": a pair is a cookie; a

@@ -12,27 +12,34 @@ __all__ = []
 # ---------------------------------------------------------------------------
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?"
+# What may open each line of a quoted block: indentation, a mail or Markdown quote, a comment.
+_QUOTE = r"[ \t]*(?:(?:>|#|//)[ \t]*)*"
 _PRIVATE_KEY_RULES = (
     _rule(
         "private_key",
-        # Four dashes or six count too: a block copied by hand loses or gains one.
-        rf"-{{4,6}}BEGIN {_PEM_LABEL}-{{4,6}}"
+        # Three to six dashes count too: a block copied by hand loses or gains some.
+        rf"-{{3,6}}BEGIN {_PEM_LABEL}-{{3,6}}"
         # A whole block. The body can't hold "----", so it stops at the END
         # line, or at the next armour line when END is missing.
-        rf"(?:[^-]*(?:-(?!---)[^-]*)*-{{4,6}}END {_PEM_LABEL}-{{4,6}}"
+        rf"(?:[^-]*(?:-(?!--)[^-]*)*-{{3,6}}END {_PEM_LABEL}-{{3,6}}"
         # A truncated block: header lines and base64 lines, each a whole line.
         r"|(?:[ \t]*\r?\n[ \t]*"
         r"(?:[A-Za-z][A-Za-z0-9-]*:[^\r\n]*|[A-Za-z0-9+/=]*)"
         r"[ \t]*(?![^\r\n]))*)",
     ),
     # The tail of a block whose BEGIN line was cut off: the base64 lines right above an
-    # END line. A run is taken only from its first line (the lookbehinds), so a long
-    # base64 text with no END line is read once, not once per line.
+    # END line, quoted or not ("> ", "# ", "// "), the first one perhaps after a label
+    # ("key tail: ..."), the last one short, a blank line before END. A run is taken only
+    # from its first line (the lookbehinds: a line start right after a line that ends in
+    # 16 base64 characters is not one; mid-line, only right after a label's colon and one
+    # space), so a long base64 text with no END line is read once, not once per line.
     _rule(
         "private_key",
-        r"(?m)(?<![A-Za-z0-9+/=]\n)(?<![A-Za-z0-9+/=]\r\n)^[ \t]*"
-        r"(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n[ \t]*)+"
-        rf"-{{4,6}}END {_PEM_LABEL}-{{4,6}}",
+        r"(?m)(?:(?<![A-Za-z0-9+/=]{16}\n)(?<![A-Za-z0-9+/=]{16}\r\n)^" + _QUOTE
+        + r"|(?<=[A-Za-z]:[ \t])(?=[A-Za-z0-9+/=]{40}))"
+        r"(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n" + _QUOTE + r")*"
+        r"[A-Za-z0-9+/=]{4,}[ \t]*\r?\n" + _QUOTE + r"(?:\r?\n" + _QUOTE + r")?"
+        rf"-{{3,6}}END {_PEM_LABEL}-{{3,6}}",
     ),
 )
 
