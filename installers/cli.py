@@ -64,13 +64,25 @@ def _home() -> Path:
     return home_dir()
 
 
+#: The one-line description each command's --help opens with.
+_DESCRIPTIONS = {
+    "install": "Register the BLI Memory MCP server and its lifecycle hooks with an agent host, "
+               "writing the host's own config files (a backup of each changed file is kept). "
+               "Run it again after an upgrade; it changes only what differs.",
+    "uninstall": "Remove exactly what install added to each host's config files; your memories "
+                 "stay, and the command says where they are.",
+    "status": "Report, per host, whether BLI Memory is installed, outdated (an older install: "
+              "run install again) or absent, and the daemon's state.",
+}
+
+
 def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None) -> int:
     """Run ``install``, ``uninstall`` or ``status``; returns the exit code."""
     from bli_memory.core.defaults import DEFAULT_HOST
 
     pm = _pm(pm)
     hosts_help = f"{_host_list(pm)}, or all"
-    parser = argparse.ArgumentParser(prog=f"{prog} {command}")
+    parser = argparse.ArgumentParser(prog=f"{prog} {command}", description=_DESCRIPTIONS[command])
     if command == "status":
         parser.add_argument("--host", default=None,
                             help=f"{hosts_help} (default: every host that has "

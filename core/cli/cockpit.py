@@ -26,7 +26,9 @@ commands:
   memory install|uninstall|status [--host H|all] [--dry-run]
                        register BLI Memory with agent hosts, remove it, or report it
   memory log win|loss|noise --store bli|supermemory|both "reason" [--reason-stdin] [--json]
-                       record whether memory helped, in one line
+                       record whether memory helped (win), hurt (loss) or only added noise,
+                       in one line; --store names the memory it is about: bli (this one),
+                       supermemory (the hosted service some teams move from), or both
   ops --memory [--json]
                        hook counts and experience totals
   doctor [--json]      one row per check: settings, host installs, the store or service,

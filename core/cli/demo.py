@@ -32,7 +32,15 @@ def _server_command() -> str:
 
 
 def main(argv: list[str]) -> int:
-    """Run the demo; prints what it does to stdout and returns 0 on success, 1 otherwise."""
+    """Run the demo; prints what it does to stdout and returns 0 on success, 1 otherwise
+    (2 for unknown arguments; ``--help`` prints the help and runs nothing)."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="bli-memory-mcp demo",
+        description="Save three memories and recall them through the real MCP server, with "
+                    "the official MCP client, in a scratch store that is deleted afterwards: "
+                    "your own memories are not touched.").parse_args(argv)
     import anyio
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters

@@ -44,10 +44,13 @@ def _parser() -> _Parser:
         epilog='example: cockpit memory log win --store bli '
         '"The dated decision answered the question directly"',
     )
-    p.add_argument("verdict", choices=("win", "loss", "noise"), help="win, loss or noise")
+    p.add_argument("verdict", choices=("win", "loss", "noise"),
+                   help="win: memory helped; loss: it misled or was missing; noise: it added "
+                        "nothing that bore on the work")
     p.add_argument("reason", nargs="*", help="one line, at most 500 characters (quote it)")
     p.add_argument("--store", required=True, choices=("bli", "supermemory", "both"),
-                   help="the store the opinion is about: bli [bli], supermemory \u25ea, both [bli]+\u25ea")
+                   help="the memory the opinion is about: bli (this one), supermemory (the "
+                        "hosted service some teams move from, compared side by side), or both")
     p.add_argument("--reason-stdin", action="store_true", help="read the reason from stdin")
     p.add_argument("--json", action="store_true",
                    help="print the entry id, receipt and shipped status as JSON")

@@ -35,8 +35,8 @@ commands:
   worker [--once]        run queued extract jobs
   service [--database-url URL] [--host H --port N]
                          the team memory service (HTTP, Postgres + pgvector)
-  memory search|save|recall|list|get|forget|purge|export|import|audit|reembed|...
-                         search, save, inspect and manage the stored memories
+  memory search|save|update|recall|list|get|forget|purge|export|import|audit|...
+                         search, save, correct, inspect and manage the stored memories
                          (`memory --help` lists them all)
   model list|install NAME
                          embedding models: install mpnet (all-mpnet-base-v2) to use it
@@ -55,6 +55,9 @@ commands:
 
 example:
   bli-memory-mcp demo && bli-memory-mcp install --dry-run
+
+`cockpit` is the companion command: `cockpit doctor` checks the whole set-up, `cockpit
+login` pairs with a team service, `cockpit ops --memory` shows the hooks' counts.
 """
 
 
@@ -138,7 +141,17 @@ _SUBCOMMANDS = {
 }
 
 
+#: Said on stderr when the server is started by hand in a terminal: it reads JSON-RPC from
+#: stdin and prints nothing more, which looks like a hang.
+TERMINAL_HINT = (
+    "bli-memory-mcp: this is the MCP server; it talks JSON-RPC on stdin/stdout with an agent "
+    "host and prints nothing more. Press Ctrl-D to leave. To try it: bli-memory-mcp demo; to "
+    "register it with a host: bli-memory-mcp install; all commands: bli-memory-mcp --help\n")
+
+
 def _serve() -> int:
+    if sys.stdin.isatty():
+        sys.stderr.write(TERMINAL_HINT)
     # With the embedded store the session is relayed to the daemon's MCP server, on the
     # standard library (core/mcp/relay.py); a handover means this process serves it.
     from bli_memory.core.mcp.relay import relay_session

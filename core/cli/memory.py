@@ -1,4 +1,4 @@
-"""``bli-memory-mcp memory list|search|save|recall|get|forget|purge|export|import|audit|...``.
+"""``bli-memory-mcp memory list|search|save|update|recall|get|forget|purge|export|import|audit|...``.
 
 The same operations the MCP tools run, for a person at a terminal: inspect what is
 kept, read one memory with its history, forget or purge one, back up and restore
@@ -46,6 +46,22 @@ def _space(arg: str | None) -> str:
     from bli_memory.core.hooks.container_tag import checked_space
 
     return checked_space(os.getcwd(), environ=os.environ).tag  # as the hooks refuse a forced tag
+
+
+def _memory_id(value: str) -> str:
+    """argparse type: a memory id, which is a whole UUID (as ``list`` and ``search`` show).
+
+    The value is not repeated in the message: what is pasted where an id goes may be a token.
+    """
+    import uuid
+
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "not a memory id (not repeated): ids are whole UUIDs of 36 characters, such as "
+            "d95c4a72-8bdf-4ced-8858-eba258a6976b, as `memory list` and `memory search` show "
+            "them; a prefix is not enough") from None
 
 
 def _limit(value: str) -> int:
@@ -105,17 +121,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=_limit, default=20, help="how many, 1-100 (default 20)")
     p.add_argument("--json", action="store_true", help="JSON instead of one line per memory")
-    memory_recall.add_parsers(sub, _limit)
+    memory_recall.add_parsers(sub, _limit, _memory_id)
     p = sub.add_parser("get", help="one memory with its history")
-    p.add_argument("id")
+    p.add_argument("id", type=_memory_id)
     p.add_argument("--include-inactive", action="store_true",
                    help="also read a superseded or forgotten version, and show them in the history")
     p.add_argument("--json", action="store_true", help="JSON output")
     p = sub.add_parser("forget", help="tombstone one memory by id")
-    p.add_argument("id")
+    p.add_argument("id", type=_memory_id)
     p.add_argument("--space")
     p = sub.add_parser("purge", help="erase a memory and all its versions from the store (secrets)")
-    p.add_argument("id")
+    p.add_argument("id", type=_memory_id)
     p.add_argument("--yes", action="store_true", help="confirm: without it nothing is erased")
     p = sub.add_parser("export", help="write every row (history included) as JSON Lines to stdout")
     p.add_argument("--space", help="only this space (default: every space; on a service, every one you own)")

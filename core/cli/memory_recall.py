@@ -3,7 +3,9 @@
 - ``search QUERY``: what ``search_memory`` returns: the broad, ranked search an agent
   gets when it asks, with each hit's channels and cosine similarity.
 - ``save TEXT``: what ``save_memory`` does: secrets masked first, one memory written to
-  the space (identical text is not written twice).
+  the space (identical text is not written twice). ``-`` reads the text from stdin.
+- ``update ID TEXT``: what ``update_memory`` does: the memory's new content, secrets
+  masked first; the old version stays as history. ``-`` reads the text from stdin.
 - ``recall PROMPT``: what the prompt hook would inject for that prompt in this space,
   and why: the relevance gate's evidence (best cosine, term coverage, score against
   threshold) and the block itself. It runs the hook's own decision
@@ -21,18 +23,23 @@ from typing import Any
 
 __all__ = ["add_parsers", "run"]
 
-COMMANDS = ("search", "save", "recall")
+COMMANDS = ("search", "save", "update", "recall")
 
 
-def add_parsers(sub: Any, limit_type: Callable[[str], int]) -> None:
-    """Add the three subcommands to the ``memory`` command's subparsers."""
+def add_parsers(sub: Any, limit_type: Callable[[str], int], id_type: Callable[[str], str]) -> None:
+    """Add :data:`COMMANDS` to the ``memory`` command's subparsers."""
     p = sub.add_parser("search", help="ranked search of a space, as search_memory answers it")
     p.add_argument("query")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=limit_type, default=10, help="how many, 1-100 (default 10)")
     p.add_argument("--json", action="store_true", help="JSON, with channels and each hit's similarity")
     p = sub.add_parser("save", help="remember one fact in a space, as save_memory does (secrets masked)")
-    p.add_argument("text")
+    p.add_argument("text", help="the fact, quoted; - reads it from stdin (a file: < notes.txt)")
+    p.add_argument("--space", help="container tag (default: this folder's)")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
+    p = sub.add_parser("update", help="correct a memory: new content, the old version kept as history")
+    p.add_argument("id", type=id_type, help="the memory's id (as list, search and get show it)")
+    p.add_argument("text", help="the new content, quoted; - reads it from stdin")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p = sub.add_parser("recall", help="what the prompt hook would inject for a prompt here, and why")
@@ -63,6 +70,11 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
             saving into a space whose memory is switched off.
     """
     if args.cmd == "search":
+        if not args.query.strip():
+            from bli_memory.core.errors import InvalidInputError
+
+            raise InvalidInputError("the query is empty: give the words to search for, e.g. "
+                                    "bli-memory-mcp memory search \"deploy billing\"")
         res = backend.search(args.query, space=space, limit=args.limit)
         if args.json:
             out(json.dumps({"space": res.space, "hits": [_hit(h) for h in res.hits]},
@@ -72,17 +84,19 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
                      f"{' '.join(h.memory.content.split())[:140]}" for h in res.hits]
             out("".join(line + "\n" for line in lines) or f"(nothing found in space {res.space})\n")
         return 0
+    if args.cmd == "update":
+        return _update(args, backend, space, out)
     if args.cmd == "save":
         from bli_memory.core.errors import InvalidInputError
         from bli_memory.core.memory.redaction import redact
-        from bli_memory.core.memory.retrieval_writes import check_content_size
         from bli_memory.core.memory.switches import is_enabled
 
         if not is_enabled(space):
             raise InvalidInputError(f"memory is switched off for {space} (or globally); nothing was saved. "
                                     "the enable_memory MCP tool switches it back on", reason="disabled")
-        check_content_size(args.text)  # before the masking: it reads the whole text
-        clean = redact(args.text)
+        text = _text_argument(args.text)
+        _check_size(text)  # before the masking: it reads the whole text
+        clean = redact(text)
         res = backend.save(clean.text, space=space, source="cli")
         if args.json:
             out(json.dumps({"status": res.status, "space": res.space, "masked": clean.masked,
@@ -97,6 +111,65 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
             out(f"{verb}{ident} in space {res.space}{masked}\n")
         return 0
     return _recall(args, backend, space, out)
+
+
+def _text_argument(value: str) -> str:
+    """The text argument, or stdin's text for ``-``.
+
+    Raises:
+        InvalidInputError: the text is empty (nothing is written).
+    """
+    import sys
+
+    from bli_memory.core.errors import InvalidInputError
+
+    text = sys.stdin.read() if value == "-" else value
+    if not text.strip():
+        raise InvalidInputError("the text is empty; nothing was written" +
+                                (" (stdin gave nothing)" if value == "-" else ""))
+    return text
+
+
+def _check_size(text: str) -> None:
+    """:func:`~bli_memory.core.memory.retrieval_writes.check_content_size`, with advice a
+    person at a terminal can follow (the MCP tool's ``extract: true`` is not a flag here).
+
+    Raises:
+        InvalidInputError: the text is longer than a memory may be.
+    """
+    from bli_memory.core.errors import InvalidInputError
+    from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS, check_content_size
+
+    try:
+        check_content_size(text)
+    except InvalidInputError:
+        raise InvalidInputError(f"the text is {len(text)} characters; a memory holds at most "
+                                f"{MAX_CONTENT_CHARS}. Save its durable facts, one memory each") from None
+
+
+def _update(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
+    from bli_memory.core.memory.redaction import redact
+    from bli_memory.core.memory.version_ids import version_note
+
+    text = _text_argument(args.text)
+    _check_size(text)  # before the masking, as for a save
+    clean = redact(text)
+    res = backend.update(clean.text, space=space, id=args.id.strip())
+    masked = clean.masked + int(getattr(res, "masked", 0) or 0)
+    if args.json:
+        out(json.dumps({"status": res.status, "masked": masked, "memory": res.memory.to_dict(),
+                        "previous": res.previous.to_dict()}, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    note = f"; {masked} secret{'s' if masked != 1 else ''} masked" if masked else ""
+    if res.status == "unchanged":
+        out(f"unchanged: {res.memory.id} already says that{note}\n")
+    else:
+        out(f"updated {res.memory.id} to version {res.memory.version} in space {res.memory.space}"
+            f" (version {res.previous.version} kept as history){note}\n")
+    extra = version_note(args.id, res.memory, getattr(res, "named", None))
+    if extra:
+        out(extra.strip() + "\n")
+    return 0
 
 
 def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
@@ -119,29 +192,41 @@ def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[s
     # The block as the hook gives it in a host session (session_known: the header says so).
     block = (recall_block(d.inject, space=res.space, budget=settings.recall_budget_chars, session_known=True)
              if d.inject else None)
+    why = _gate_reason(d, floor=settings.similarity_floor, diverse=d.threshold == DIVERSE_THRESHOLD)
     if args.json:
         out(json.dumps({
-            "space": res.space, "reason": d.reason, "score": d.score, "threshold": d.threshold,
+            "space": res.space, "reason": d.reason, "why": why, "score": d.score, "threshold": d.threshold,
             "top": d.top, "coverage": round(d.coverage, 4), "floor": settings.similarity_floor,
-            "inject": [_hit(h) for h in d.inject], "block": block,
+            "session": "fresh", "inject": [_hit(h) for h in d.inject], "block": block,
         }, ensure_ascii=False, indent=2) + "\n")
         return 0
-    evidence = (f"best cosine {d.top:.2f}, term coverage {d.coverage:.2f}" if d.top is not None
-                else "no memory of the space resembles it")
-    bar = " of a space of mutually unlike memories" if d.threshold == DIVERSE_THRESHOLD else ""
-    why = {
-        "exact_keyword": "a memory holds every word or identifier of the prompt",
-        "relevant": f"score {d.score:.2f} >= threshold {d.threshold}{bar}" if d.score is not None else "",
-        "below_threshold": (f"score {d.score:.2f} < threshold {d.threshold}{bar}" if d.score is not None
-                            and d.score < d.threshold else
-                            f"best cosine below the floor {settings.similarity_floor}"),
-        "no_hits": "nothing found",
-    }[d.reason]
-    out(f"space {res.space}\ngate: {d.reason} ({why}; {evidence})\n")
+    out(f"space {res.space}\ngate: {d.reason}: {why}\n")
     if not block:
         out("nothing would be injected: no memory here bears on this prompt closely enough "
             "(docs/hooks.md, \"Why a prompt sometimes gets nothing\")\n")
         return 0
     out(f"would inject {len(d.inject)} memor{'y' if len(d.inject) == 1 else 'ies'} "
-        f"({len(block)} characters):\n{block}\n")
+        f"({len(block)} characters) in a new session:\n{block}\n"
+        "In a session that was already given these memories (at session start or for an "
+        "earlier prompt), the hook leaves them out, and may inject nothing.\n")
     return 0
+
+
+def _gate_reason(d: Any, *, floor: float, diverse: bool) -> str:
+    """One sentence on the gate's two tests: the score against its threshold, and the best
+    memory's cosine similarity against the floor (docs/hooks.md, "Why a prompt sometimes gets nothing")."""
+    if d.reason == "no_hits":
+        return "no memory of the space matched the prompt at all"
+    bar = ", the bar of a space of mutually unlike memories" if diverse else ""
+    parts = []
+    if d.score is not None:
+        rel = ">=" if d.score >= d.threshold else "<"
+        parts.append(f"relevance score {d.score:.2f} {rel} threshold {d.threshold}{bar} (how strongly "
+                     "the best memories bear on the prompt, from meaning and shared terms)")
+    if d.top is not None:
+        rel = ">=" if d.top >= floor else "<"
+        parts.append(f"best cosine similarity {d.top:.2f} {rel} floor {floor} (the least likeness "
+                     f"in meaning a memory needs, whatever its score); term coverage {d.coverage:.2f}")
+    verdict = {"relevant": "both pass", "exact_keyword": "a memory holds every word or identifier of "
+               "the prompt, which is enough on its own"}.get(d.reason, "a memory must pass both")
+    return "; ".join(parts) + f": {verdict}" if parts else verdict

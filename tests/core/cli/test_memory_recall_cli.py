@@ -80,6 +80,11 @@ def test_recall_shows_the_hooks_own_decision(project: Path) -> None:
     assert json.loads(cli(project, "recall", prompt, "--json").stdout)["inject"] == shown["inject"]
     text = cli(project, "recall", prompt).stdout
     assert "would inject" in text and "We deploy the billing service" in text
+    # It says it answers for a new session, and explains both of the gate's tests.
+    assert "in a new session" in text and "already given these memories" in text
+    assert "best cosine similarity" in text and "floor" in text
+    assert "relevance score" in text or "every word" in text
+    assert shown["session"] == "fresh" and "floor" in shown["why"]
     assert shown["block"] == block  # the same block, header included
     # The same session asking again gets nothing, and its receipt says why (retried in that
     # session: it was given the memory, so every run must answer nothing).
@@ -102,6 +107,7 @@ def test_recall_says_why_a_prompt_gets_nothing(project: Path) -> None:
     shown = json.loads(cli(project, "recall", "what is the capital of France?", "--json").stdout)
     assert shown["inject"] == [] and shown["block"] is None
     assert shown["reason"] in {"below_threshold", "no_hits"}
+    assert "must pass both" in shown["why"] or "matched the prompt at all" in shown["why"]
 
 
 def test_save_into_a_switched_off_space_is_refused(project: Path) -> None:
