@@ -135,10 +135,12 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         return 0
     for done in after_apply:
         done()
-    if command == "install":  # compile the secret rules now, not in the first stop hook
+    if command == "install":
+        from bli_memory.core.hooks.daemon_start import release
         from bli_memory.core.memory.redaction.vendor import warm
 
-        warm()
+        release()  # a daemon stopped by an uninstall or `daemon --stop` must not hold this one off
+        warm()  # compile the secret rules now, not in the first stop hook
     for r in reports:
         if r.outcome == "unchanged":
             verb = "already installed" if command == "install" else "nothing of ours to remove"
@@ -302,5 +304,13 @@ def _daemon_line(out) -> None:
         out(f"daemon: running (version {st.get('version')}, pid {st.get('pid')})\n")
     elif st.get("problem"):
         out(f"daemon: not running; daemon {st['problem']}; {st.get('fix')}\n")
+    elif held := _held_off():
+        out(f"daemon: not running; {held}\n")
     else:
         out("daemon: not running (an installed host starts it on demand: a prompt hook or an MCP server)\n")
+
+
+def _held_off() -> str | None:
+    from bli_memory.core.hooks import daemon_client, daemon_start
+
+    return daemon_start.held_off_text(config=daemon_client.config_of())

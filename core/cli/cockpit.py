@@ -306,7 +306,8 @@ def _daemon_state(daemon: dict[str, Any] | None) -> str:
         problem = daemon_start.last_problem(config=daemon_client.config_of())
         if problem is not None:  # the last one left without serving
             return f"daemon {problem}; {daemon_client.PROBLEM_FIX}"
-        return "absent (started on demand)"
+        held = daemon_start.held_off_text(config=daemon_client.config_of())
+        return f"absent: {held}" if held else "absent (started on demand)"
     rss = daemon.get("rss_bytes")
     held = f", holding {rss / 2**20:.0f} MB" if isinstance(rss, int) else ""
     return f"running (version {daemon.get('version')}, pid {daemon.get('pid')}{held})"

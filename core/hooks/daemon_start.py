@@ -29,7 +29,9 @@ Rules (BLI Memory spec, "The resident daemon": the hook starts it at most once a
   since), start **at once**;
 - after a stand-down or a stale socket (``force``), at most one start per
   :data:`RECOVERY_SPAWN_INTERVAL_S`;
-- no stamp yet, or a daemon stopped on request: once an hour.
+- a daemon stopped on request: once an hour (``install`` forgets the stop:
+  :func:`release`); ``status`` and ``cockpit doctor`` say until when (:func:`held_off`);
+- no stamp yet: at once.
 """
 
 from __future__ import annotations
@@ -48,11 +50,14 @@ __all__ = [
     "RECOVERY_SPAWN_INTERVAL_S",
     "SPAWN_INTERVAL_S",
     "clear_ready",
+    "held_off",
+    "held_off_text",
     "last_problem",
     "mark_failed",
     "mark_ready",
     "problem_record_path",
     "ready_marker_path",
+    "release",
     "spawn",
     "spawn_stamp_path",
     "start_now",
@@ -265,16 +270,7 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
         except OSError:
             return False  # another hook is starting it right now
         started, failures = _read_stamp(fd)
-        last = None if started != started else _last_run(started, env)  # NaN: never started
-        if started != started or last == "ready":
-            interval, failures = 0.0, 0  # it ran fine and has gone: start again at once
-        elif last == "stopped":
-            interval, failures = SPAWN_INTERVAL_S, 0
-        elif config is not None and _failed_under_other_settings(started, config, env):
-            interval, failures = 0.0, 0  # the setting it failed with was changed since
-        else:
-            failures += 1  # the last start never reached ready
-            interval = FAILED_START_BACKOFF_S[min(failures, len(FAILED_START_BACKOFF_S)) - 1]
+        interval, failures, _ = _wait(started, failures, env, config)
         if force:
             interval = min(interval, RECOVERY_SPAWN_INTERVAL_S)
         if _asked:
@@ -289,6 +285,65 @@ def spawn(*, force: bool = False, environ: Mapping[str, str] | None = None,
         return False
     finally:
         os.close(fd)
+
+
+def _wait(started: float, failures: int, env: Mapping[str, str],
+          config: Mapping[str, str] | None) -> tuple[float, int, str]:
+    """The rules above: ``(seconds to wait after the start at epoch `started`, failed starts
+    in a row to record, why: "ready" | "stopped" | "failed" | "none")``."""
+    last = None if started != started else _last_run(started, env)  # NaN: never started
+    if started != started or last == "ready":
+        return 0.0, 0, "ready" if last else "none"  # it ran fine and has gone: start again at once
+    if last == "stopped":
+        return SPAWN_INTERVAL_S, 0, "stopped"
+    if config is not None and _failed_under_other_settings(started, config, env):
+        return 0.0, 0, "failed"  # the setting it failed with was changed since
+    failures += 1  # the last start never reached ready
+    return FAILED_START_BACKOFF_S[min(failures, len(FAILED_START_BACKOFF_S)) - 1], failures, "failed"
+
+
+def held_off(environ: Mapping[str, str] | None = None, *, config: Mapping[str, str] | None = None,
+             now: float | None = None) -> tuple[float, str] | None:
+    """When a prompt hook would next start a daemon, if not now: ``(epoch seconds, why)``,
+    ``why`` being ``stopped`` (stopped on request) or ``failed`` (the last start failed);
+    None when a hook would start one at once. For ``status`` and ``cockpit doctor``."""
+    env = dict(os.environ if environ is None else environ)
+    now = time.time() if now is None else now
+    try:
+        fd = os.open(spawn_stamp_path(env), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        started, failures = _read_stamp(fd)
+    finally:
+        os.close(fd)
+    interval, _, why = _wait(started, failures, env, config)
+    if 0 <= now - started < interval:
+        return started + interval, why
+    return None
+
+
+def held_off_text(environ: Mapping[str, str] | None = None, *,
+                  config: Mapping[str, str] | None = None) -> str | None:
+    """:func:`held_off` as ``status`` and ``cockpit doctor`` say it, or None."""
+    found = held_off(environ, config=config)
+    if found is None:
+        return None
+    until, why = found
+    cause = "it was stopped on request" if why == "stopped" else "its last start failed"
+    return (f"prompt hooks will not start it before {time.strftime('%H:%M %Z', time.localtime(until))} "
+            f"({cause}); `bli-memory-mcp daemon --restart` starts it now")
+
+
+def release(environ: Mapping[str, str] | None = None) -> None:
+    """Forget the last start, so the next prompt hook starts a daemon at once: ``install``
+    calls it, since a daemon stopped on request (``daemon --stop``, ``uninstall``) must not
+    hold off a new install's. Never raises."""
+    for path in (spawn_stamp_path(environ), ready_marker_path(environ)):
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 def _failed_under_other_settings(started: float, config: Mapping[str, str], env: Mapping[str, str]) -> bool:

@@ -120,6 +120,42 @@ def test_uninstall_of_the_last_host_stops_the_daemon(temp_home: Path, monkeypatc
         daemons.kill_all()
 
 
+def test_a_stop_by_uninstall_holds_the_daemon_off_only_until_the_next_install(
+        temp_home: Path, project: Path, monkeypatch) -> None:
+    """Issue 31, item 2: status and doctor say the daemon is held off and until when; a new
+    install lets the next prompt hook start one at once."""
+    import json
+
+    every_cli()
+    from tests.core.daemon.test_daemon import Daemons, wait_until
+    from tests.hooks_util import run_hook
+
+    monkeypatch.setenv("BLI_MEMORY_DAEMON", "1")
+    daemons = Daemons(temp_home, temp_home.parent)
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy?",
+               "cwd": str(project)}
+    try:
+        ours(temp_home, "install", "--host", "gemini")
+        run_hook("prompt", payload, cwd=project)  # no daemon yet: the hook starts one
+        wait_until(lambda: daemon_client.status()["running"] is True, what="a prompt hook to start the daemon")
+        assert "daemon: stopped" in ours(temp_home, "uninstall", "--host", "gemini").stdout
+        wait_until(lambda: daemon_client.status()["running"] is False, what="the daemon to stop")
+        held = ours(temp_home, "status", "--host", "gemini").stdout
+        assert "daemon: not running; prompt hooks will not start it before " in held, held
+        assert "(it was stopped on request); `bli-memory-mcp daemon --restart` starts it now" in held
+        doctor = subprocess.run([bin_path("cockpit"), "doctor", "--json"], capture_output=True, text=True,
+                                env=host_env(temp_home), timeout=120)
+        row = {r["check"]: r for r in json.loads(doctor.stdout)}["memory-daemon"]
+        assert row["detail"].startswith("absent: prompt hooks will not start it before"), row
+        ours(temp_home, "install", "--host", "gemini")
+        fresh = ours(temp_home, "status", "--host", "gemini").stdout
+        assert "an installed host starts it on demand" in fresh, fresh
+        run_hook("prompt", payload, cwd=project)
+        wait_until(lambda: daemon_client.status()["running"] is True, what="a prompt hook to start the daemon")
+    finally:
+        daemons.kill_all()
+
+
 def test_status_with_no_host_cli_says_so(temp_home: Path, tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
