@@ -127,7 +127,19 @@ _ROUTE_VARS = frozenset({"BLI_MEMORY_DAEMON", "BLI_MEMORY_DAEMON_IDLE_SECONDS", 
                          "BLI_MEMORY_HOOK_DEADLINE_SCALE", "BLI_MEMORY_RELAY_QUIET_S",
                          "BLI_MEMORY_RELAY_PING_TIMEOUT_S"})
 _CONFIG_EXTRA = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
-_SECRET_VARS = frozenset({"BLI_MEMORY_DEVICE_TOKEN"})
+#: The settings that change what the engine computes, hence which daemon may answer a
+#: caller (core/settings.py's fields, less the space variables, the route's and the
+#: logs'; tests/core/hooks/test_daemon_config.py keeps the two lists in step). Any other
+#: variable (BLI_MEMORY_HERMES_BIN, which the README has Hermes users export; a log level)
+#: does not make a caller's daemon another's.
+_ENGINE_VARS = frozenset({
+    "BLI_MEMORY_DATA_DIR", "BLI_MEMORY_DASHBOARD_URL", "BLI_MEMORY_DEVICE_TOKEN", "BLI_MEMORY_DATABASE_URL",
+    "BLI_MEMORY_EMBEDDER", "BLI_MEMORY_SIMILARITY_FLOOR", "BLI_MEMORY_RECALL_LIMIT",
+    "BLI_MEMORY_RECALL_BUDGET_CHARS", "BLI_MEMORY_KEYWORD_INDEX_MIN_ROWS", "BLI_MEMORY_VECTOR_INDEX_MIN_ROWS",
+    "BLI_MEMORY_EXPERIENCE_TZ", "BLI_MEMORY_EXTRACTOR", "BLI_MEMORY_EXTRACT_URL", "BLI_MEMORY_EXTRACT_MODEL",
+    "BLI_MEMORY_EXTRACT_API_KEY", "BLI_MEMORY_EXTRACT_PLUGINS",
+})
+_SECRET_VARS = frozenset({"BLI_MEMORY_DEVICE_TOKEN", "BLI_MEMORY_EXTRACT_API_KEY", "BLI_MEMORY_DATABASE_URL"})
 #: Values that mean the same as leaving the variable unset (core/settings.py reads them so).
 _UNSET_WHEN = {"BLI_MEMORY_EMBEDDER": frozenset({"", SHIPPED_EMBEDDER})}
 #: AF_UNIX paths longer than this go through ``/proc/self/fd`` (the kernel limit is 108).
@@ -173,10 +185,10 @@ def config_of(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The caller's variables that change what the engine answers, token hashed.
 
     Returns:
-        ``{name: value}`` for every ``BLI_MEMORY_*`` variable except the two space
-        variables, the daemon's own switches and the caller's waits (``_ROUTE_VARS``),
-        plus ``HOME``, ``XDG_DATA_HOME`` and
-        ``XDG_CONFIG_HOME``; ``BLI_MEMORY_DEVICE_TOKEN`` becomes ``sha256:<hex>``.
+        ``{name: value}`` for each setting that changes what the engine computes
+        (``_ENGINE_VARS``: not the space variables, the daemon's own switches, the caller's
+        waits, the log settings or another tool's path), plus ``HOME``, ``XDG_DATA_HOME``
+        and ``XDG_CONFIG_HOME``; a token, key or database URL becomes ``sha256:<hex>``.
         ``BLI_MEMORY_EMBEDDER`` set to the shipped model or to blank is left out: the
         settings read both as unset, and a shell that exported the default (as the
         "another model" error advises) would otherwise never be served by a daemon started
@@ -187,9 +199,7 @@ def config_of(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     for key, value in env.items():
         if key in _UNSET_WHEN and value.strip() in _UNSET_WHEN[key]:
             continue
-        if key in _CONFIG_EXTRA or (
-            key.startswith("BLI_MEMORY_") and key not in _SPACE_VARS and key not in _ROUTE_VARS
-        ):
+        if key in _CONFIG_EXTRA or key in _ENGINE_VARS:
             if key in _SECRET_VARS:
                 import hashlib
 

@@ -137,7 +137,7 @@ def test_a_stop_by_uninstall_holds_the_daemon_off_only_until_the_next_install(
     try:
         ours(temp_home, "install", "--host", "gemini")
         run_hook("prompt", payload, cwd=project)  # no daemon yet: the hook starts one
-        wait_until(lambda: daemon_client.status()["running"] is True, what="a prompt hook to start the daemon")
+        wait_until(lambda: daemon_client.status()["running"] is True, what="a hook to start the daemon")
         assert "daemon: stopped" in ours(temp_home, "uninstall", "--host", "gemini").stdout
         wait_until(lambda: daemon_client.status()["running"] is False, what="the daemon to stop")
         held = ours(temp_home, "status", "--host", "gemini").stdout
@@ -151,7 +151,7 @@ def test_a_stop_by_uninstall_holds_the_daemon_off_only_until_the_next_install(
         fresh = ours(temp_home, "status", "--host", "gemini").stdout
         assert "an installed host starts it on demand" in fresh, fresh
         run_hook("prompt", payload, cwd=project)
-        wait_until(lambda: daemon_client.status()["running"] is True, what="a prompt hook to start the daemon")
+        wait_until(lambda: daemon_client.status()["running"] is True, what="a hook to start the daemon")
     finally:
         daemons.kill_all()
 

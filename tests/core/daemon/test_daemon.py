@@ -465,6 +465,14 @@ def test_request_from_another_configuration_goes_direct(daemons: Daemons, projec
     assert daemon_client.ping()["alive"] is True  # a mismatch is not a stand-down
 
 
+def test_a_variable_that_changes_no_answer_keeps_the_daemon_route(daemons: Daemons, project: Path) -> None:
+    """The README has Hermes users export BLI_MEMORY_HERMES_BIN; it sent every hook direct."""
+    daemons.start()
+    r = prompt_hook(project, env={"BLI_MEMORY_HERMES_BIN": "/opt/hermes/bin/hermes",
+                                  "BLI_MEMORY_LOG_LEVEL": "debug"})
+    assert r.receipt[1]["via"] == "daemon", r.receipt
+
+
 @pytest.mark.parametrize("value", ["all-MiniLM-L6-v2-int8", " all-MiniLM-L6-v2-int8 ", ""])
 def test_the_default_embedder_spelled_out_is_the_same_configuration(daemons: Daemons, project: Path,
                                                                     value: str) -> None:
