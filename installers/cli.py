@@ -220,24 +220,25 @@ def _status_found(pm, contract, home: Path, out) -> int:
 
 def _stop_daemon_if_unused(pm, contract, home: Path, out) -> None:
     """After an uninstall that left no host with our entries, stop the daemon (its hooks
-    are gone) and say where the data stays (:func:`_data_left`)."""
+    are gone), remove the hook state and say where the data stays
+    (:func:`~bli_memory.installers.leftovers.remove_hook_state`)."""
     from bli_memory.installers.apply import known_hosts, status_hosts
 
     states = [st.state for st in status_hosts(pm, sorted(known_hosts(pm)), contract, home)]
     if any(state in ("installed", "outdated") for state in states):
         return
-    _data_left(out)
+    from bli_memory.installers.leftovers import remove_hook_state
+
     try:
         from bli_memory.core.hooks.daemon_client import stop
     except ImportError:
-        return
-    pid = stop()
-    if pid is None:
-        return
-    if _gone(pid, within_s=5.0):
+        stop = None
+    pid = stop() if stop is not None else None
+    if pid is not None and _gone(pid, within_s=5.0):
         out(f"daemon: stopped (pid {pid}); no host runs our hooks any more\n")
-    else:
+    elif pid is not None:
         out(f"daemon: asked to stop (pid {pid}), still finishing its work; no host runs our hooks any more\n")
+    remove_hook_state(out)
 
 
 def _gone(pid: int, *, within_s: float) -> bool:
@@ -269,26 +270,6 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[:1] == ["Z"]
-
-
-def _data_left(out) -> None:
-    """Say where the memories and the hook state stay, and how to erase them by hand.
-
-    Uninstall takes away what install wrote into the hosts' configuration; it never
-    deletes memories (a reinstall, or another machine's export, may need them), so
-    the person is told where they are instead.
-    """
-    import shlex
-
-    from bli_memory.core.paths import data_dir, state_dir
-
-    places = (("memories", data_dir()), ("hook logs, counts and spooled captures", state_dir()))
-    kept = [(what, folder) for what, folder in places if folder.is_dir() and any(folder.iterdir())]
-    if not kept:
-        return
-    out("; ".join(f"{what} stay in {folder}" for what, folder in kept)
-        + " (uninstall never deletes them); to erase them for good: rm -r "
-        + " ".join(shlex.quote(str(folder)) for _, folder in kept) + "\n")
 
 
 def _daemon_line(out) -> None:

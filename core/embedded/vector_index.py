@@ -62,7 +62,9 @@ def _usearch() -> Any:
         ImportError: usearch is not installed.
     """
     try:
-        import onnxruntime  # noqa: F401  (must precede usearch, see above)
+        from bli_memory.core.memory.onnx_runtime import import_onnxruntime
+
+        import_onnxruntime()  # must precede usearch, see above
     except ImportError:
         pass
     import usearch.index

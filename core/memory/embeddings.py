@@ -264,8 +264,11 @@ class OnnxEmbedder:
         self._pad_id = manifest.pad_id
 
         try:
-            import onnxruntime as ort
             from tokenizers import Tokenizer
+
+            from bli_memory.core.memory.onnx_runtime import import_onnxruntime
+
+            ort = import_onnxruntime()
         except ImportError as exc:
             raise EmbedderError(f"an embedder dependency is not installed: {exc}") from exc
 

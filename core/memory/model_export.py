@@ -185,6 +185,9 @@ def quantize(fp32_path: Path, int8_path: Path, work: Path) -> None:
     torch, because the inputs of the feed-forward output layers carry outliers that one
     scale per tensor cannot hold (excluding those twelve layers alone gives 0.985).
     """
+    from bli_memory.core.memory.onnx_runtime import import_onnxruntime
+
+    import_onnxruntime()  # before its submodules: no telemetry
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
@@ -246,8 +249,11 @@ def onnx_embed(model_path: Path, tokenizer_path: Path, texts: list[str], pad_id:
                batch: int = 64, threads: int = 2) -> Any:
     """Embed like the run-time embedder: sort by length, pad each batch to its longest."""
     import numpy as np
-    import onnxruntime as ort
     from tokenizers import Tokenizer
+
+    from bli_memory.core.memory.onnx_runtime import import_onnxruntime
+
+    ort = import_onnxruntime()
 
     tok = Tokenizer.from_file(str(tokenizer_path))
     opts = ort.SessionOptions()

@@ -20,8 +20,9 @@ from tests.integration.test_host_clis import HERMES_BIN, REQUIRE, host_env
 pytestmark = [pytest.mark.e2e, pytest.mark.e2e, pytest.mark.integration]
 
 HOSTS = ("claude", "codex", "copilot", "gemini", "hermes")
-#: Folders of the store and of logs/state, which uninstall leaves on purpose.
-KEPT = (".local/share/bli-memory", ".local/state/bli-cockpit")
+#: The store's folder, which uninstall leaves on purpose (its parents too).
+KEPT = (".local/share/bli-memory",)
+KEPT_PARENTS = {".local", ".local/share"}
 
 
 def every_cli() -> dict[str, str]:
@@ -44,11 +45,12 @@ def ours(home: Path, *args: str, cwd: Path | None = None) -> subprocess.Complete
 
 
 def files_under(home: Path) -> list[str]:
+    """Every file, link and folder under ``home`` but the store and its parent folders."""
     out = []
     for path in home.rglob("*"):
         rel = str(path.relative_to(home))
-        if (path.is_file() or path.is_symlink()) and not rel.startswith(KEPT):
-            out.append(rel)
+        if not rel.startswith(KEPT) and rel not in KEPT_PARENTS:
+            out.append(rel + ("/" if path.is_dir() and not path.is_symlink() else ""))
     return sorted(out)
 
 
@@ -67,13 +69,24 @@ def test_status_without_host_shows_every_host_installed(temp_home: Path) -> None
     assert status.rstrip().splitlines()[-1].startswith("daemon: ")
 
 
-def test_install_then_uninstall_all_leaves_home_as_it_was(temp_home: Path) -> None:
+def test_install_then_uninstall_all_leaves_home_as_it_was(temp_home: Path, project: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31, item 10: hook state, logs and the rule cache go too; the memories stay."""
     every_cli()
+    monkeypatch.delenv("XDG_CACHE_HOME")  # the secret rules' cache in this HOME's ~/.cache
     before = files_under(temp_home)
     ours(temp_home, "install", "--host", "all")
     assert len(files_under(temp_home)) > len(before)
-    ours(temp_home, "uninstall", "--host", "all")
+    # A first hour's worth of state: a saved memory, a prompt and a stop hook, a receipt.
+    ours(temp_home, "memory", "save", "We deploy the billing service on Fridays.", cwd=project)
+    from tests.hooks_util import run_hook
+
+    run_hook("prompt", {"session_id": "s1", "hook_event_name": "UserPromptSubmit",
+                        "prompt": "when do we deploy the billing service?", "cwd": str(project)}, cwd=project)
+    assert (temp_home / ".local/state/bli-cockpit").is_dir()
+    out = ours(temp_home, "uninstall", "--host", "all").stdout
     assert files_under(temp_home) == before
+    assert "memories stay in" in out and (temp_home / ".local/share/bli-memory").is_dir()
     for folder in (".claude", ".codex", ".copilot", ".gemini", ".hermes"):
         assert not (temp_home / folder).exists(), folder
 
@@ -120,10 +133,10 @@ def test_uninstall_of_the_last_host_stops_the_daemon(temp_home: Path, monkeypatc
         daemons.kill_all()
 
 
-def test_a_stop_by_uninstall_holds_the_daemon_off_only_until_the_next_install(
+def test_a_stop_on_request_holds_the_daemon_off_only_until_the_next_install(
         temp_home: Path, project: Path, monkeypatch) -> None:
-    """Issue 31, item 2: status and doctor say the daemon is held off and until when; a new
-    install lets the next prompt hook start one at once."""
+    """Issue 31, item 2: status and doctor say the daemon is held off and until when; an
+    uninstall and a new install let the next prompt hook start one at once."""
     import json
 
     every_cli()
@@ -138,7 +151,7 @@ def test_a_stop_by_uninstall_holds_the_daemon_off_only_until_the_next_install(
         ours(temp_home, "install", "--host", "gemini")
         run_hook("prompt", payload, cwd=project)  # no daemon yet: the hook starts one
         wait_until(lambda: daemon_client.status()["running"] is True, what="a hook to start the daemon")
-        assert "daemon: stopped" in ours(temp_home, "uninstall", "--host", "gemini").stdout
+        ours(temp_home, "daemon", "--stop")
         wait_until(lambda: daemon_client.status()["running"] is False, what="the daemon to stop")
         held = ours(temp_home, "status", "--host", "gemini").stdout
         assert "daemon: not running; prompt hooks will not start it before " in held, held
@@ -147,6 +160,7 @@ def test_a_stop_by_uninstall_holds_the_daemon_off_only_until_the_next_install(
                                 env=host_env(temp_home), timeout=120)
         row = {r["check"]: r for r in json.loads(doctor.stdout)}["memory-daemon"]
         assert row["detail"].startswith("absent: prompt hooks will not start it before"), row
+        ours(temp_home, "uninstall", "--host", "gemini")  # the last host: no hook state is left
         ours(temp_home, "install", "--host", "gemini")
         fresh = ours(temp_home, "status", "--host", "gemini").stdout
         assert "an installed host starts it on demand" in fresh, fresh
