@@ -443,7 +443,11 @@ def _is_id(value: object) -> bool:
 
 
 def _log(route: str, **fields: Any) -> None:
-    """One operational line on stderr when the route is chosen or changes (docs/logging.md)."""
+    """One operational line on stderr when the route is chosen or changes, at the debug log
+    level only (docs/logging.md): hosts file a server's stderr as its errors (Claude's MCP
+    log does), and a route is not one. ``cockpit doctor`` shows the route at any level."""
+    if os.environ.get("BLI_MEMORY_LOG_LEVEL", "").strip().lower() != "debug":
+        return
     try:
         sys.stderr.write(f"[bli-memory] mcp route {route} {json.dumps(fields)}\n")
         sys.stderr.flush()

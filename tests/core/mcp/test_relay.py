@@ -98,6 +98,7 @@ def test_in_process_the_same_check_finds_the_sdk_and_numpy(tmp_path: Path) -> No
 
 
 def _session(cwd: Path, errlog: Path, body, **env: str) -> dict:
+    env.setdefault("BLI_MEMORY_LOG_LEVEL", "debug")  # the route lines are debug lines
     async def main() -> dict:
         with errlog.open("a") as err:
             transport = stdio_client(server_params(cwd, **env), errlog=err)
@@ -311,6 +312,18 @@ def test_a_socket_path_that_is_not_a_socket_means_in_process(tmp_path: Path, dae
     assert 'mcp route in-process {"reason": "foreign_socket"}' in errlog.read_text()
 
 
+def test_the_route_is_not_written_to_stderr_below_the_debug_level(tmp_path: Path, daemons) -> None:
+    """Claude's MCP log files a server's stderr under "error" (issue 31, item 11)."""
+    daemons.start()
+    errlog = tmp_path / "server.err"
+
+    async def body(client) -> dict:
+        return await _info(client)
+
+    assert _session(tmp_path, errlog, body, BLI_MEMORY_LOG_LEVEL="warning")["via"] == "daemon"
+    assert "mcp route" not in errlog.read_text()
+
+
 def test_a_relay_of_another_configuration_answers_in_process(tmp_path: Path, daemons) -> None:
     daemons.start()
     errlog = tmp_path / "server.err"
@@ -332,7 +345,8 @@ def test_a_relay_of_an_older_release_answers_in_process_and_keeps_the_daemon(
     daemon = daemons.start()
     shim = ("import sys\nimport bli_memory.core._version as v\nv.VERSION = '0.0.1'\n"
             "sys.argv = ['bli-memory-mcp']\nfrom bli_memory.core.cli.main import main\nsys.exit(main())\n")
-    with subprocess.Popen([sys.executable, "-c", shim], cwd=tmp_path, env=dict(os.environ),
+    debug = {**os.environ, "BLI_MEMORY_LOG_LEVEL": "debug"}  # the route lines are debug lines
+    with subprocess.Popen([sys.executable, "-c", shim], cwd=tmp_path, env=debug,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as proc:
         assert _rpc(proc, 1, "initialize", INIT)["result"]["serverInfo"]["name"] == "bli-memory"
@@ -425,7 +439,8 @@ def test_a_lone_surrogate_in_a_request_id_gets_one_answer_and_no_fallback(tmp_pa
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
     ]
-    with subprocess.Popen([bin_path()], cwd=tmp_path, env=dict(os.environ), stdin=subprocess.PIPE,
+    debug = {**os.environ, "BLI_MEMORY_LOG_LEVEL": "debug"}  # the route lines are debug lines
+    with subprocess.Popen([bin_path()], cwd=tmp_path, env=debug, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stdin and proc.stdout and proc.stderr
         proc.stdin.write("\n".join(lines) + "\n")
