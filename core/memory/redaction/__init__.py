@@ -192,14 +192,41 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
         The redacted text and the number of secrets masked. A value that
         swallows an earlier placeholder, like a password holding a GitHub
         token, counts once. Running :func:`redact` again on the text changes
-        nothing and reports 0.
+        nothing and reports 0. When a no-break space, an invisible character, a
+        NUL, a lone surrogate or a fullwidth form hid a secret from the rules
+        (``password:\u00a0...``, ``ghp_\u00ad...``), the text is returned in plain
+        form (:func:`_plain`) with that secret masked; a text that hides none
+        keeps its characters.
     """
     if rules is None:
         rules = active_rules()
-    chosen = rules
-    text, masked = redact_json_strings(text, lambda inner: _apply_all(chosen, inner))
+    first = _redact_once(text, rules)
+    plain = _plain(text)
+    if plain != text:
+        again = _redact_once(plain, rules)
+        if again.masked and again.masked >= first.masked and _plain(first.text) != again.text:
+            return again  # the odd characters hid a secret, or part of one: the plain text, masked
+    return first
+
+
+def _redact_once(text: str, rules: tuple[RedactionRule, ...]) -> Redacted:
+    text, masked = redact_json_strings(text, lambda inner: _apply_all(rules, inner))
     text, found = _apply_all(rules, text)
     return Redacted(text=text, masked=masked + found)
+
+
+# Characters that hide a secret from rules written for plain text: no-break and other
+# Unicode spaces (as a space), invisible ones, NUL and lone surrogates (dropped).
+_PLAIN = {**dict.fromkeys((0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), " "),
+          **dict.fromkeys((0, 0xAD, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, *range(0xD800, 0xE000)))}
+
+
+def _plain(text: str) -> str:
+    """``text`` as a rule written for plain text reads it: :data:`_PLAIN`, then NFKC (so
+    a fullwidth ``＿`` is ``_``). Used only where it reveals a secret (:func:`redact`)."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text.translate(_PLAIN))
 
 
 def _apply_all(rules: tuple[RedactionRule, ...], text: str) -> tuple[str, int]:

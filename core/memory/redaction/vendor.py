@@ -32,13 +32,11 @@ never raises on a ``str``.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import re
 import threading
 from typing import Any
 
-__all__ = ["MIN_RUN", "VENDOR_PACKAGE", "mask_vendor_secrets", "vendor_rules_status", "warm"]
+__all__ = ["MIN_RUN", "VENDOR_PACKAGE", "mask_vendor_secrets", "scan_view", "vendor_rules_status", "warm"]
 
 VENDOR_PACKAGE = "kingfisher-secret-scanner"
 """The distribution the vendor rules come from; its version is pinned in constraints.txt."""
@@ -61,6 +59,20 @@ _IDENTIFIER_KIND = re.compile(
 )
 _RULE_NUMBER = re.compile(r"\.\d+$")
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_-]")
+#: Marks that end a token in running text and that no vendor format holds.
+_CUT = "?!]})>|*<[({,;`\\"
+
+
+class _View(dict[int, int]):
+    """``str.translate`` table of :func:`scan_view`: non-ASCII and :data:`_CUT` to a space."""
+
+    def __missing__(self, code: int) -> int:
+        value = 32 if code > 127 or chr(code) in _CUT else code
+        self[code] = value
+        return value
+
+
+_VIEW = _View()
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -128,34 +140,36 @@ def vendor_rules_status() -> dict[str, str | bool]:
     return status
 
 
+def scan_view(text: str) -> str:
+    """``text`` as the rule set reads it: each character that is not ASCII, and each
+    closing or sentence punctuation mark (:data:`_CUT`), becomes one space.
+
+    The rules end a token at a space, a quote or a line end; a token followed by ``?``,
+    ``]``, ``</code>`` or a CJK full stop was not found at all. The view has one ASCII
+    character per character of ``text``, so the scanner's byte offsets are ``str``
+    indices of ``text`` as they are.
+    """
+    return text.translate(_VIEW)
+
+
 def _spans(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, kind)`` of each vendor secret in ``text``, as ``str`` indices, sorted."""
     scanner = _scanner()
     if scanner is None:
         return []
-    data = text.encode("utf-8", "surrogatepass")
+    view = scan_view(text).encode("ascii", "replace")
     try:
-        findings = scanner.scan(data)
+        findings = scanner.scan(view)
     except Exception:  # noqa: BLE001 - our rules already ran; see the module docstring
         return []
-    if not findings:
-        return []
-    if len(data) == len(text):  # ASCII: byte offsets are str indices
-        def to_index(offset: int) -> int:
-            return offset
-    else:
-        ends = list(itertools.accumulate(len(ch.encode("utf-8", "surrogatepass")) for ch in text))
-
-        def to_index(offset: int) -> int:
-            return bisect.bisect_right(ends, offset)
     spans = []
     for finding in findings:
         kind = _RULE_NUMBER.sub("", finding.rule_id.split(".", 1)[-1]).replace("-", "_")
         if _IDENTIFIER_KIND.fullmatch(kind):
             continue
         start, end = finding.location["start_offset"], finding.location["end_offset"]
-        if 0 <= start < end <= len(data):
-            spans.append((to_index(start), to_index(end), kind))
+        if 0 <= start < end <= len(text):
+            spans.append((start, end, kind))
     return sorted(spans)
 
 

@@ -95,3 +95,10 @@ def test_cockpit_doctor_names_the_rule_set_and_its_version() -> None:
     assert rows["secret rules"]["mark"] == "ok"
     expected = f"kingfisher-secret-scanner {version('kingfisher-secret-scanner')}"
     assert expected in rows["secret rules"]["detail"]
+
+
+@pytest.mark.parametrize("around", ["Is {}? still valid", "<code>{}</code>", "[{}]", "トークンは{}。",
+                                    "({}),", "x {}\u200b end", "`{}`!", "{}|grep"])
+def test_a_vendor_token_is_found_whatever_punctuation_or_script_ends_it(around: str) -> None:
+    masked = redact(around.format(PULUMI)).text
+    assert PULUMI not in masked and masked == around.format("[REDACTED:pulumi_api_token]")
