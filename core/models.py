@@ -255,7 +255,8 @@ class HookInput:
     Attributes:
         host: Adapter name (``claude``, ``codex``, ...).
         event: Our event name: ``session-start``, ``prompt`` or ``stop``.
-        session_id: The host's session id, when sent.
+        session_id: The host's session id, when sent; one over 512 characters becomes
+            ``sha256:<hex>`` of it.
         cwd: Working folder of the session (decides the space).
         prompt: The person's prompt text (prompt event; for hosts that echo it, stop too),
             with any context we injected earlier already stripped.
@@ -277,6 +278,16 @@ class HookInput:
     last_assistant_message: str | None = None
     source: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A session id longer than a store keeps (records.MAX_KEY_CHARS, 512) would make
+        # every write of the turn refuse it and lose the turn: keep a digest instead, the
+        # same for the same id, so the session still groups its captures.
+        if isinstance(self.session_id, str) and len(self.session_id) > 512:
+            import hashlib
+
+            digest = hashlib.sha256(self.session_id.encode("utf-8", "surrogatepass")).hexdigest()
+            object.__setattr__(self, "session_id", f"sha256:{digest}")
 
 
 @dataclass(frozen=True)

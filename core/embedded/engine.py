@@ -35,6 +35,7 @@ from bli_memory.core.memory.retrieval import (
 from bli_memory.core.memory.retrieval_writes import (
     FORGET_MIN_SIMILARITY,
     PROFILE_KINDS,
+    check_extract_size,
     checked_content,
     checked_save_fields,
     content_hash,
@@ -69,9 +70,6 @@ __all__ = [
     "register_embedders",
 ]
 
-#: Longest text one extract job takes, in characters (the stop hook sends at most
-#: 12 KB; a bigger paste is cut into parts by the caller).
-MAX_EXTRACT_CHARS = 100_000
 
 
 class EmbeddedBackend(EngineControls):
@@ -407,7 +405,8 @@ class EmbeddedBackend(EngineControls):
 
         Raises:
             InvalidInputError: nothing left to extract, more than
-                :data:`MAX_EXTRACT_CHARS` characters, a ``sessionId`` or ``source`` over
+                :data:`~bli_memory.core.memory.retrieval_writes.MAX_EXTRACT_CHARS`
+                characters, a ``sessionId`` or ``source`` over
                 :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, or a
                 container tag that looks like a secret
                 (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
@@ -424,11 +423,7 @@ class EmbeddedBackend(EngineControls):
         body = strip_injected(text or "").strip()
         if not body:
             raise InvalidInputError("nothing to extract: the text is empty")
-        if len(body) > MAX_EXTRACT_CHARS:
-            raise InvalidInputError(
-                f"the text is {len(body)} characters; extract takes at most {MAX_EXTRACT_CHARS}. "
-                "Send the conversation in parts"
-            )
+        check_extract_size(body)
         canonical, _ = self.store.resolve_space(space)
         from bli_memory.core.extraction.job_ids import checked_job_id
 

@@ -24,6 +24,6 @@ def import_onnxruntime() -> ModuleType:
         ImportError: onnxruntime is not installed.
     """
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-    import onnxruntime
+    import importlib
 
-    return onnxruntime
+    return importlib.import_module("onnxruntime")

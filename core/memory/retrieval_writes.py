@@ -19,8 +19,10 @@ from bli_memory.core.models import Memory
 __all__ = [
     "FORGET_MIN_SIMILARITY",
     "MAX_CONTENT_CHARS",
+    "MAX_EXTRACT_CHARS",
     "PROFILE_KINDS",
     "check_content_size",
+    "check_extract_size",
     "checked_content",
     "checked_save_fields",
     "content_hash",
@@ -65,6 +67,24 @@ def _too_long(length: int) -> InvalidInputError:
         f"content is {length} characters; the limit is {MAX_CONTENT_CHARS}. "
         "Save the durable facts, or use extract: true to distil them"
     )
+
+
+MAX_EXTRACT_CHARS = 100_000
+"""Longest text one ``extract: true`` call or extract job takes, in characters (the stop
+hook sends at most 12 KB; a bigger paste goes in parts)."""
+
+
+def check_extract_size(content: str) -> None:
+    """Refuse a text for extraction longer than :data:`MAX_EXTRACT_CHARS`, before it is
+    masked (masking 10 MB costs seconds of CPU), counted as given.
+
+    Raises:
+        InvalidInputError: the text is too long.
+    """
+    if len(content) > MAX_EXTRACT_CHARS:
+        raise InvalidInputError(
+            f"the text is {len(content)} characters; extract takes at most {MAX_EXTRACT_CHARS}. "
+            "Send the conversation in parts")
 
 
 def check_content_size(content: str) -> None:

@@ -36,9 +36,14 @@ def record(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, A
 
     A caller's ``id`` is kept once: a retry with it records nothing new and answers it again.
     """
+    from bli_memory.core.extraction.job_ids import checked_job_id
+    from bli_memory.core.memory.records import key_problem
+
+    problem = key_problem({"sessionId": body.get("sessionId"), "source": body.get("source")})
+    if problem:  # the same limits as every store's (records.MAX_KEY_CHARS)
+        raise InvalidInputError(f"{problem}; nothing was recorded")
     be = acting(request, p)
     tag = body_tag(body)
-    from bli_memory.core.extraction.job_ids import checked_job_id
 
     try:
         wanted = checked_job_id(body.get("id"))

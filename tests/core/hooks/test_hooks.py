@@ -99,6 +99,20 @@ def test_stop_fixture_queues_the_last_exchange(project: Path, tmp_path: Path) ->
     assert "MEMCTX" not in jobs[0]["text"]
 
 
+def test_a_session_id_longer_than_a_store_keeps_does_not_lose_the_turn(project: Path, tmp_path: Path) -> None:
+    """A break-it pass: a 600-character session id failed the turn with invalid_input."""
+    import hashlib
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes((CLAUDE / "transcript.jsonl").read_bytes())
+    long_id = "s" * 600
+    r = run_hook("stop", fixture("stop.json", cwd=str(project), transcript_path=str(transcript),
+                                 session_id=long_id))
+    assert r.returncode == 0 and r.receipt[0] == "ok" and r.receipt[1]["queued"] is True, r.receipt
+    [job] = queued_jobs()
+    assert job["session_id"] == "sha256:" + hashlib.sha256(long_id.encode()).hexdigest()
+
+
 def test_stop_with_tool_use_transcript_takes_the_typed_prompt(project: Path, tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes((CLAUDE / "transcript_tool_use.jsonl").read_bytes())

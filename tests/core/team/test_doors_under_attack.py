@@ -320,6 +320,32 @@ def test_errors_never_echo_unbounded_input(client: Any, new_person, space: str) 
         assert r.json()["error"]["reason"] in ("invalid_input", "not_found")
 
 
+def test_keys_over_the_store_limit_are_refused_at_every_door(client: Any, new_person, space: str) -> None:
+    """A break-it pass found an extract save, an update and a record door that took (or
+    looked up) keys longer than every store keeps (issue 30, item 6)."""
+    alice = new_person()
+    long_key = "k" * 513
+    for door, body in (
+            ("save", {"containerTag": space, "content": "x", "extract": True, "customId": long_key}),
+            ("save", {"containerTag": space, "content": "x", "extract": True, "sessionId": long_key}),
+            ("update", {"containerTag": space, "customId": "c" * 100_000, "content": "x"}),
+            ("record", {"containerTag": space, "text": "a turn", "sessionId": long_key}),
+            ("record", {"containerTag": space, "text": "a turn", "source": long_key})):
+        r = client.post(f"/api/memory/{door}", headers=alice.headers, json=body)
+        assert r.status_code == 400, (door, r.status_code, r.text[:200])
+        assert "longer than 512 characters" in r.json()["error"]["message"]
+        assert "kkkk" not in r.text and "cccc" not in r.text
+
+
+def test_an_extract_save_over_its_limit_is_refused_as_given(client: Any, new_person, space: str) -> None:
+    alice = new_person()
+    text = "deploy notes with ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2 + " " + "x" * 100_000
+    r = client.post("/api/memory/save", headers=alice.headers,
+                    json={"containerTag": space, "content": text, "extract": True})
+    assert r.status_code == 400
+    assert f"the text is {len(text)} characters; extract takes at most 100000" in r.json()["error"]["message"]
+
+
 def test_unknown_doors_and_methods_answer_the_error_object(client: Any, new_person) -> None:
     alice = new_person()
     err = _error(client.post("/api/memory/nope" + "x" * 10_000, headers=alice.headers, json={}),
