@@ -122,9 +122,31 @@ def host_render(host: str, result: HookResult) -> RenderedOutput | None:
         return None
     if result.event == "stop" and result.outcome == "failed":
         return RenderedOutput(stdout=failed_stop_message(result.reason))
+    if result.event == "session-start":
+        return _session_start(result)
     if result.event == "stop" or result.outcome != "ok" or not result.block:
         return RenderedOutput()
     return RenderedOutput(stdout=additional_context(EVENTS[result.event], result.block))
+
+
+def _session_start(result: HookResult) -> RenderedOutput:
+    """The context block, and, in a folder Gemini does not trust (where it disables our MCP
+    server), a one-line ``systemMessage`` with the command that trusts it
+    (:func:`folder_trust_note`). Shown to the person, never to the model."""
+    from pathlib import Path
+
+    out: dict[str, Any] = {}
+    if result.outcome == "ok" and result.block:
+        out = json.loads(additional_context(EVENTS[result.event], result.block))
+    try:
+        home = Path.home()
+        settings = json.loads((_gemini_dir(home) / "settings.json").read_text(encoding="utf-8"))
+        note = folder_trust_note(os.getcwd(), home, settings if isinstance(settings, dict) else None)
+    except (OSError, ValueError, RuntimeError):
+        note = None
+    if note:
+        out["systemMessage"] = note
+    return RenderedOutput(stdout=json.dumps(out, ensure_ascii=False) if out else "")
 
 
 def _user_text(record: dict[str, Any]) -> str:
@@ -223,9 +245,13 @@ def folder_trust_note(folder: str, home: Any, settings: dict[str, Any] | None = 
     """One line when Gemini would disable our MCP server in ``folder``, with the exact remedy."""
     if folder_trusted(folder, home, settings):
         return None
+    import shlex
+
     return (f"{TRUST_NOTE_PREFIX}{folder}, an untrusted folder; to trust it run "
-            f"`bli-memory-mcp install --host gemini --trust-folder {folder}`, or /permissions trust in "
-            f"Gemini, or add \"{folder}\": \"TRUST_FOLDER\" to {_gemini_dir(home) / 'trustedFolders.json'}")
+            f"`bli-memory-mcp install --host gemini --trust-folder {shlex.quote(folder)}`, or /permissions "
+            f"trust in Gemini, or add \"{folder}\": \"TRUST_FOLDER\" to "
+            f"{_gemini_dir(home) / 'trustedFolders.json'}; trusting a parent folder once (--trust-folder "
+            f"{shlex.quote(os.path.dirname(folder.rstrip('/')) or '/')}) trusts every project below it")
 
 
 # --- install / uninstall / status ------------------------------------------------------

@@ -213,6 +213,25 @@ def test_install_over_fixture_settings_keeps_everything(temp_home: Path, project
     assert path.read_text() == text
 
 
+def test_session_start_in_an_untrusted_folder_tells_the_person_the_command(temp_home: Path,
+                                                                          project: Path) -> None:
+    """Issue 31, item 8: Gemini disables our MCP server there; the one-line system message
+    (shown to the person, not the model) gives the exact command for this folder."""
+    assert cli("install", "--host", "gemini", home=temp_home, cwd=project).returncode == 0
+    save(project, "Always run ruff before committing.")
+    r = run_hook("session-start", fixture("session_start.json", cwd=str(project)), args=HOST, cwd=project)
+    assert r.stdout, (r.receipt, r.stderr)
+    data = json.loads(r.stdout)
+    assert f"--trust-folder {project}`" in data["systemMessage"]
+    assert f"--trust-folder {project.parent})" in data["systemMessage"]  # a parent, once
+    assert "Always run ruff" in data["hookSpecificOutput"]["additionalContext"]
+    trusted = {str(project.parent): "TRUST_FOLDER"}  # the parent trusts the project below it
+    (temp_home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
+    again = run_hook("session-start", fixture("session_start.json", cwd=str(project), session_id="s2"),
+                     args=HOST, cwd=project)
+    assert again.stdout and "systemMessage" not in json.loads(again.stdout)
+
+
 def test_status_in_a_trusted_folder_has_no_trust_sentence(temp_home: Path, project: Path) -> None:
     assert cli("install", "--host", "gemini", home=temp_home, cwd=project).returncode == 0
     (temp_home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
