@@ -94,6 +94,9 @@ PAIRS = [
      "The user prefers an export run on demand instead of a background process.", "add"),
     ("The export script lives in ~/claude_sessions.",
      "We use the export script instead of a background watcher.", "add"),
+    # The memory already names the value the change moves to: not stale.
+    ("We use pnpm 9 (not npm) for the web frontend; workspaces keep installs fast.",
+     "The team moved from npm to pnpm because installs were slow.", "add"),
 ]
 
 

@@ -36,7 +36,9 @@ preference (``X over Y``). Outcomes:
   is stale ("the default is now 'all'", "it actually listens on 9443", "changed it to
   X"). The stale memory is superseded and kept as history; the job outcome counts it.
 - An update or supersession needs the same subject: a change statement supersedes a
-  memory only when, besides the value it leaves, they share a subject word.
+  memory only when, besides the value it leaves, they share a subject word; and never a
+  memory that already names the value the change moves to ("We use pnpm 9 (not npm)"
+  is not made stale by "we moved from npm to pnpm").
 - ``added``: everything else.
 
 A statement that restates a forgotten memory (a tombstone) or a purged one (its purge
@@ -115,6 +117,13 @@ _OLD_VALUE = re.compile(
     r"(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)",
     re.IGNORECASE,
 )
+#: The value a change moves to: "from npm to pnpm", "switched CI to GitHub Actions".
+_NEW_VALUE = re.compile(
+    r"\bfrom\s+`?[\w.@/:+#-]+`?\s+to\s+(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)"
+    r"|\b(?:switch(?:ed|ing)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|port(?:ed|ing)?)\b[^.;]{0,40}?\bto\s+"
+    r"(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)",
+    re.IGNORECASE,
+)
 #: A statement that says the old value is stale: "the default is now 'all'", "it actually
 #: runs on 9443", "changed it to all". With a contradiction this supersedes the stale memory.
 _CORRECTION = re.compile(
@@ -142,6 +151,7 @@ class _Said:
     change: bool
     correction: bool
     old_values: frozenset[str]
+    new_values: frozenset[str]
     preferred: frozenset[str]
     rejected: frozenset[str]
 
@@ -157,6 +167,7 @@ def _said(text: str) -> _Said:
     terms = content_terms(text)
     spec_stems = set(content_terms(" ".join(specifics))) | set(specifics)
     old_values = frozenset(m.group(1).lower().rstrip(".,") for m in _OLD_VALUE.finditer(text))
+    new_values = frozenset((m.group(1) or m.group(2)).lower().rstrip(".,") for m in _NEW_VALUE.finditer(text))
     preferred: set[str] = set()
     rejected: set[str] = set()
     for m in _DIRECTION.finditer(text):
@@ -172,6 +183,7 @@ def _said(text: str) -> _Said:
         change=bool(_CHANGE.search(text)),
         correction=bool(_CORRECTION.search(text)),
         old_values=old_values,
+        new_values=new_values - old_values,
         preferred=frozenset(preferred),
         rejected=frozenset(rejected),
     )
@@ -216,6 +228,9 @@ def _supersedes(a: _Said, b: _Said, sim: float) -> bool:
     old = a.old_values or (a.rejected)
     if not old & (b.specifics | b.terms):
         return False
+    named = {w.lower().strip("().,;:`'\"") for w in b.text.split()} | b.specifics | b.terms
+    if a.new_values & named:
+        return False  # the memory already names the value the change moves to: not stale
     # Same subject: besides the value it leaves, the statement shares a subject word with
     # the memory ("CI runs on Travis." / "We moved CI from Travis to ..." share "ci"). A
     # preference that merely says "instead of" something is not an update of every memory

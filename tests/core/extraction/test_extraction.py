@@ -274,6 +274,10 @@ PAIRS = [
     ("The API listens on port 8080.", "The admin UI listens on port 3000.", "add"),
     ("Access tokens expire after 15 minutes.", "Refresh tokens expire after 30 days.", "add"),
     ("npm audit runs nightly in CI.", "We switched from npm to pnpm.", "add"),
+    # The memory already names the value the change moves to: not stale (a new user's
+    # hand-saved fact was replaced by a vaguer capture).
+    ("We use pnpm 9 (not npm) for the web frontend; workspaces keep installs fast.",
+     "The team moved from npm to pnpm because installs were slow.", "add"),
 ]
 
 
