@@ -263,7 +263,8 @@ def host_status(host: str, contract: dict[str, Any], home: Any) -> Any:
     for perm in contract["permissions_allow"]:
         if perm not in allow:
             details.append(f"permission {perm} is not allowed")
-    return HostStatus(host=HOST, state="outdated" if details else "installed", details=tuple(details))
+    return HostStatus(host=HOST, state="outdated" if details else "installed", details=tuple(details),
+                      server=entry if isinstance(entry, dict) else None)
 
 
 @hookimpl

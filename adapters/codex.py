@@ -275,7 +275,8 @@ def host_status(host: str, contract: dict[str, Any], home: Any) -> Any:
                            "install trusts it again")
         elif record.get("enabled") is False:
             details.append(f"hook {event} is disabled in {config_path}")
-    return HostStatus(host=HOST, state="outdated" if details else "installed", details=tuple(details))
+    return HostStatus(host=HOST, state="outdated" if details else "installed", details=tuple(details),
+                      server=entry if isinstance(entry, dict) else None)
 
 
 @hookimpl

@@ -342,7 +342,8 @@ def host_status(host: str, contract: dict[str, Any], home: Path) -> Any:
     if disabled:
         details.append(disabled)
     state: Literal["installed", "outdated"] = "outdated" if details else "installed"
-    return HostStatus(host=HOST, state=state, details=tuple(details))
+    return HostStatus(host=HOST, state=state, details=tuple(details),
+                      server=entry if isinstance(entry, dict) else None)
 
 
 @hookimpl

@@ -372,7 +372,8 @@ def host_status(host: str, contract: dict[str, Any], home: Any) -> Any:
     note = folder_trust_note(os.getcwd(), home, settings)
     if note:
         details.append(note)
-    return HostStatus(host=HOST, state=state, details=tuple(details))
+    return HostStatus(host=HOST, state=state, details=tuple(details),
+                      server=entry if isinstance(entry, dict) else None)
 
 
 @hookimpl

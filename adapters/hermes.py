@@ -293,7 +293,8 @@ def host_status(host: str, contract: dict[str, Any], home: Any) -> Any:
                        "install sets it")
     if hermes_bin() is not None and hermes_has_mcp() is False:
         details.append(MCP_EXTRA_NOTE)
-    return HostStatus(host=HOST, state=state, details=tuple(details))
+    return HostStatus(host=HOST, state=state, details=tuple(details),
+                      server=entry if isinstance(entry, dict) else None)
 
 
 @hookimpl

@@ -396,11 +396,15 @@ class HostStatus:
 
     ``state`` is ``installed``, ``outdated`` (paths or timeouts differ from the
     contract), ``absent`` (nothing of ours) or ``not_found`` (host not on this machine).
+    ``server`` is our MCP server's entry as the host's config writes it (``command``,
+    ``args``, ``env`` and the host's own keys), or None when it has none: ``status
+    --check`` starts exactly that (:mod:`bli_memory.installers.check`).
     """
 
     host: str
     state: Literal["installed", "outdated", "absent", "not_found"]
     details: tuple[str, ...] = ()
+    server: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------------------------

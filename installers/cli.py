@@ -87,6 +87,10 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         parser.add_argument("--host", default=None,
                             help=f"{hosts_help} (default: every host that has "
                                  "our entries or whose CLI is on PATH)")
+        parser.add_argument("--check", action="store_true",
+                            help="also start each installed host's MCP server exactly as its config "
+                                 "writes it, and run initialize, tools/list and one search; exit 1 "
+                                 "when one fails")
     else:
         parser.add_argument("--host", default=DEFAULT_HOST, help=hosts_help)
     if command != "status":
@@ -102,7 +106,7 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         else:
             parser.add_argument(option.flag, metavar=option.metavar, help=option.help)
     args = parser.parse_args(argv)
-    from bli_memory.installers.apply import apply_plans, plan_hosts, select_hosts, status_hosts
+    from bli_memory.installers.apply import apply_plans, known_hosts, plan_hosts, select_hosts, status_hosts
 
     contract = build_contract()
     hosts, skipped = select_hosts(pm, args.host or "all")
@@ -110,13 +114,21 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
     out = sys.stdout.write
     if command == "status":
         if args.host is None:
-            return _status_found(pm, contract, home, out)
-        for st in status_hosts(pm, hosts, contract, home):
-            _status_lines(st, out)
-        for host in skipped:
-            out(f"{host}: not_found (skipped)\n")
-        _daemon_line(out)
-        return 0
+            code = _status_found(pm, contract, home, out)
+            checked = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
+        else:
+            checked = status_hosts(pm, hosts, contract, home)
+            for st in checked:
+                _status_lines(st, out)
+            for host in skipped:
+                out(f"{host}: not_found (skipped)\n")
+            _daemon_line(out)
+            code = 0
+        if args.check:
+            from bli_memory.installers.check import check_hosts
+
+            code = check_hosts(checked, out) or code
+        return code
     skipped_status = {st.host: st for st in status_hosts(pm, skipped, contract, home)}
     if command == "uninstall":
         # A host whose CLI is gone (or was never on PATH) may still hold our entries:
@@ -127,7 +139,6 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
     plans, after_apply = _adjust_plans(pm, plans, options, args, home, uninstall=command == "uninstall")
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
     if args.dry_run:
-        from bli_memory.installers.apply import known_hosts
         from bli_memory.installers.dryrun import render
 
         names = {h: info.get("display_name", h) for h, info in known_hosts(pm).items()}

@@ -49,7 +49,9 @@ commands:
                          register the server and hooks with an agent host (default: {default_host})
   uninstall [--host H|all] [--dry-run]
                          remove exactly what install added
-  status [--host H|all]  installed / outdated / absent, per host
+  status [--host H|all] [--check]
+                         installed / outdated / absent, per host; --check starts each
+                         installed host's MCP server as configured and runs a search
   --print-config[=HOST]  print the install contract ({default_host}) or a host's config block
   --version              print the version
 

@@ -7,6 +7,7 @@ failed under ``BLI_MEMORY_REQUIRE_INTEGRATION=1``, as in ``test_host_clis.py``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -168,6 +169,23 @@ def test_a_stop_on_request_holds_the_daemon_off_only_until_the_next_install(
         wait_until(lambda: daemon_client.status()["running"] is True, what="a hook to start the daemon")
     finally:
         daemons.kill_all()
+
+
+def test_status_check_starts_each_hosts_server_as_configured(temp_home: Path, project: Path) -> None:
+    """Issue 31, item 7: connected for every installed host with the real CLIs' configs, and
+    the reason for a config whose command is broken."""
+    every_cli()
+    ours(temp_home, "install", "--host", "all", cwd=project)
+    checked = ours(temp_home, "status", "--check", cwd=project).stdout
+    for host in HOSTS:
+        assert re.search(rf"^{host}: connected \(13 tools, search ok\) in [0-9.]+ s$", checked, re.M), checked
+    config = temp_home / ".codex" / "config.toml"
+    config.write_text(config.read_text().replace(bin_path(), "/nonexistent/bli-memory-mcp"))
+    broken = subprocess.run([bin_path(), "status", "--check"], capture_output=True, text=True,
+                            env=host_env(temp_home), cwd=project, timeout=300)
+    assert broken.returncode == 1
+    assert "codex: failed: cannot start /nonexistent/bli-memory-mcp" in broken.stdout, broken.stdout
+    assert "claude: connected" in broken.stdout
 
 
 def test_status_with_no_host_cli_says_so(temp_home: Path, tmp_path: Path) -> None:
