@@ -154,7 +154,7 @@ def _update(args: argparse.Namespace, backend: Any, space: str, out: Callable[[s
     text = _text_argument(args.text)
     _check_size(text)  # before the masking, as for a save
     clean = redact(text)
-    res = backend.update(clean.text, space=space, id=args.id.strip())
+    res = backend.update(clean.text, space=space, id=args.id.strip(), source="cli")
     masked = clean.masked + int(getattr(res, "masked", 0) or 0)
     if args.json:
         out(json.dumps({"status": res.status, "masked": masked, "memory": res.memory.to_dict(),

@@ -229,11 +229,14 @@ class EmbeddedBackend(EngineControls):
                           masked=in_content + extras.masked)
 
     def update(
-        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
+        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,
+        source: str | None = None,
     ) -> UpdateResult:
         """Replace a live memory (by ``id`` or ``custom_id``) with new content.
 
-        The old row becomes ``superseded`` history and the new version points at it.
+        The old row becomes ``superseded`` history and the new version points at it. The
+        new version's ``source`` is ``source`` when given (where the edit came from), else
+        the old version's.
 
         Raises:
             InvalidInputError: neither or both of id/custom_id, or empty content.
@@ -253,9 +256,13 @@ class EmbeddedBackend(EngineControls):
         if is_unchanged(previous.content, text):
             return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named,
                                 masked=in_content)
-        from bli_memory.core.memory.stored_secrets import with_masked_labels
+        from dataclasses import replace
+
+        from bli_memory.core.memory.stored_secrets import checked_source, with_masked_labels
 
         labels, in_labels = with_masked_labels(previous)
+        if source:
+            labels = replace(labels, source=checked_source(source))
         memory = self.store.supersede(labels, text, self._embed_one(text))
         return UpdateResult(memory=memory, previous=previous, named=named, masked=in_content + in_labels)
 

@@ -210,7 +210,8 @@ async def update_memory(
     await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     clean = await run_blocking(redact, content)
     id = id.strip() if id is not None else None  # as forget_memory takes a pasted id
-    res = await run_blocking(state.backend.update, clean.text, space=tag, id=id, custom_id=customId)
+    res = await run_blocking(state.backend.update, clean.text, space=tag, id=id, custom_id=customId,
+                             source="mcp")
     out = UpdateOutput(
         status=res.status, containerTag=res.memory.space, memory=memory_out(res.memory),
         previous=memory_out(res.previous), named=memory_out(res.named) if res.named else None,

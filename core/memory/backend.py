@@ -59,9 +59,12 @@ class MemoryBackend(Protocol):
         ...
 
     def update(
-        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
+        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,
+        source: str | None = None,
     ) -> UpdateResult:
-        """Replace a live memory's content, keeping the old version as history."""
+        """Replace a live memory's content, keeping the old version as history; ``source``
+        names where this version was written (``ui``, ``cli``, ``mcp``), default the old
+        version's."""
         ...
 
     def forget(

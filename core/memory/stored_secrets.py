@@ -34,6 +34,7 @@ __all__ = [
     "check_container_tag",
     "check_custom_id",
     "checked_extras",
+    "checked_source",
     "masked_metadata",
     "masked_records",
     "with_masked_labels",
@@ -157,6 +158,21 @@ def _label(name: str, value: str | None) -> tuple[str | None, int]:
         raise InvalidInputError(f"{name} is {len(clean.text)} characters once its secrets are masked; "
                                 f"the limit is {MAX_KEY_CHARS}; nothing was saved")
     return clean.text, clean.masked
+
+
+def checked_source(source: str) -> str:
+    """An update's ``source`` (where the edit came from) as a store keeps it: storable,
+    at most :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, secrets masked.
+
+    Raises:
+        InvalidInputError: it cannot be stored, or it is too long.
+    """
+    from bli_memory.core.memory.records import key_problem
+
+    problem = key_problem({"source": source})
+    if problem:
+        raise InvalidInputError(f"{problem}; nothing was saved")
+    return _label("source", source)[0] or source
 
 
 def with_masked_labels(memory: Memory) -> tuple[Memory, int]:

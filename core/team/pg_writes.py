@@ -214,9 +214,11 @@ class PostgresWrites(PgCore):
         return memory
 
     def update(
-        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
+        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,
+        source: str | None = None,
     ) -> UpdateResult:
-        """Replace a live memory (by ``id`` or ``custom_id``), keeping the old one as history.
+        """Replace a live memory (by ``id`` or ``custom_id``), keeping the old one as history;
+        the new version's ``source`` is ``source`` when given, else the old one's.
 
         Raises:
             InvalidInputError: neither or both of id/custom_id, or empty content.
@@ -247,12 +249,13 @@ class PostgresWrites(PgCore):
                 vector = self._embed_one(text)
             if not self._retire(conn, previous, found[1], "superseded", at):
                 raise NotFoundError(f"memory {previous.id} is no longer live")
-            from bli_memory.core.memory.stored_secrets import with_masked_labels
+            from bli_memory.core.memory.stored_secrets import checked_source, with_masked_labels
 
             labels, in_labels = with_masked_labels(previous)  # a row saved before labels were masked
             memory = Memory(
                 id=str(uuid.uuid4()), space=previous.space, content=text, custom_id=previous.custom_id,
-                metadata=labels.metadata, source=labels.source, session_id=labels.session_id,
+                metadata=labels.metadata, source=checked_source(source) if source else labels.source,
+                session_id=labels.session_id,
                 created_at=iso_utc(at) or "", updated_at=iso_utc(at) or "", version=previous.version + 1,
                 supersedes=previous.id, expires_at=previous.expires_at,
             )

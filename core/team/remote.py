@@ -168,12 +168,15 @@ class RemoteBackend:
             masked=int(d.get("masked") or 0)), data)
 
     def update(
-        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None
+        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,
+        source: str | None = None,
     ) -> UpdateResult:
         """Replace a live memory on the service (``POST /api/memory/update``)."""
         if (id is None) == (custom_id is None):
             raise InvalidInputError("give exactly one of id or customId")
         body: dict[str, Any] = {"content": content, "containerTag": space}
+        if source:
+            body["source"] = source
         body.update({"id": id} if id is not None else {"customId": custom_id})
         data = self._call("POST", "/api/memory/update", body)
         return parsed(lambda d: UpdateResult(

@@ -135,11 +135,11 @@ def _check_keys(body: dict[str, Any], *names: str) -> None:
 def update(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
     """``POST /api/memory/update``: replace a memory, keeping history (secrets masked first)."""
     raw = body_str(body, "content", required=True) or ""
-    _check_keys(body, "customId")
+    _check_keys(body, "customId", "source")
     check_content_size(raw)  # before the masking: it reads the whole text
     clean = redact(raw)
-    res = acting(request, p).update(clean.text, space=body_tag(body),
-                                    id=body_str(body, "id"), custom_id=body_str(body, "customId"))
+    res = acting(request, p).update(clean.text, space=body_tag(body), id=body_str(body, "id"),
+                                    custom_id=body_str(body, "customId"), source=body_str(body, "source"))
     return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
                  "named": _memory_json(res.named), "masked": clean.masked + res.masked}
 

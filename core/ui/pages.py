@@ -12,6 +12,7 @@ Pages read one page of rows at a time (keyset on ``seq``), never a whole space.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -176,7 +177,8 @@ async def edit(request: Request) -> Response:
     form = await checked_form(request)
     text = str(form.get("content", ""))
     try:
-        result = await run_in_threadpool(backend.update, text, space=found.space, id=found.id)
+        result = await run_in_threadpool(partial(backend.update, text, space=found.space, id=found.id,
+                                                 source="ui"))
     except InvalidInputError as exc:
         return render(request, "edit.html", nav="spaces", m=found, text=text, error=exc.message, status=400)
     return _redirect(request, f"/memory/{result.memory.id}", done=result.status)

@@ -205,13 +205,13 @@ class PersonStore:
 
     # --- the changes, as the doors ------------------------------------------------------
 
-    def update(self, content: str, *, space: str, id: str) -> Any:
+    def update(self, content: str, *, space: str, id: str, source: str | None = None) -> Any:
         """``update_memory``, secrets masked first as the ``update`` door does."""
         from bli_memory.core.memory.redaction import redact
         from bli_memory.core.memory.retrieval_writes import check_content_size
 
         check_content_size(content)  # before the masking: it reads the whole text
-        return self.backend.update(redact(content).text, space=space, id=id)
+        return self.backend.update(redact(content).text, space=space, id=id, source=source)
 
     def forget(self, *, space: str, id: str) -> Any:
         """``forget_memory`` by id (a tombstone)."""
