@@ -171,11 +171,12 @@ def _run_job(
     from bli_memory.core.extraction.reconcile import distil
 
     heartbeat = _Heartbeat(queue, job.id, worker_id, lease_seconds)
+    trace: list[dict[str, Any]] = []
     try:
         try:
             outcome = distil(
                 job.text, backend=backend, space=job.space, source=job.source,
-                session_id=job.session_id, extractor=extractor,
+                session_id=job.session_id, extractor=extractor, trace=trace,
             )
         except ServiceError:
             if job.attempts < max_attempts or getattr(extractor, "name", "") == "default":
@@ -184,9 +185,10 @@ def _run_job(
 
             # Last attempt and the model endpoint still fails: the offline rules
             # still keep what they can, rather than losing the exchange.
+            trace.clear()
             outcome = distil(
                 job.text, backend=backend, space=job.space, source=job.source,
-                session_id=job.session_id, extractor=RuleExtractor(),
+                session_id=job.session_id, extractor=RuleExtractor(), trace=trace,
             )
     except Exception as exc:
         heartbeat.stop()
@@ -202,11 +204,24 @@ def _run_job(
                         "retry_in_s": delay})
         return "failed" if final else "retry"
     heartbeat.stop()
-    if not queue.finish_job(job.id, worker_id, outcome):
+    recorded: dict[str, Any] = {**outcome, "memories": _written(trace)}
+    if not queue.finish_job(job.id, worker_id, recorded):
         _log("lost", {"job": job.id, "reason": "lease_expired", "attempts": job.attempts})
         return "lost"
     _log("done", {"job": job.id, **outcome})
     return "done"
+
+
+#: Most memories a finished job lists (the captures page links each).
+WRITTEN_SHOWN = 20
+
+
+def _written(trace: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The memories a job wrote, as the captures page links them:
+    ``[{"id", "action"}]`` with ``action`` ``added``, ``updated`` or ``conflicted``."""
+    names = {"add": "added", "update": "updated", "correct": "updated", "conflict": "conflicted"}
+    return [{"id": str(t["id"]), "action": names[t["action"]]} for t in trace
+            if t.get("id") and t.get("action") in names][:WRITTEN_SHOWN]
 
 
 def drain(

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-__all__ = ["CAPTURES_SHOWN", "EXPERIENCE_PAGE", "LATENCY_HOURS", "captures", "health", "ops"]
+__all__ = ["CAPTURES_SHOWN", "EXPERIENCE_PAGE", "LATENCY_HOURS", "MIN_CHART_HOURS", "captures", "health",
+           "ops"]
 
 #: Extract jobs listed, newest first.
 CAPTURES_SHOWN = 50
@@ -34,6 +35,8 @@ CAPTURES_SHOWN = 50
 EXPERIENCE_PAGE = 50
 #: Hours drawn in the latency chart.
 LATENCY_HOURS = 48
+#: Fewest hours with timed runs, of the last :data:`LATENCY_HOURS`, that get a chart.
+MIN_CHART_HOURS = 6
 
 
 async def captures(request: Request) -> Response:
@@ -57,13 +60,18 @@ def _health() -> dict[str, Any]:
     latency = read_latency(path)
     summary = latency_summary(latency, now=now)
     events = sorted(set(hooks["windows"]["30d"]) | set(hooks["windows"]["7d"]) | set(summary))
-    charts = {}
+    charts, sparse = {}, {}
     for event in events:
         series = hourly_percentiles(latency, event, now=now, hours=LATENCY_HOURS)
+        timed = sum(any(series[r][i] is not None for r in ROUTES) for i in range(len(series["hours"])))
+        if timed < MIN_CHART_HOURS:  # a 48-hour frame around one dot says nothing: the table does
+            sparse[event] = timed
+            continue
         hours = [h[5:].replace("T", " ") + ":00" for h in series["hours"]]
         charts[event] = line_chart(f"{event} hook p95 latency per hour, last {LATENCY_HOURS} h (UTC)", hours,
                                    {f"p95 via {r}": series[r] for r in ROUTES})
-    return {"hooks": hooks, "events": events, "latency": summary, "charts": charts, "routes": ROUTES}
+    return {"hooks": hooks, "events": events, "latency": summary, "charts": charts, "sparse": sparse,
+            "routes": ROUTES, "min_chart_hours": MIN_CHART_HOURS}
 
 
 async def health(request: Request) -> Response:

@@ -164,8 +164,11 @@ def test_real_claude_fixture_through_stop_hook_and_worker(project: Path, tmp_pat
     assert line["added"] == 1
     (job,) = jobs()
     assert job["state"] == "done" and job["attempts"] == 1 and job["id"] == line["job"]
-    assert job["outcome"] == {k: v for k, v in line.items() if k != "job"}
     (memory,) = live(project)
+    # The job keeps the counts the log line gave, and the memories it wrote (the captures page
+    # links them).
+    assert job["outcome"] == {**{k: v for k, v in line.items() if k != "job"},
+                              "memories": [{"id": memory.id, "action": "added"}]}
     assert "favourite colour is teal" in memory.content
     assert memory.metadata["kind"] == "preference" and memory.metadata["extracted"] is True
     assert memory.source == "hook:claude" and memory.session_id == "521d7583-94d2-4863-aa6f-7ccc775c8dbb"

@@ -165,15 +165,25 @@ def test_search_shows_channels_and_cosine_and_says_when_the_record_is_silent(
     d = signed_in
     d.get(ui_server.base + "/")
     box = d.find_element(By.ID, "quick-q")
+    # The header box shows its whole placeholder (it was cut off).
+    room = d.execute_script(
+        "const e = arguments[0], s = getComputedStyle(e);"
+        "const c = document.createElement('canvas').getContext('2d');"
+        "c.font = s.font; return [c.measureText(e.placeholder).width,"
+        " e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)];", box)
+    assert room[0] <= room[1], room
     _click(d, box, "which region does staging run in", Keys.ENTER)  # the keyboard submits
     assert "/search?q=which+region" in d.current_url
     first = d.find_element(By.CSS_SELECTOR, "ol.hits > li")
     assert "eu-west-2" in first.text
-    assert "found by" in first.text and "vector" in first.text and "cosine 0." in first.text
-    assert "not a similarity" in _text(d)
+    # Each hit says how it matched, in words (issue 31, item 9): the order is not the similarity.
+    assert "matched" in first.text and "meaning" in first.text and "similarity 0." in first.text
+    assert "not by similarity alone" in _text(d)
+    # One search box on the search page: the header's quick search is not repeated there.
+    assert not d.find_elements(By.ID, "quick-q") and d.find_elements(By.ID, "q")
     _shot(d, "search")
     d.get(ui_server.base + "/search?q=eu-west-2")
-    assert "keyword_all" in d.find_element(By.CSS_SELECTOR, "ol.hits > li").text
+    assert "matched all the words" in d.find_element(By.CSS_SELECTOR, "ol.hits > li").text
     d.get(ui_server.base + "/search?q=staging+region&space=nobody_here")
     assert "The record is silent" in _text(d)
     d.get(ui_server.base + "/search?q=x&space=not%20a%20tag")
@@ -212,12 +222,14 @@ def test_edit_writes_a_new_version_after_naming_what_will_happen(signed_in: Any,
     _shot(d, "edit")
     _click(d, d.find_element(By.CSS_SELECTOR, "main form[method=post] button[type=submit]"))
     assert "Saved: this is the new version" in _text(d)
+    assert "Source\nui" in _text(d)  # the edit's origin, not the first version's (issue 31, item 9)
     store = ui_server.store()
     try:
         assert store.get(old).state == "superseded"
         (new,) = [m for m in store.history(old) if m.state == "active"]
         assert new.content == "Release notes live in docs/RELEASES.md since the 2.0 cut."
         assert new.version == 2 and new.supersedes == old and new.id in d.current_url
+        assert new.source == "ui" and store.get(old).source != "ui"
     finally:
         store.close()
 
@@ -352,7 +364,8 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
         store.enqueue_job("user: later", space=ui_server.space, source="hook:codex", session_id="s-3")
         job = store.claim_job("w", lease_seconds=60, max_attempts=3)
         assert job is not None and job.id == done
-        store.finish_job(done, "w", {"added": 2, "updated": 1, "unchanged": 0, "conflicted": 1})
+        store.finish_job(done, "w", {"added": 2, "updated": 1, "unchanged": 0, "conflicted": 1,
+                                     "memories": [{"id": ui_server.ids["deploy"], "action": "added"}]})
         store.add_experience({"id": "0b9c6a52-4f7e-4c55-9a39-0d1c8a3e5f10", "store": "bli", "verdict": "win",
                               "reason": "recalled the <b>region</b> before I asked",
                               "created_at": "2026-11-30T10:00:00.000000Z", "person": "ana"})
@@ -376,10 +389,22 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
     assert any("done" in r and "hook:claude" in r and " 2 1 0 1" in r for r in rows), rows
     assert any("queued" in r and "hook:codex" in r for r in rows)
     assert "user: later" not in _text(d)  # a job's raw text is never shown
+    # A capture links the memory it wrote; space and source never break inside a word.
+    link = d.find_element(By.CSS_SELECTOR, "ul.written a")
+    assert link.get_attribute("href").endswith(f"/memory/{ui_server.ids['deploy']}")
+    d.set_window_size(700, 900)
+    for cell in d.find_elements(By.CSS_SELECTOR, "td.key"):
+        lines = d.execute_script(
+            "const r = document.createRange(); r.selectNodeContents(arguments[0]);"
+            "return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size;", cell)
+        assert lines == 1, cell.text
+    d.set_window_size(1100, 900)
     _shot(d, "captures")
     d.get(ui_server.base + "/health")
     main = _text(d)
     assert "failed: timeout" in main and "skipped: trivial prompt" in main
+    # Only the prompt hook skips a trivial prompt: the other events have no such row.
+    assert main.count("skipped: trivial prompt") == 1
     # An old failure says when it was last seen, so it is not read as today's.
     assert f"failed: dashboard_unreachable 0 1 {old_hour}" in main, main
     assert "via daemon 60 ≤ 15 ms ≤ 30 ms" in main  # 30 runs in the 15 ms bucket, 30 in the 30 ms one
@@ -388,4 +413,8 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
     _shot(d, "health")
     d.get(ui_server.base + "/ops")
     assert "recalled the <b>region</b> before I asked" in _text(d)
+    glossary = d.find_element(By.CSS_SELECTOR, "dl.glossary").text
+    for term in ("win, memory helped", "supermemory is the hosted service", "requested, returned, unique",
+                 "whether or not Codex is installed"):
+        assert term in glossary, term
     _shot(d, "ops")

@@ -106,3 +106,22 @@ def test_another_space_and_its_alias_open_the_same_page(client: httpx.Client) ->
         page = client.get("/", params={"space": tag})
         assert page.status_code == 200 and "invoice numbering" in page.text
         assert "Space <code>team_billing</code>" in page.text
+
+
+def test_a_few_hours_of_latency_get_a_sentence_not_an_empty_chart(client: httpx.Client,
+                                                                     ui_server: UiServer) -> None:
+    """Issue 31, item 9: two hours of data drew a 48-hour frame with one dot."""
+    import time
+
+    from bli_memory.core.hooks import stats as hook_stats
+
+    stats = ui_server.home / ".local" / "state" / "bli-cockpit" / "memory-hook-stats.json"
+    now = time.time()
+    for h in range(2):
+        hook_stats.record(stats, "stop", ["ok", "via:direct"], now=now - h * 3600, latency_ms=80,
+                          route="direct")
+    page = client.get("/health").text
+    section = page[page.index("<h2>stop</h2>"):]
+    assert "<svg" not in section.split("</section>")[0]
+    assert "A chart of p95 latency per hour comes once 6 of the last 48 hours have timed runs (now 2)" \
+        in section
