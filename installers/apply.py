@@ -87,6 +87,7 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
         InstallConflict: a file could not be staged (permissions, disk full, ...).
     """
     from bli_memory.installers.created import Record, hollow, missing_dirs
+    from bli_memory.installers.files import as_it_was
 
     record = Record()
     reports = []
@@ -101,6 +102,8 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
                 made = record.created(path)  # install made it: no earlier version to restore
                 if uninstall and made and hollow(new):
                     new = None
+                elif uninstall and new is not None and not made:
+                    new = as_it_was(Path(path), new)
                 report.files.append(path)
                 report.diff += unified_diff(Path(path), old, new)
                 report.texts[path] = (old, new)

@@ -139,6 +139,39 @@ def backups_of(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{glob.escape(path.name)}{BACKUP_SUFFIX.removesuffix('.bak')}-*.bak"))
 
 
+def as_it_was(path: Path, text: str) -> str:
+    """``text`` for ``path`` on uninstall, or, when it says the same as the file's backup
+    from before our install (the same JSON, TOML or YAML document; the same text else),
+    that backup's text byte for byte: taking our entries out gives the person's file back
+    as they wrote it, not reformatted (a one-line ``"hooks"`` value stays on one line)."""
+    for backup in backups_of(Path(os.path.realpath(path)))[:1]:
+        try:
+            before = backup.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return text
+        if before != text and _document(path, before) == _document(path, text) is not None:
+            return before
+    return text
+
+
+def _document(path: Path, text: str) -> Any:
+    """``text`` parsed as ``path``'s format, or the stripped text; None when it does not parse."""
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        if path.suffix == ".toml":
+            import tomlkit
+
+            return tomlkit.parse(text).unwrap()
+        if path.suffix in (".yaml", ".yml"):
+            from ruamel.yaml import YAML
+
+            return YAML(typ="safe", pure=True).load(text)
+    except Exception:  # noqa: BLE001 - a file that does not parse is compared as text by nobody
+        return None
+    return text.strip()
+
+
 def _backup_name(path: Path) -> Path:
     """A backup path that never overwrites an earlier backup (UTC timestamp in the name)."""
     import time

@@ -114,6 +114,20 @@ def test_uninstall_gives_back_the_persons_files_with_one_backup_each(temp_home: 
     assert "bli-memory" not in host_cli(temp_home, project, clis["claude"], "mcp", "list")
 
 
+def test_uninstall_gives_back_the_persons_file_byte_for_byte(temp_home: Path, project: Path) -> None:
+    """A new user's hand-made settings, with a one-line "hooks" value, came back reformatted."""
+    every_cli()
+    (temp_home / ".claude").mkdir()
+    settings = temp_home / ".claude" / "settings.json"
+    mine = ('{\n    "theme": "dark",\n'
+            '    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}\n}\n')
+    settings.write_text(mine)
+    ours(temp_home, "install", "--host", "claude", cwd=project)
+    assert settings.read_text() != mine
+    ours(temp_home, "uninstall", "--host", "claude", cwd=project)
+    assert settings.read_text() == mine
+
+
 def test_uninstall_of_the_last_host_stops_the_daemon(temp_home: Path, monkeypatch) -> None:
     every_cli()
     from tests.core.daemon.test_daemon import Daemons, _gone, wait_until
