@@ -174,9 +174,7 @@ class RemoteBackend:
         """Replace a live memory on the service (``POST /api/memory/update``)."""
         if (id is None) == (custom_id is None):
             raise InvalidInputError("give exactly one of id or customId")
-        body: dict[str, Any] = {"content": content, "containerTag": space}
-        if source:
-            body["source"] = source
+        body: dict[str, Any] = {"content": content, "containerTag": space, "source": source}
         body.update({"id": id} if id is not None else {"customId": custom_id})
         data = self._call("POST", "/api/memory/update", body)
         return parsed(lambda d: UpdateResult(
