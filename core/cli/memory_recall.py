@@ -57,8 +57,10 @@ def _hit(h: Any) -> dict[str, Any]:
     }
 
 
-def _cos(value: float | None) -> str:
-    return "cos  -  " if value is None else f"cos {value:.2f}"
+def _similarity(value: float | None) -> str:
+    """The hit's cosine similarity as the MCP tools and the browser name it."""
+    return "similarity  -  " if value is None else f"similarity {value:.2f}"
+
 
 
 def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
@@ -80,7 +82,9 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
             out(json.dumps({"space": res.space, "hits": [_hit(h) for h in res.hits]},
                            ensure_ascii=False, indent=2) + "\n")
         else:
-            lines = [f"{h.memory.id}  {_cos(h.similarity)}  {'+'.join(h.channels):<20} "
+            from bli_memory.core.memory.retrieval import matched_in_words
+
+            lines = [f"{h.memory.id}  {_similarity(h.similarity)}  {matched_in_words(h.channels):<26} "
                      f"{' '.join(h.memory.content.split())[:140]}" for h in res.hits]
             out("".join(line + "\n" for line in lines) or f"(nothing found in space {res.space})\n")
         return 0

@@ -42,6 +42,7 @@ __all__ = [
     "ChannelSource",
     "Ranked",
     "clamped_limit",
+    "matched_in_words",
     "query_text",
     "rank",
 ]
@@ -55,6 +56,20 @@ MAX_QUERY_TERMS = 64
 
 #: Retrieval channels in the order a hit lists the ones that found it.
 CHANNELS = ("vector", "keyword_all", "keyword_any", "context")
+#: What each channel means to a reader.
+_CHANNEL_WORDS = {"vector": "meaning", "keyword_all": "all the words", "keyword_any": "some words",
+                  "context": "nearby context"}
+
+
+def matched_in_words(channels: object) -> str:
+    """How a hit matched, as people say it: ``all the words + meaning``; the words first,
+    "some words" left out beside "all the words"; ``recency`` for a hit no channel found
+    (the memory browser and ``memory search`` show it)."""
+    words = [_CHANNEL_WORDS.get(str(c), str(c)) for c in (channels or ())]  # type: ignore[attr-defined]
+    if "all the words" in words:
+        words = [w for w in words if w != "some words"]
+    ordered = [w for w in words if w != "meaning"] + [w for w in words if w == "meaning"]
+    return " + ".join(ordered) or "recency"
 
 
 def query_text(query: str | None) -> str:

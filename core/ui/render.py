@@ -34,18 +34,6 @@ def when(value: str | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-#: What each retrieval channel means to a reader (core/memory/retrieval.py, CHANNELS).
-_CHANNEL_WORDS = {"vector": "meaning", "keyword_all": "all the words", "keyword_any": "some words",
-                  "context": "nearby context"}
-
-
-def _matched(channels: object) -> str:
-    """A hit's channels as a reader says them: ``all the words + meaning``."""
-    names = [_CHANNEL_WORDS.get(str(c), str(c)) for c in (channels or ())]  # type: ignore[attr-defined]
-    ordered = [n for n in names if n != "meaning"] + (["meaning"] if "meaning" in names else [])
-    return " + ".join(ordered) or "recency"
-
-
 def _snippet(text: str, n: int = 280) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= n else flat[: n - 1] + "\u2026"
@@ -76,7 +64,9 @@ def templates() -> Jinja2Templates:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, snippet=_snippet, pretty=_pretty, ms=_ms, matched=_matched)
+    from bli_memory.core.memory.retrieval import matched_in_words
+
+    env.filters.update(when=when, snippet=_snippet, pretty=_pretty, ms=_ms, matched=matched_in_words)
     return Jinja2Templates(env=env)
 
 

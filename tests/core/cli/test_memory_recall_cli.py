@@ -39,6 +39,9 @@ def test_save_masks_secrets_and_search_finds_what_was_saved(project: Path) -> No
     assert "vector" in found["hits"][0]["channels"] and found["hits"][0]["similarity"] > 0.3
     plain = cli(project, "search", "nothing like this is stored, zebra quantum", "--limit", "3")
     assert plain.returncode == 0
+    # The same words as the tools and the browser: a similarity, and how the hit matched.
+    shown = cli(project, "search", "blue-green deploys").stdout.splitlines()[0]
+    assert "similarity 0." in shown and "meaning" in shown and "vector" not in shown, shown
 
 
 def _answered(payload: dict, project: Path, tries: int = 3) -> HookRun:
