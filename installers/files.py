@@ -32,6 +32,7 @@ from bli_memory.core.private_files import make_private_dir, replace_file, write_
 __all__ = [
     "BACKUP_SUFFIX",
     "StagedWrite",
+    "as_it_was",
     "atomic_write",
     "backups_of",
     "commit_write",

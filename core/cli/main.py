@@ -151,8 +151,16 @@ TERMINAL_HINT = (
     "register it with a host: bli-memory-mcp install; all commands: bli-memory-mcp --help\n")
 
 
+def _in_a_terminal() -> bool:
+    """Whether stdin is a terminal (False when the process has no stdin at all)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 def _serve() -> int:
-    if sys.stdin.isatty():
+    if _in_a_terminal():
         sys.stderr.write(TERMINAL_HINT)
     # With the embedded store the session is relayed to the daemon's MCP server, on the
     # standard library (core/mcp/relay.py); a handover means this process serves it.

@@ -140,7 +140,7 @@ async def save_memory(
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
-    check_key_lengths(customId=customId)
+    _check_key_lengths(customId=customId)
     # Before the masking, which reads the whole text: 10 MB would cost seconds of CPU.
     await run_blocking(check_extract_size if extract else check_content_size, content)
     # Secrets never reach the store, on either backend: a team space shares what it keeps.
@@ -206,7 +206,7 @@ async def update_memory(
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
-    check_key_lengths(customId=customId)  # not echoed back as "no memory with customId ..."
+    _check_key_lengths(customId=customId)  # not echoed back as "no memory with customId ..."
     await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     clean = await run_blocking(redact, content)
     id = id.strip() if id is not None else None  # as forget_memory takes a pasted id
@@ -279,7 +279,7 @@ async def forget_memory(
     return tool_result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.{note}", out)
 
 
-def check_key_lengths(**fields: str | None) -> None:
+def _check_key_lengths(**fields: str | None) -> None:
     """Refuse a ``customId`` (or another key) longer than every store keeps, before any
     work and without repeating it (:func:`~bli_memory.core.memory.records.key_problem`).
 
