@@ -246,12 +246,17 @@ def folder_trust_note(folder: str, home: Any, settings: dict[str, Any] | None = 
     if folder_trusted(folder, home, settings):
         return None
     import shlex
+    from pathlib import Path
 
-    return (f"{TRUST_NOTE_PREFIX}{folder}, an untrusted folder; to trust it run "
+    note = (f"{TRUST_NOTE_PREFIX}{folder}, an untrusted folder; to trust it run "
             f"`bli-memory-mcp install --host gemini --trust-folder {shlex.quote(folder)}`, or /permissions "
             f"trust in Gemini, or add \"{folder}\": \"TRUST_FOLDER\" to "
-            f"{_gemini_dir(home) / 'trustedFolders.json'}; trusting a parent folder once (--trust-folder "
-            f"{shlex.quote(os.path.dirname(folder.rstrip('/')) or '/')}) trusts every project below it")
+            f"{_gemini_dir(home) / 'trustedFolders.json'}")
+    parent = Path(folder).parent
+    if _is_subpath(str(home), str(parent)) and parent != Path(home):  # never HOME, /home or /
+        note += f"; trusting a parent folder once (--trust-folder {shlex.quote(str(parent))}) " \
+                "trusts every project below it"
+    return note
 
 
 # --- install / uninstall / status ------------------------------------------------------

@@ -40,7 +40,7 @@ def known_hosts(pm: Any) -> dict[str, dict[str, Any]]:
 
 
 def select_hosts(pm: Any, requested: str) -> tuple[list[str], list[str]]:
-    """Hosts to act on and hosts skipped, for ``--host NAME`` or ``--host all``.
+    """Hosts to act on and hosts skipped, for ``--host NAME``, ``--host A,B`` or ``--host all``.
 
     ``all`` means every host found on this machine; the others are skipped, not errors.
 
@@ -51,9 +51,12 @@ def select_hosts(pm: Any, requested: str) -> tuple[list[str], list[str]]:
     if requested == "all":
         present = sorted(h for h, info in hosts.items() if info.get("present"))
         return present, [h for h in hosts if h not in present]
-    if requested not in hosts:
-        raise ConfigError(f"unknown host {requested!r}; known: {', '.join(sorted(hosts))}, all")
-    return [requested], []
+    wanted = [h.strip() for h in requested.split(",") if h.strip()]
+    unknown = [h for h in wanted if h not in hosts]
+    if unknown or not wanted:
+        raise ConfigError(f"unknown host {(unknown or [requested])[0]!r}; known: {', '.join(sorted(hosts))}, "
+                          "all, or several joined by commas (gemini,codex)")
+    return list(dict.fromkeys(wanted)), []
 
 
 def plan_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path, *,
@@ -70,6 +73,20 @@ def plan_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path, 
             raise ConfigError(f"no adapter plans config for host {host!r}")
         plans.append(plan)
     return plans
+
+
+def _first_backup_text(path: Path) -> str | None:
+    """The text of the oldest backup of ``path`` (the file before our install), or None."""
+    import os
+
+    from bli_memory.installers.files import backups_of
+
+    for backup in backups_of(Path(os.path.realpath(path)))[:1]:
+        try:
+            return backup.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+    return None
 
 
 def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool = False) -> list[HostReport]:
@@ -100,10 +117,12 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
             reports.append(report)
             for path, (old, new) in plan.files.items():
                 made = record.created(path)  # install made it: no earlier version to restore
+                restored = False
                 if uninstall and made and hollow(new):
                     new = None
                 elif uninstall and new is not None and not made:
                     new = as_it_was(Path(path), new)
+                    restored = new == _first_backup_text(Path(path))
                 report.files.append(path)
                 report.diff += unified_diff(Path(path), old, new)
                 report.texts[path] = (old, new)
@@ -112,7 +131,9 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
                 if old is None and new is not None:
                     record.files.add(path)
                     created.extend(missing_dirs(Path(path)))
-                staged.append((report, path, stage_write(Path(path), new, backup=not made)))
+                # A file given back byte for byte as it was before our install needs no backup,
+                # and its old one goes too: HOME is as it was.
+                staged.append((report, path, stage_write(Path(path), new, backup=not (made or restored))))
                 if uninstall and made and new is not None:
                     record.files.discard(path)  # kept for what others wrote into it: theirs now
     except OSError as exc:

@@ -134,5 +134,8 @@ def check_hosts(statuses: list[Any], out: Callable[[str], Any]) -> int:
     for st in installed:
         result = check_server(st.host, st.server)
         failed += not result.ok
-        out(result.line() + "\n")
+        # The server answers, but the host may still switch it off here (Gemini in a folder
+        # it does not trust): say so on the same line.
+        off = next((d for d in st.details if " disables " in d), None)
+        out(result.line() + (f"; but {off.split(';')[0]}" if off and result.ok else "") + "\n")
     return 1 if failed else 0

@@ -69,8 +69,9 @@ _DESCRIPTIONS = {
     "install": "Register the BLI Memory MCP server and its lifecycle hooks with an agent host, "
                "writing the host's own config files (a backup of each changed file is kept). "
                "Run it again after an upgrade; it changes only what differs.",
-    "uninstall": "Remove exactly what install added to each host's config files; your memories "
-                 "stay, and the command says where they are.",
+    "uninstall": "Remove exactly what install added to each host's config files. When no host "
+                 "keeps BLI Memory, also stop the daemon and remove its logs, state and caches; your "
+                 "memories stay, and the command says where they are.",
     "status": "Report, per host, whether BLI Memory is installed, outdated (an older install: "
               "run install again) or absent, and the daemon's state.",
 }
@@ -81,10 +82,10 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
     from bli_memory.core.defaults import DEFAULT_HOST
 
     pm = _pm(pm)
-    hosts_help = f"{_host_list(pm)}, or all"
+    hosts_help = f"{_host_list(pm)}, several (gemini,codex, or --host twice), or all"
     parser = argparse.ArgumentParser(prog=f"{prog} {command}", description=_DESCRIPTIONS[command])
     if command == "status":
-        parser.add_argument("--host", default=None,
+        parser.add_argument("--host", action="append", default=None,
                             help=f"{hosts_help} (default: every host that has "
                                  "our entries or whose CLI is on PATH)")
         parser.add_argument("--check", action="store_true",
@@ -92,7 +93,8 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
                                  "writes it, and run initialize, tools/list and one search; exit 1 "
                                  "when one fails")
     else:
-        parser.add_argument("--host", default=DEFAULT_HOST, help=hosts_help)
+        parser.add_argument("--host", action="append", default=None,
+                            help=f"{hosts_help} (default: {DEFAULT_HOST})")
     if command != "status":
         parser.add_argument("--dry-run", action="store_true",
                             help="print what would change, per host and file, and write nothing")
@@ -106,6 +108,10 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         else:
             parser.add_argument(option.flag, metavar=option.metavar, help=option.help)
     args = parser.parse_args(argv)
+    if args.host:
+        args.host = ",".join(args.host)
+    elif command != "status":
+        args.host = DEFAULT_HOST
     from bli_memory.installers.apply import apply_plans, known_hosts, plan_hosts, select_hosts, status_hosts
 
     contract = build_contract()

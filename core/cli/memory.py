@@ -59,9 +59,10 @@ def _memory_id(value: str) -> str:
         return str(uuid.UUID(value.strip()))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            "not a memory id (not repeated): ids are whole UUIDs of 36 characters, such as "
+            "that is not a whole memory id (what was typed is not shown back, in case it was "
+            "a secret): ids are UUIDs of 36 characters, such as "
             "d95c4a72-8bdf-4ced-8858-eba258a6976b, as `memory list` and `memory search` show "
-            "them; a prefix is not enough") from None
+            "them; the first 8 characters the browser shows are not enough") from None
 
 
 def _limit(value: str) -> int:

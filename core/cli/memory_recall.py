@@ -29,7 +29,7 @@ COMMANDS = ("search", "save", "update", "recall")
 def add_parsers(sub: Any, limit_type: Callable[[str], int], id_type: Callable[[str], str]) -> None:
     """Add :data:`COMMANDS` to the ``memory`` command's subparsers."""
     p = sub.add_parser("search", help="ranked search of a space, as search_memory answers it")
-    p.add_argument("query")
+    p.add_argument("query", help="words, identifiers or a question, quoted")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--limit", type=limit_type, default=10, help="how many, 1-100 (default 10)")
     p.add_argument("--json", action="store_true", help="JSON, with channels and each hit's similarity")
@@ -37,13 +37,17 @@ def add_parsers(sub: Any, limit_type: Callable[[str], int], id_type: Callable[[s
     p.add_argument("text", help="the fact, quoted; - reads it from stdin (a file: < notes.txt)")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
-    p = sub.add_parser("update", help="correct a memory: new content, the old version kept as history")
-    p.add_argument("id", type=id_type, help="the memory's id (as list, search and get show it)")
+    p = sub.add_parser("update", help="correct a memory: new content, the old version kept as history",
+                       description="Write a new version of a memory. Each version has its own id: "
+                       "the command prints the new one, and the old id still names the memory "
+                       "(get and update follow it to the live version).")
+    p.add_argument("id", type=id_type, help="the memory's id, of any of its versions (as list, "
+                   "search and get show it)")
     p.add_argument("text", help="the new content, quoted; - reads it from stdin")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p = sub.add_parser("recall", help="what the prompt hook would inject for a prompt here, and why")
-    p.add_argument("prompt")
+    p.add_argument("prompt", help="a prompt as you would type it to an agent, quoted")
     p.add_argument("--space", help="container tag (default: this folder's)")
     p.add_argument("--json", action="store_true", help="the gate's evidence and the block as JSON")
 

@@ -336,9 +336,16 @@ def held_off_text(environ: Mapping[str, str] | None = None, *,
 
 
 def release(environ: Mapping[str, str] | None = None) -> None:
-    """Forget the last start, so the next prompt hook starts a daemon at once: ``install``
-    calls it, since a daemon stopped on request (``daemon --stop``, ``uninstall``) must not
-    hold off a new install's. Never raises."""
+    """Forget a stop on request, so the next prompt hook starts a daemon at once: ``install``
+    calls it, since a daemon stopped by ``daemon --stop`` or ``uninstall`` must not hold off
+    a new install's. A daemon that runs, or a failed start, is left as it is: a later
+    ``daemon --stop`` must still hold it off. Never raises."""
+    try:
+        state = ready_marker_path(environ).read_text(encoding="utf-8").split("\n", 1)[0].strip()
+    except (OSError, UnicodeDecodeError):
+        return
+    if state != "stopped":
+        return
     for path in (spawn_stamp_path(environ), ready_marker_path(environ)):
         try:
             path.unlink()

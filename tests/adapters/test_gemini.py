@@ -213,10 +213,12 @@ def test_install_over_fixture_settings_keeps_everything(temp_home: Path, project
     assert path.read_text() == text
 
 
-def test_session_start_in_an_untrusted_folder_tells_the_person_the_command(temp_home: Path,
-                                                                          project: Path) -> None:
+def test_session_start_in_an_untrusted_folder_tells_the_person_the_command(temp_home: Path) -> None:
     """Issue 31, item 8: Gemini disables our MCP server there; the one-line system message
-    (shown to the person, not the model) gives the exact command for this folder."""
+    (shown to the person, not the model) gives the exact command for this folder, and a
+    parent folder inside HOME to trust once."""
+    project = temp_home / "code" / "proj"
+    project.mkdir(parents=True)
     assert cli("install", "--host", "gemini", home=temp_home, cwd=project).returncode == 0
     save(project, "Always run ruff before committing.")
     r = run_hook("session-start", fixture("session_start.json", cwd=str(project)), args=HOST, cwd=project)
@@ -230,6 +232,13 @@ def test_session_start_in_an_untrusted_folder_tells_the_person_the_command(temp_
     again = run_hook("session-start", fixture("session_start.json", cwd=str(project), session_id="s2"),
                      args=HOST, cwd=project)
     assert again.stdout and "systemMessage" not in json.loads(again.stdout)
+
+
+def test_a_parent_to_trust_is_offered_only_inside_home(temp_home: Path) -> None:
+    """Run from HOME itself, the advice was to trust HOME's parent (/home: every user's)."""
+    assert cli("install", "--host", "gemini", home=temp_home, cwd=temp_home).returncode == 0
+    out = cli("status", "--host", "gemini", home=temp_home, cwd=temp_home).stdout
+    assert f"--trust-folder {temp_home}`" in out and "parent folder" not in out
 
 
 def test_status_in_a_trusted_folder_has_no_trust_sentence(temp_home: Path, project: Path) -> None:

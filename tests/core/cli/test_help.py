@@ -95,7 +95,7 @@ def test_a_short_id_gets_a_clear_answer_without_being_repeated(project) -> None:
         done = subprocess.run([bin_path(), "memory", *args], capture_output=True, text=True, timeout=120,
                               cwd=project)
         assert done.returncode == 2
-        assert "ids are whole UUIDs of 36 characters" in done.stderr and args[1] not in done.stderr
+        assert "ids are UUIDs of 36 characters" in done.stderr and args[1] not in done.stderr
 
 
 def test_a_too_long_save_gives_advice_the_terminal_can_follow(project) -> None:  # noqa: ANN001
