@@ -194,7 +194,7 @@ def test_an_unrelated_server_named_bli_memory_is_never_clobbered(temp_home: Path
     assert json.loads((temp_home / ".claude.json").read_text()) == theirs
 
 
-def test_symlinked_config_is_edited_through_the_link_keeping_one_backup(temp_home: Path) -> None:
+def test_symlinked_config_is_edited_through_the_link_and_given_back(temp_home: Path) -> None:
     dotfiles = temp_home / "dotfiles"
     dotfiles.mkdir()
     (dotfiles / "settings.json").write_text('{"model": "opus"}\n')
@@ -207,6 +207,6 @@ def test_symlinked_config_is_edited_through_the_link_keeping_one_backup(temp_hom
     r = cli("uninstall", home=temp_home)
     assert r.returncode == 0
     assert (temp_home / ".claude" / "settings.json").is_symlink()
-    assert json.loads((dotfiles / "settings.json").read_text()) == {"model": "opus"}
-    [backup] = sorted(dotfiles.glob("settings.json.bli-memory-*.bak"))  # the older one is pruned
-    assert backup.read_text() == installed and str(backup) in r.stdout
+    # Given back byte for byte through the link: no backup is left, of ours or of theirs.
+    assert (dotfiles / "settings.json").read_text() == '{"model": "opus"}\n' != installed
+    assert not sorted(dotfiles.glob("settings.json.bli-memory-*.bak")) and "backup" not in r.stdout

@@ -106,4 +106,4 @@ def test_help_texts_list_the_installed_host_plugins(capsys: pytest.CaptureFixtur
         run_plugin_command("install", ["--help"], prog="bli-memory-mcp", pm=pm)
     assert done.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert "claude, codex, copilot, fifth, gemini, hermes, or all" in shown
+    assert "claude, codex, copilot, fifth, gemini, hermes, several" in shown and "or all" in shown
