@@ -135,12 +135,13 @@ async def save_memory(
     nothing; a customId replaces the memory saved under it, keeping the old version
     as history. The result names the space the memory actually went to.
     """
+    from bli_memory.core.memory.records import check_key_lengths
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.retrieval_writes import check_content_size, check_extract_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
-    _check_key_lengths(customId=customId)
+    await run_blocking(check_key_lengths, {"customId": customId})
     # Before the masking, which reads the whole text: 10 MB would cost seconds of CPU.
     await run_blocking(check_extract_size if extract else check_content_size, content)
     # Secrets never reach the store, on either backend: a team space shares what it keeps.
@@ -201,12 +202,13 @@ async def update_memory(
     Use it when a remembered fact changed (a new decision, a corrected value).
     Give the memory's id (from search_memory) or its customId.
     """
+    from bli_memory.core.memory.records import check_key_lengths
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.retrieval_writes import check_content_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
-    _check_key_lengths(customId=customId)  # not echoed back as "no memory with customId ..."
+    await run_blocking(check_key_lengths, {"customId": customId})  # not echoed back as "no memory with ..."
     await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
     clean = await run_blocking(redact, content)
     id = id.strip() if id is not None else None  # as forget_memory takes a pasted id
@@ -277,20 +279,6 @@ async def forget_memory(
     how = {"id": "by id", "content": "by exact text", "query": f"by closest match ({res.similarity})"}
     note = version_note(id, res.memory, res.named)
     return tool_result(f"Forgotten {how[res.matched_by]}: memory {res.memory.id}.{note}", out)
-
-
-def _check_key_lengths(**fields: str | None) -> None:
-    """Refuse a ``customId`` (or another key) longer than every store keeps, before any
-    work and without repeating it (:func:`~bli_memory.core.memory.records.key_problem`).
-
-    Raises:
-        ToolError: naming the field and the limit.
-    """
-    from bli_memory.core.memory.records import key_problem
-
-    problem = key_problem(fields)
-    if problem:
-        raise ToolError(f"invalid_input: {problem}; nothing was written")
 
 
 def _request_job_id(session_id: str, ctx: ToolContext) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_VERSION",
+    "check_key_lengths",
     "key_problem",
     "metadata_problem",
     "normalise_time",
@@ -92,6 +93,24 @@ def key_problem(fields: dict[str, Any]) -> str | None:
             return f"{name} is longer than {MAX_KEY_CHARS} characters"
     return None
 
+
+
+def check_key_lengths(fields: dict[str, Any], *, nothing: str = "written") -> None:
+    """Refuse the first of ``fields`` longer than every store keeps (:func:`key_problem`),
+    before any work is done, without repeating its value.
+
+    Args:
+        fields: Wire names to values, as :func:`key_problem` takes them.
+        nothing: What the message says was not done ("written", "queued", "recorded").
+
+    Raises:
+        InvalidInputError: ``"customId is longer than 512 characters; nothing was written"``.
+    """
+    from bli_memory.core.errors import InvalidInputError
+
+    problem = key_problem(fields)
+    if problem:
+        raise InvalidInputError(f"{problem}; nothing was {nothing}")
 
 def record_problem(rec: Any) -> str | None:
     """Why an exported record cannot be imported, or None when it can.

@@ -167,11 +167,9 @@ def checked_source(source: str) -> str:
     Raises:
         InvalidInputError: it cannot be stored, or it is too long.
     """
-    from bli_memory.core.memory.records import key_problem
+    from bli_memory.core.memory.records import check_key_lengths
 
-    problem = key_problem({"source": source})
-    if problem:
-        raise InvalidInputError(f"{problem}; nothing was saved")
+    check_key_lengths({"source": source}, nothing="saved")
     return _label("source", source)[0] or source
 
 

@@ -37,11 +37,9 @@ def record(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, A
     A caller's ``id`` is kept once: a retry with it records nothing new and answers it again.
     """
     from bli_memory.core.extraction.job_ids import checked_job_id
-    from bli_memory.core.memory.records import key_problem
+    from bli_memory.core.memory.records import check_key_lengths
 
-    problem = key_problem({"sessionId": body.get("sessionId"), "source": body.get("source")})
-    if problem:  # the same limits as every store's (records.MAX_KEY_CHARS)
-        raise InvalidInputError(f"{problem}; nothing was recorded")
+    check_key_lengths({"sessionId": body.get("sessionId"), "source": body.get("source")}, nothing="recorded")
     be = acting(request, p)
     tag = body_tag(body)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.memory.records import check_key_lengths
 from bli_memory.core.memory.redaction import redact
 from bli_memory.core.memory.retrieval_writes import check_content_size, check_extract_size
 from bli_memory.core.models import Memory, Profile, SearchResult
@@ -95,7 +96,7 @@ def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any
     be = acting(request, p)
     # Everyone who can see the space reads what is saved: secrets are masked first.
     raw = body_str(body, "content", required=True) or ""
-    _check_keys(body, "customId", "sessionId", "source")
+    check_key_lengths({k: body.get(k) for k in ("customId", "sessionId", "source")})
     # Before the masking, which reads the whole text: 10 MB would cost seconds of CPU.
     (check_extract_size if body_bool(body, "extract") else check_content_size)(raw)
     clean = redact(raw)
@@ -119,23 +120,10 @@ def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any
     return (200 if res.status == "duplicate" else 201), payload, None
 
 
-def _check_keys(body: dict[str, Any], *names: str) -> None:
-    """Refuse a key longer than every store keeps, before any work, without echoing it.
-
-    Raises:
-        InvalidInputError: naming the field and the limit.
-    """
-    from bli_memory.core.memory.records import key_problem
-
-    problem = key_problem({name: body.get(name) for name in names})
-    if problem:
-        raise InvalidInputError(f"{problem}; nothing was written")
-
-
 def update(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
     """``POST /api/memory/update``: replace a memory, keeping history (secrets masked first)."""
     raw = body_str(body, "content", required=True) or ""
-    _check_keys(body, "customId", "source")
+    check_key_lengths({k: body.get(k) for k in ("customId", "source")})
     check_content_size(raw)  # before the masking: it reads the whole text
     clean = redact(raw)
     res = acting(request, p).update(clean.text, space=body_tag(body), id=body_str(body, "id"),
