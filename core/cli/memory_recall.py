@@ -114,9 +114,7 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
             verb = {"created": "saved", "duplicate": "already remembered (identical text)",
                     "updated": "saved"}.get(res.status, res.status)
             ident = f" {res.memory.id}" if res.memory else ""
-            n = clean.masked
-            masked = f"; {n} secret{'s' if n != 1 else ''} masked" if n else ""
-            out(f"{verb}{ident} in space {res.space}{masked}\n")
+            out(f"{verb}{ident} in space {res.space}{_masked_note(clean.masked)}\n")
         return 0
     return _recall(args, backend, space, out)
 
@@ -145,14 +143,14 @@ def _check_size(text: str) -> None:
     Raises:
         InvalidInputError: the text is longer than a memory may be.
     """
-    from bli_memory.core.errors import InvalidInputError
-    from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS, check_content_size
+    from bli_memory.core.memory.retrieval_writes import check_content_size
 
-    try:
-        check_content_size(text)
-    except InvalidInputError:
-        raise InvalidInputError(f"the text is {len(text)} characters; a memory holds at most "
-                                f"{MAX_CONTENT_CHARS}. Save its durable facts, one memory each") from None
+    check_content_size(text, advice="Save its durable facts, one memory each")
+
+
+def _masked_note(n: int) -> str:
+    """``"; 2 secrets masked"``, or "" for none."""
+    return f"; {n} secret{'s' if n != 1 else ''} masked" if n else ""
 
 
 def _update(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
@@ -162,19 +160,19 @@ def _update(args: argparse.Namespace, backend: Any, space: str, out: Callable[[s
     text = _text_argument(args.text)
     _check_size(text)  # before the masking, as for a save
     clean = redact(text)
-    res = backend.update(clean.text, space=space, id=args.id.strip(), source="cli")
-    masked = clean.masked + int(getattr(res, "masked", 0) or 0)
+    res = backend.update(clean.text, space=space, id=args.id, source="cli")
+    masked = clean.masked + res.masked
     if args.json:
         out(json.dumps({"status": res.status, "masked": masked, "memory": res.memory.to_dict(),
                         "previous": res.previous.to_dict()}, ensure_ascii=False, indent=2) + "\n")
         return 0
-    note = f"; {masked} secret{'s' if masked != 1 else ''} masked" if masked else ""
+    note = _masked_note(masked)
     if res.status == "unchanged":
         out(f"unchanged: {res.memory.id} already says that{note}\n")
     else:
         out(f"updated {res.memory.id} to version {res.memory.version} in space {res.memory.space}"
             f" (version {res.previous.version} kept as history){note}\n")
-    extra = version_note(args.id, res.memory, getattr(res, "named", None))
+    extra = version_note(args.id, res.memory, res.named)
     if extra:
         out(extra.strip() + "\n")
     return 0

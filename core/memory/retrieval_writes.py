@@ -21,6 +21,7 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_EXTRACT_CHARS",
     "PROFILE_KINDS",
+    "TOO_LONG_ADVICE",
     "check_content_size",
     "check_extract_size",
     "checked_content",
@@ -62,11 +63,12 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _too_long(length: int) -> InvalidInputError:
-    return InvalidInputError(
-        f"content is {length} characters; the limit is {MAX_CONTENT_CHARS}. "
-        "Save the durable facts, or use extract: true to distil them"
-    )
+#: What a refusal for length advises a caller of the MCP tools or the service.
+TOO_LONG_ADVICE = "Save the durable facts, or use extract: true to distil them"
+
+
+def _too_long(length: int, advice: str = TOO_LONG_ADVICE) -> InvalidInputError:
+    return InvalidInputError(f"content is {length} characters; the limit is {MAX_CONTENT_CHARS}. {advice}")
 
 
 MAX_EXTRACT_CHARS = 100_000
@@ -87,7 +89,7 @@ def check_extract_size(content: str) -> None:
             "Send the conversation in parts")
 
 
-def check_content_size(content: str) -> None:
+def check_content_size(content: str, *, advice: str = TOO_LONG_ADVICE) -> None:
     """Refuse memory content longer than :data:`MAX_CONTENT_CHARS`, before anything else
     is done with it.
 
@@ -99,6 +101,11 @@ def check_content_size(content: str) -> None:
     secrets are masked is refused too. Anything that is not a string is left to the
     checks that follow.
 
+    Args:
+        content: The text as given.
+        advice: The message's last sentence, for a caller that cannot follow the default
+            (``memory save`` has no ``extract``).
+
     Raises:
         InvalidInputError: the same refusal :func:`checked_content` gives (``content is
             N characters; the limit is ...``); nothing is saved.
@@ -106,7 +113,7 @@ def check_content_size(content: str) -> None:
     if isinstance(content, str) and len(content) > MAX_CONTENT_CHARS:
         length = len(normalise_content(content))
         if length > MAX_CONTENT_CHARS:
-            raise _too_long(length)
+            raise _too_long(length, advice)
 
 
 def checked_content(content: str) -> tuple[str, int]:

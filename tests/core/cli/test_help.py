@@ -102,4 +102,4 @@ def test_a_too_long_save_gives_advice_the_terminal_can_follow(project) -> None: 
     done = subprocess.run([bin_path(), "memory", "save", "-"], capture_output=True, text=True, timeout=120,
                           cwd=project, input="x" * 20_001)
     assert done.returncode == 1
-    assert "a memory holds at most 20000" in done.stderr and "extract" not in done.stderr
+    assert "the limit is 20000. Save its durable facts" in done.stderr and "extract" not in done.stderr

@@ -25,7 +25,8 @@ def test_memory_save_refuses_by_the_size_as_given_before_masking(project: Path) 
     note = fits_only_masked()
     r = cli(project, "save", note)
     assert r.returncode == 1, (r.stdout, r.stderr)
-    assert f"the text is {len(note)} characters; a memory holds at most {MAX_CONTENT_CHARS}" in r.stderr
+    expected = f"content is {len(note)} characters; the limit is {MAX_CONTENT_CHARS}. Save its durable"
+    assert expected in r.stderr
     assert KEY not in r.stderr + r.stdout
     listed = cli(project, "list")
     assert listed.returncode == 0 and "no live memories" in listed.stdout, listed.stdout
