@@ -59,20 +59,9 @@ _IDENTIFIER_KIND = re.compile(
 )
 _RULE_NUMBER = re.compile(r"\.\d+$")
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_-]")
-#: Marks that end a token in running text and that no vendor format holds.
-_CUT = "?!]})>|*<[({,;`\\"
-
-
-class _View(dict[int, int]):
-    """``str.translate`` table of :func:`scan_view`: non-ASCII and :data:`_CUT` to a space."""
-
-    def __missing__(self, code: int) -> int:
-        value = 32 if code > 127 or chr(code) in _CUT else code
-        self[code] = value
-        return value
-
-
-_VIEW = _View()
+#: What :func:`scan_view` makes a space: a non-ASCII character, or a mark that ends a token
+#: in running text and that no vendor format holds.
+_NOT_SCANNED = re.compile(r"[^\x00-\x7f]|[?!\]})>|*<\[({,;`\\]")
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -149,7 +138,7 @@ def scan_view(text: str) -> str:
     character per character of ``text``, so the scanner's byte offsets are ``str``
     indices of ``text`` as they are.
     """
-    return text.translate(_VIEW)
+    return _NOT_SCANNED.sub(" ", text)
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
