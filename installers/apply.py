@@ -75,20 +75,6 @@ def plan_hosts(pm: Any, hosts: list[str], contract: dict[str, Any], home: Path, 
     return plans
 
 
-def _first_backup_text(path: Path) -> str | None:
-    """The text of the oldest backup of ``path`` (the file before our install), or None."""
-    import os
-
-    from bli_memory.installers.files import backups_of
-
-    for backup in backups_of(Path(os.path.realpath(path)))[:1]:
-        try:
-            return backup.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-    return None
-
-
 def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool = False) -> list[HostReport]:
     """Write (or, with ``dry_run``, only diff) every planned file, all or nothing.
 
@@ -121,8 +107,7 @@ def apply_plans(plans: list[HostConfigPlan], *, dry_run: bool, uninstall: bool =
                 if uninstall and made and hollow(new):
                     new = None
                 elif uninstall and new is not None and not made:
-                    new = as_it_was(Path(path), new)
-                    restored = new == _first_backup_text(Path(path))
+                    new, restored = as_it_was(Path(path), new)
                 report.files.append(path)
                 report.diff += unified_diff(Path(path), old, new)
                 report.texts[path] = (old, new)

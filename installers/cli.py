@@ -120,8 +120,8 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
     out = sys.stdout.write
     if command == "status":
         if args.host is None:
-            code = _status_found(pm, contract, home, out)
             checked = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
+            code = _status_found(pm, checked, out)
         else:
             checked = status_hosts(pm, hosts, contract, home)
             for st in checked:
@@ -213,13 +213,11 @@ def _status_lines(st, out) -> None:
         out(f"  - {d}\n")
 
 
-def _status_found(pm, contract, home: Path, out) -> int:
+def _status_found(pm, every: list, out) -> int:
     """``status`` without ``--host``: the hosts that have our entries or whose CLI is on
     PATH, then every other known host as ``not found`` (with how to point at it, when
-    its plugin says), so no host is silently left out."""
-    from bli_memory.installers.apply import known_hosts, status_hosts
-
-    every = status_hosts(pm, sorted(known_hosts(pm)), contract, home)
+    its plugin says), so no host is silently left out. ``every`` holds each known host's
+    :class:`~bli_memory.core.models.HostStatus`."""
     shown = [st for st in every if st.state != "not_found"]
     for st in shown:
         _status_lines(st, out)

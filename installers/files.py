@@ -140,19 +140,22 @@ def backups_of(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{glob.escape(path.name)}{BACKUP_SUFFIX.removesuffix('.bak')}-*.bak"))
 
 
-def as_it_was(path: Path, text: str) -> str:
-    """``text`` for ``path`` on uninstall, or, when it says the same as the file's backup
-    from before our install (the same JSON, TOML or YAML document; the same text else),
-    that backup's text byte for byte: taking our entries out gives the person's file back
-    as they wrote it, not reformatted (a one-line ``"hooks"`` value stays on one line)."""
+def as_it_was(path: Path, text: str) -> tuple[str, bool]:
+    """``(text for path on uninstall, whether it is the file as it was before our install)``.
+
+    When ``text`` says the same as the file's oldest backup (the same JSON, TOML or YAML
+    document; the same text else), that backup's text comes back byte for byte: taking
+    our entries out gives the person's file back as they wrote it, not reformatted (a
+    one-line ``"hooks"`` value stays on one line), and it then needs no backup.
+    """
     for backup in backups_of(Path(os.path.realpath(path)))[:1]:
         try:
             before = backup.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
-            return text
-        if before != text and _document(path, before) == _document(path, text) is not None:
-            return before
-    return text
+            return text, False
+        if before == text or _document(path, before) == _document(path, text) is not None:
+            return before, True
+    return text, False
 
 
 def _document(path: Path, text: str) -> Any:

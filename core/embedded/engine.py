@@ -71,7 +71,6 @@ __all__ = [
 ]
 
 
-
 class EmbeddedBackend(EngineControls):
     """Memory operations over one SQLite file and one embedding model.
 
