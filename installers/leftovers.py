@@ -33,23 +33,31 @@ def remove_hook_state(out: Callable[[str], object]) -> None:
     """
     from bli_memory.core.paths import cache_dir, data_dir, home_dir, state_dir
 
-    state, spool = state_dir(), state_dir() / "spool"
+    data, state, spool = data_dir(), state_dir(), state_dir() / "spool"
+    kept = [("memories", data)] if data.is_dir() and any(data.iterdir()) else []
     kept_spool = spool.is_dir() and any(spool.iterdir())
-    if state.is_dir():
-        for entry in list(state.iterdir()):
-            if entry == spool and kept_spool:
-                continue
-            _remove(entry)
     for folder in (state, cache_dir()):
-        _remove(folder, only_if_empty=folder == state)
+        if _overlaps(folder, data):  # XDG folders pointed at one place: the memories win
+            continue
+        for entry in list(folder.iterdir()) if folder.is_dir() else []:
+            if not (entry == spool and kept_spool):
+                _remove(entry)
+        _remove(folder, only_if_empty=True)
         _prune_empty_parents(folder.parent, home_dir())
-    kept = [("memories", data_dir())] if data_dir().is_dir() and any(data_dir().iterdir()) else []
     if kept_spool:
         kept.append(("captures not yet sent to the team service", spool))
     if kept:
         out("; ".join(f"{what} stay in {folder}" for what, folder in kept)
             + " (uninstall never deletes them); to erase them for good: rm -r "
             + " ".join(shlex.quote(str(folder)) for _, folder in kept) + "\n")
+
+
+def _overlaps(folder: Path, data: Path) -> bool:
+    """Whether ``folder`` is the data folder, holds it, or lies inside it: then nothing in
+    it is removed (``XDG_CACHE_HOME`` and ``XDG_DATA_HOME`` set to one folder, or
+    ``BLI_MEMORY_DATA_DIR`` inside the state folder, would otherwise lose the memories)."""
+    a, b = folder.resolve(), data.resolve()
+    return a == b or a in b.parents or b in a.parents
 
 
 def _remove(path: Path, *, only_if_empty: bool = False) -> None:

@@ -116,6 +116,21 @@ def test_uninstall_gives_back_the_persons_files_and_keeps_no_backup_of_ours(temp
     assert "bli-memory" not in host_cli(temp_home, project, clis["claude"], "mcp", "list")
 
 
+def test_uninstall_never_removes_the_memories_when_xdg_folders_coincide(
+        temp_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A break-it pass: XDG_CACHE_HOME and XDG_DATA_HOME set to one folder made the cache's
+    removal delete the store."""
+    every_cli()
+    shared = temp_home / "shared"
+    monkeypatch.setenv("XDG_DATA_HOME", str(shared))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    ours(temp_home, "memory", "save", "The deploy uses blue-green with a 5 minute bake.", cwd=project)
+    ours(temp_home, "install", "--host", "claude", cwd=project)
+    out = ours(temp_home, "uninstall", "--host", "all", cwd=project).stdout
+    assert (shared / "bli-memory" / "memory.sqlite3").is_file() and "memories stay in" in out
+    assert "blue-green" in ours(temp_home, "memory", "list", cwd=project).stdout
+
+
 def test_uninstall_gives_back_the_persons_file_byte_for_byte(temp_home: Path, project: Path) -> None:
     """A new user's hand-made settings, with a one-line "hooks" value, came back reformatted."""
     every_cli()
