@@ -195,17 +195,23 @@ def redact(text: str, *, rules: tuple[RedactionRule, ...] | None = None) -> Reda
         nothing and reports 0. When a no-break space, an invisible character, a
         NUL, a lone surrogate or a fullwidth form hid a secret from the rules
         (``password:\u00a0...``, ``ghp_\u00ad...``), the text is returned in plain
-        form (:func:`_plain`) with that secret masked; a text that hides none
-        keeps its characters.
+        form (:func:`_plain`: those characters only) with that secret masked; a text
+        that hides none keeps its characters.
     """
     if rules is None:
         rules = active_rules()
     first = _redact_once(text, rules)
-    plain = _plain(text)
-    if plain != text:
-        again = _redact_once(plain, rules)
-        if again.masked and again.masked >= first.masked and _plain(first.text) != again.text:
-            return again  # the odd characters hid a secret, or part of one: the plain text, masked
+    if _plain(text) == text:
+        return first
+    # The odd characters may hide a secret whole: mask it over what the first pass masked.
+    more = _redact_once(_plain(first.text), rules)
+    if more.masked:
+        return Redacted(text=more.text, masked=first.masked + more.masked)
+    # Or part of one (a passphrase the first pass cut at a no-break space): the plain text,
+    # masked, when it masks as many secrets and more of the text.
+    again = _redact_once(_plain(text), rules)
+    if again.masked and again.masked >= first.masked and _plain(first.text) != again.text:
+        return again
     return first
 
 
@@ -216,17 +222,18 @@ def _redact_once(text: str, rules: tuple[RedactionRule, ...]) -> Redacted:
 
 
 # Characters that hide a secret from rules written for plain text: no-break and other
-# Unicode spaces (as a space), invisible ones, NUL and lone surrogates (dropped).
+# Unicode spaces (as a space), invisible ones, NUL and lone surrogates (dropped), and the
+# fullwidth forms of ASCII (as ASCII: ``＿`` is ``_``). Nothing else changes: a whole-text
+# NFKC turned "x²" into "x2" and "ﬁchier" into "fichier".
 _PLAIN = {**dict.fromkeys((0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), " "),
-          **dict.fromkeys((0, 0xAD, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, *range(0xD800, 0xE000)))}
+          **dict.fromkeys((0, 0xAD, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, *range(0xD800, 0xE000))),
+          **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}}
 
 
 def _plain(text: str) -> str:
-    """``text`` as a rule written for plain text reads it: :data:`_PLAIN`, then NFKC (so
-    a fullwidth ``＿`` is ``_``). Used only where it reveals a secret (:func:`redact`)."""
-    import unicodedata
-
-    return unicodedata.normalize("NFKC", text.translate(_PLAIN))
+    """``text`` as a rule written for plain text reads it (:data:`_PLAIN`). Used only where
+    it reveals a secret (:func:`redact`)."""
+    return text.translate(_PLAIN)
 
 
 def _apply_all(rules: tuple[RedactionRule, ...], text: str) -> tuple[str, int]:
@@ -271,10 +278,13 @@ def _apply(rule: RedactionRule, text: str) -> tuple[str, int, int]:
             return match.group(0)
         if value.endswith(("=", ":")) and match.string.startswith("[REDACTED:", match.end(group)):
             return match.group(0)  # the name of an assignment already masked: "DB_PASSWORD=[REDACTED:...]"
+        start = match.start(group)
+        if match.string.rfind("[REDACTED:", 0, start) > match.string.rfind("]", 0, start):
+            return match.group(0)  # it starts inside a placeholder: "[REDACTED:kind]" read as user:password
         changed += 1
         if "[REDACTED:" not in value:
             fresh += 1
-        start, end = match.span(group)
+        end = match.end(group)
         whole_start, whole_end = match.span()
         return match.string[whole_start:start] + placeholder + match.string[end:whole_end]
 

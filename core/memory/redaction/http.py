@@ -27,11 +27,13 @@ _HTTP_AUTH_RULES = (
         rf"(?P<token>{_TOKEN_LIKE})",
         "token",
     ),
-    # curl -u user:password
+    # curl -u user:password, the password quoted with the user or on its own (then it may
+    # hold spaces: "deploy:correct horse battery", deploy:'hunter2 hunter2').
     _rule(
         "basic_auth",
         # The user part can't be a URL scheme: ``curl -u http://app`` has no password.
-        r"-(?<!\S-)(?:u|-user)[ \t]+[\"']?[^\s:\"']+:(?!//)(?P<password>[^\s\"']+)",
+        r"-(?<!\S-)(?:u|-user)[ \t]+(?P<q>[\"'])?[^\s:\"']+:(?!//)"
+        r"(?P<password>(?(q)[^\"'\r\n]+|(?:'[^'\r\n]+'|\"[^\"\r\n]+\"|[^\s\"']+)))",
         "password",
     ),
     # Elsewhere "Bearer" must be followed by something token-like, so that

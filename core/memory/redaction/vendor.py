@@ -54,14 +54,18 @@ _RUN = re.compile(rf"[A-Za-z0-9_+/=-]{{{MIN_RUN}}}")
 # Rules that report an identifier, to pair it with its secret, not a secret: client and
 # key ids, account hosts, instance and project URLs, public keys, names.
 _IDENTIFIER_KIND = re.compile(
-    r".*(?:_id|_domain|_host|_name|public_key|_user|_service_account|jfrog_url|instance_url"
+    r".*(?:_id|_domain|_host|_name|public_key|_service_account|jfrog_url|instance_url"
     r"|project_url|rest_url)"
 )
 _RULE_NUMBER = re.compile(r"\.\d+$")
-_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_-]")
-#: What :func:`scan_view` makes a space: a non-ASCII character, or a mark that ends a token
-#: in running text and that no vendor format holds.
-_NOT_SCANNED = re.compile(r"[^\x00-\x7f]|[?!\]})>|*<\[({,;`\\]")
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
+_TOKEN_HEAD = re.compile(r"[A-Za-z0-9_]*")  # matched on the reversed text before a token
+_GLUED_REACH = 64
+#: What :func:`scan_view` makes a space: a non-ASCII character, a mark that ends a token in
+#: running text and that no vendor format holds, or a colon before a space or the end
+#: (``curl -u <token>: ...``).
+_PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
+_NOT_SCANNED = re.compile(r"[^\x00-\x7f]|[?!\]})>|*<\[({,;`\\]|:(?=\s|$)")
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -130,15 +134,17 @@ def vendor_rules_status() -> dict[str, str | bool]:
 
 
 def scan_view(text: str) -> str:
-    """``text`` as the rule set reads it: each character that is not ASCII, and each
-    closing or sentence punctuation mark (:data:`_CUT`), becomes one space.
+    """``text`` as the rule set reads it: each character that is not ASCII, each closing
+    or sentence punctuation mark (:data:`_NOT_SCANNED`), and each character of one of our
+    ``[REDACTED:...]`` placeholders (which a rule read as ``user:password``) becomes one space.
 
     The rules end a token at a space, a quote or a line end; a token followed by ``?``,
     ``]``, ``</code>`` or a CJK full stop was not found at all. The view has one ASCII
     character per character of ``text``, so the scanner's byte offsets are ``str``
     indices of ``text`` as they are.
     """
-    return _NOT_SCANNED.sub(" ", text)
+    blanked = _PLACEHOLDER.sub(lambda m: " " * len(m.group()), text)  # ours are not secrets
+    return _NOT_SCANNED.sub(" ", blanked)
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
@@ -163,14 +169,14 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def _whole_token(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen ``[start, end)`` over the token characters (letters, digits, ``_``, ``-``)
-    around it, so that no part of a token survives a rule that matched only its head
-    (``FLWSECK_TEST-<hex>`` of a longer key), nor a prefix glued to it."""
-    while start > 0 and _TOKEN_CHAR.match(text, start - 1):
-        start -= 1
-    while end < len(text) and _TOKEN_CHAR.match(text, end):
-        end += 1
-    return start, end
+    """Widen ``[start, end)`` to the rest of the token: right over letters, digits, ``_``
+    and ``-`` (no tail of ``FLWSECK_TEST-<hex>`` survives a rule that matched its head),
+    left over letters, digits and ``_`` only (a prefix glued to the token goes, a word
+    before a hyphen, ``staging-env-``, stays), at most :data:`_GLUED_REACH` characters.
+    Each side is one anchored match, so widening costs the token's length."""
+    tail = _TOKEN_TAIL.match(text, end)
+    glued = _TOKEN_HEAD.match(text[max(0, start - _GLUED_REACH):start][::-1])
+    return start - (glued.end() if glued else 0), (tail.end() if tail else end)
 
 
 def mask_vendor_secrets(text: str) -> tuple[str, int]:
@@ -188,6 +194,8 @@ def mask_vendor_secrets(text: str) -> tuple[str, int]:
     parts: list[str] = []
     last = masked = 0
     for start, end, kind in _spans(text):
+        if start < last:  # inside the token already masked: no widening again (linear)
+            continue
         start, end = _whole_token(text, start, end)
         if start < last or "[REDACTED:" in text[start:end]:
             continue

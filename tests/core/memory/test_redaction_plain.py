@@ -40,3 +40,17 @@ def test_every_corpus_secret_with_no_break_spaces_is_masked() -> None:
     leaked = [fmt for fmt, line, secret in SECRETS
               if " " in line and secret.replace(" ", "\u00a0") in redact(line.replace(" ", "\u00a0")).text]
     assert leaked == []
+
+
+def test_a_secret_masked_by_the_first_pass_stays_masked_when_the_plain_pass_finds_another() -> None:
+    """The zero-width space glues the key id to an X in plain form, where no rule sees it."""
+    key_id = "AKIA" + chars(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", start=960)
+    text = key_id + "\u200bX secret:\u00a0Zx9kQ2mP7vL4"
+    result = redact(text)
+    assert result.masked == 2 and "AKIA" not in result.text and "Zx9kQ2mP7vL4" not in result.text
+
+
+def test_only_the_hiding_characters_change_in_a_text_that_hid_a_secret() -> None:
+    text = "password:\u00a0hunter2XYZ! and x\u00b2 + y\u00b2, \ufb01chier \u2122 \u2026"
+    kept = "password: [REDACTED:env_secret] and x\u00b2 + y\u00b2, \ufb01chier \u2122 \u2026"
+    assert redact(text).text == kept

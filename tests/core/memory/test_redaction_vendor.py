@@ -101,3 +101,18 @@ def test_cockpit_doctor_names_the_rule_set_and_its_version() -> None:
 def test_a_vendor_token_is_found_whatever_punctuation_or_script_ends_it(around: str) -> None:
     masked = redact(around.format(PULUMI)).text
     assert PULUMI not in masked and masked == around.format("[REDACTED:pulumi_api_token]")
+
+
+@pytest.mark.parametrize("text", [
+    f"curl -u {PULUMI}: https://api.pulumi.com", f"curl -u {PULUMI}", f"curl --user {PULUMI}",
+    "curl -u ghp_" + chars(36, start=904) + " https://x",
+])
+def test_a_token_given_as_a_curl_user_is_masked_once_and_stays_masked(text: str) -> None:
+    """A break-it pass: a rule read our own placeholder as user:password on the next call."""
+    once = redact(text)
+    assert once.masked == 1 and "[REDACTED:[REDACTED" not in once.text
+    assert redact(once.text) == Redacted(once.text, 0)
+
+
+def test_a_word_before_a_hyphen_stays_while_the_token_goes() -> None:
+    assert redact(f"staging-env-{PULUMI} ok").text == "staging-env-[REDACTED:pulumi_api_token] ok"
