@@ -97,6 +97,9 @@ PAIRS = [
     # The memory already names the value the change moves to: not stale.
     ("We use pnpm 9 (not npm) for the web frontend; workspaces keep installs fast.",
      "The team moved from npm to pnpm because installs were slow.", "add"),
+    # Stale though it names the new value, which it rejects or only mentions (a break-it pass).
+    ("We use npm, not pnpm, because pnpm broke the lockfile.", "We switched from npm to pnpm.", "update"),
+    ("Deploys go to Heroku from a GitHub workflow.", "We moved deploys from Heroku to a VM.", "update"),
 ]
 
 

@@ -34,12 +34,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Fail once, clearly, when the shared fixtures folder is missing."""
+    """Fail once, clearly, when the shared fixtures folder is missing; and end a run that is
+    sent SIGTERM (``timeout``, a CI's limit) as Ctrl-C ends it, so the session's teardown
+    still stops the Postgres server and daemons it started instead of leaving them running."""
     if not (FIXTURES / "claude").is_dir():
         raise pytest.UsageError(
             f"the host fixtures are missing: expected {FIXTURES}. The tests read the shared folder "
             "beside the repository (../shared); point BLI_MEMORY_SHARED_DIR at it if it lives elsewhere."
         )
+    import signal
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
 
 
 def bin_path(name: str = "bli-memory-mcp") -> str:

@@ -129,6 +129,8 @@ def _text_argument(value: str) -> str:
 
     from bli_memory.core.errors import InvalidInputError
 
+    if value == "-" and sys.stdin is None:
+        raise InvalidInputError("- reads the text from stdin, and this process has none; nothing was written")
     text = sys.stdin.read() if value == "-" else value
     if not text.strip():
         raise InvalidInputError("the text is empty; nothing was written" +

@@ -37,8 +37,9 @@ preference (``X over Y``). Outcomes:
   X"). The stale memory is superseded and kept as history; the job outcome counts it.
 - An update or supersession needs the same subject: a change statement supersedes a
   memory only when, besides the value it leaves, they share a subject word; and never a
-  memory that already names the value the change moves to ("We use pnpm 9 (not npm)"
-  is not made stale by "we moved from npm to pnpm").
+  memory that already prefers the value the change moves to, or rejects the one it
+  leaves ("We use pnpm 9 (not npm)" is not made stale by "we moved from npm to pnpm";
+  "We use npm, not pnpm" is).
 - ``added``: everything else.
 
 A statement that restates a forgotten memory (a tombstone) or a purged one (its purge
@@ -119,9 +120,9 @@ _OLD_VALUE = re.compile(
 )
 #: The value a change moves to: "from npm to pnpm", "switched CI to GitHub Actions".
 _NEW_VALUE = re.compile(
-    r"\bfrom\s+`?[\w.@/:+#-]+`?\s+to\s+(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)"
+    r"\bfrom\s+`?[\w.@/:+#-]+`?\s+to\s+(?:(?:the|our|using|a|an|new)\s+)*`?([\w.@/:+#-]+)"
     r"|\b(?:switch(?:ed|ing)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|port(?:ed|ing)?)\b[^.;]{0,40}?\bto\s+"
-    r"(?:the\s+|our\s+|using\s+)?`?([\w.@/:+#-]+)",
+    r"(?:(?:the|our|using|a|an|new)\s+)*`?([\w.@/:+#-]+)",
     re.IGNORECASE,
 )
 #: A statement that says the old value is stale: "the default is now 'all'", "it actually
@@ -134,7 +135,7 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 _DIRECTION = re.compile(
-    r"([\w.@/+#-]+)`?\s+(?:over|instead of|rather than|not)\s+`?([\w.@/+#-]+)", re.IGNORECASE
+    r"([\w.@/+#-]+)`?,?\s+\(?(?:over|instead of|rather than|not)\s+`?([\w.@/+#-]+)", re.IGNORECASE
 )
 
 
@@ -228,9 +229,8 @@ def _supersedes(a: _Said, b: _Said, sim: float) -> bool:
     old = a.old_values or (a.rejected)
     if not old & (b.specifics | b.terms):
         return False
-    named = {w.lower().strip("().,;:`'\"") for w in b.text.split()} | b.specifics | b.terms
-    if a.new_values & named:
-        return False  # the memory already names the value the change moves to: not stale
+    if (a.new_values & b.preferred) or (old & b.rejected):
+        return False  # the memory already prefers the new value, or rejects the old: not stale
     # Same subject: besides the value it leaves, the statement shares a subject word with
     # the memory ("CI runs on Travis." / "We moved CI from Travis to ..." share "ci"). A
     # preference that merely says "instead of" something is not an update of every memory

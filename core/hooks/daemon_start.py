@@ -330,7 +330,8 @@ def held_off_text(environ: Mapping[str, str] | None = None, *,
     if found is None:
         return None
     until, why = found
-    cause = "it was stopped on request" if why == "stopped" else "its last start failed"
+    cause = ("it was stopped on request" if why == "stopped"
+             else "its last start has not reached ready: it is still starting, or it failed")
     return (f"prompt hooks will not start it before {time.strftime('%H:%M %Z', time.localtime(until))} "
             f"({cause}); `bli-memory-mcp daemon --restart` starts it now")
 

@@ -103,3 +103,11 @@ def test_a_too_long_save_gives_advice_the_terminal_can_follow(project) -> None: 
                           cwd=project, input="x" * 20_001)
     assert done.returncode == 1
     assert "the limit is 20000. Save its durable facts" in done.stderr and "extract" not in done.stderr
+
+
+def test_save_from_stdin_with_no_stdin_at_all_is_refused_clearly(project) -> None:  # noqa: ANN001
+    done = subprocess.run([bin_path(), "memory", "save", "-"], capture_output=True, text=True, timeout=120,
+                          cwd=project,
+                          preexec_fn=lambda: os.close(0))  # noqa: PLW1509 - a closed stdin on purpose
+    assert done.returncode == 1 and "this process has none" in done.stderr
+    assert "Traceback" not in done.stderr
