@@ -169,8 +169,9 @@ class PostgresWrites(PgCore):
                 row = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE space = ANY(%(spaces)s) "
                     "AND owner_id = ANY(%(owners)s) AND state = 'active' AND content_sha256 = %(sha)s "
+                    "AND (expires_at IS NULL OR expires_at > %(at)s) "
                     "ORDER BY owner_id = %(me)s DESC, seq LIMIT 1",
-                    {**args, "sha": sha},
+                    {**args, "sha": sha, "at": at},
                 ).fetchone()
                 if row is not None:
                     found = row_to_memory(row)

@@ -293,6 +293,21 @@ def test_expired_memories_leave_search_and_profile(backend, space: str) -> None:
     ]
 
 
+def test_saving_an_expired_fact_again_brings_it_back(backend, space: str) -> None:
+    """An expired memory is out of the live set: the same text saved again is a new live
+    memory (``created``), found by search, never a ``duplicate`` of a row no one sees."""
+    backend.save("The deploy window opens at noon.", space=space)  # model and rules loaded first
+    expiry, passes = _soon()
+    first = backend.save("The staging database is read-only this week.", space=space, expires_at=expiry)
+    assert backend.save("The staging database is read-only this week.", space=space).status == "duplicate"
+    _until(passes)
+    again = backend.save("The staging database is read-only this week.", space=space)
+    assert again.status == "created" and again.memory.id != first.memory.id
+    assert [h.memory.id for h in backend.search("staging database read-only", space=space).hits] == [
+        again.memory.id]
+    assert backend.save("The staging database is read-only this week.", space=space).status == "duplicate"
+
+
 @pytest.mark.parametrize("content", ["", "   \n\t "])
 def test_empty_content_is_refused(backend, space: str, content: str) -> None:
     with pytest.raises(InvalidInputError):
