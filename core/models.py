@@ -30,6 +30,7 @@ __all__ = [
     "Memory",
     "MemoryState",
     "Profile",
+    "Recall",
     "RenderedOutput",
     "SaveResult",
     "SearchHit",
@@ -178,6 +179,29 @@ class SearchResult:
     hits: tuple[SearchHit, ...] = ()
     profile: Profile | None = None
     conflicts: tuple[Conflict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recall:
+    """A prompt's search and what the injection gate weighs it with, answered in one call
+    (:meth:`~bli_memory.core.memory.backend.MemoryBackend.recall`; one HTTP request on the
+    team service).
+
+    Attributes:
+        result: The search.
+        term_counts: ``((term, live memories holding it), ...)`` for the query's content
+            terms, in query order (:mod:`bli_memory.core.memory.term_evidence`); empty when
+            the search has no hit (the gate then has nothing to weigh).
+        live: Live memories of the space (0 when the search has no hit).
+        background: Mean cosine similarity between two live memories of the space, -1.0..1.0
+            (:data:`~bli_memory.core.memory.relevance.DIVERSE_BACKGROUND`); None when the
+            space is small, unmeasured, or the search has no hit.
+    """
+
+    result: SearchResult
+    term_counts: tuple[tuple[str, int], ...] = ()
+    live: int = 0
+    background: float | None = None
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from bli_memory.core.models import (
     ForgetResult,
     Memory,
     Profile,
+    Recall,
     SaveResult,
     SearchResult,
     UpdateResult,
@@ -123,6 +124,12 @@ class EmbeddedBackend(EngineControls):
                       limit=limit, config=cfg)
         return SearchResult(query=query, space=canonical, spaces=spaces, hits=ranked.hits, profile=profile,
                             conflicts=ranked.conflicts)
+
+    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
+        """The search of ``query`` and the gate's inputs (:func:`bli_memory.core.memory.recall.gather`)."""
+        from bli_memory.core.memory.recall import gather
+
+        return gather(self, query, space=space, limit=limit)
 
     def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
         """Which content terms of ``query`` occur in the space, and its live size.

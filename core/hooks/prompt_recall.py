@@ -8,14 +8,16 @@ was injected earlier in the session) is the caller's, passed in as ``skip_ids`` 
 
 The rules themselves live in :mod:`bli_memory.core.memory.relevance` (the gate, its two
 bars and their measurements) and :mod:`bli_memory.core.memory.term_evidence` (term
-coverage); the space's background comes from the backend's ``space_background``.
+coverage); the search, the term counts and the space's background come from the backend's
+``recall``, in one call (one request on the team service).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.memory.relevance import Decision
     from bli_memory.core.models import SearchResult
 
@@ -30,7 +32,7 @@ MAX_QUERY_BYTES = 16 * 1024
 
 
 def prompt_decision(
-    backend: Any,
+    backend: MemoryBackend,
     prompt: str,
     *,
     space: str,
@@ -65,13 +67,11 @@ def prompt_decision(
     data = prompt.encode("utf-8", "surrogatepass")
     if len(data) > MAX_QUERY_BYTES:  # its beginning, whole characters only
         prompt = data[:MAX_QUERY_BYTES].decode("utf-8", "ignore")
-    result = backend.search(prompt, space=space, limit=limit * 3)
+    got = backend.recall(prompt, space=space, limit=limit * 3)
+    result, background = got.result, got.background
     coverage = 0.0
-    background = None
     if result.hits:
-        counts, size = backend.term_frequencies(prompt, space=space)
-        coverage = hit_coverage(counts, size, result.hits, small_space=SMALL_SPACE)
-        background = backend.space_background(space=space)
+        coverage = hit_coverage(list(got.term_counts), got.live, result.hits, small_space=SMALL_SPACE)
     decision = decide(
         result.hits, coverage=coverage, limit=limit, prompt=prompt, floor=floor,
         skip_ids=skip_ids, skip_session=skip_session, background=background,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         ForgetResult,
         Memory,
         Profile,
+        Recall,
         SaveResult,
         SearchResult,
         UpdateResult,
@@ -107,6 +108,11 @@ class MemoryBackend(Protocol):
         the injection gate's second bar (:data:`~bli_memory.core.memory.relevance.DIVERSE_BACKGROUND`);
         None when the space is too small to tell or the store cannot measure it (the gate
         then uses the one bar of conversation spaces)."""
+        ...
+
+    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
+        """A prompt's search and the injection gate's inputs (term counts, background) in
+        one call: one round trip on the team service (:mod:`bli_memory.core.memory.recall`)."""
         ...
 
     def history(self, id: str) -> list[Memory]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.core.memory.retrieval import clamped_limit, query_text, rank
 from bli_memory.core.memory.retrieval_writes import PROFILE_KINDS, profile_limit
 from bli_memory.core.memory.terms import query_terms
-from bli_memory.core.models import Memory, Profile, SearchResult
+from bli_memory.core.models import Memory, Profile, Recall, SearchResult
 from bli_memory.core.team.pg_base import (
     MEMORY_COLUMNS,
     PgCore,
@@ -189,6 +189,13 @@ class PostgresSearch(PgCore):
             ranked = rank(channels, q, limit=limit, config=cfg)
         return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=ranked.hits,
                             profile=profile, conflicts=ranked.conflicts)
+
+    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
+        """The search of ``query`` and the gate's inputs, as :meth:`EmbeddedBackend.recall`
+        (:func:`bli_memory.core.memory.recall.gather`); the service's recall door."""
+        from bli_memory.core.memory.recall import gather
+
+        return gather(self, query, space=space, limit=limit)
 
     def _profile(self, conn: psycopg.Connection[Any], view: SpaceView, *, limit: int) -> Profile:
         """The profile rule (:data:`~bli_memory.core.memory.retrieval_writes.PROFILE_KINDS`):

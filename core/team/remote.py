@@ -26,8 +26,8 @@ from bli_memory.core.models import (
     ForgetResult,
     Memory,
     Profile,
+    Recall,
     SaveResult,
-    SearchHit,
     SearchResult,
     UpdateResult,
 )
@@ -41,6 +41,7 @@ from bli_memory.core.team.service_client import (
     optional_memory_of,
     parsed,
     profile_of,
+    search_of,
 )
 
 if TYPE_CHECKING:
@@ -94,7 +95,6 @@ class RemoteBackend:
         self.base_url = base_url.rstrip("/")
         self._token = token
         self._service = ServiceClient(self.base_url, token=token, timeout=timeout, transport=transport)
-        self._backgrounds: dict[str, tuple[float, float | None]] = {}  # space -> (when, value)
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.base_url!r})"
@@ -125,22 +125,18 @@ class RemoteBackend:
         """Hybrid search of a space and its aliases, on the service (``POST /api/memory/search``)."""
         data = self._call("POST", "/api/memory/search", {
             "q": query, "containerTag": space, "limit": limit, "includeProfile": include_profile})
+        return parsed(lambda d: search_of(d, query), data)
 
-        def parse(d: dict[str, Any]) -> SearchResult:
-            hits = tuple(
-                SearchHit(memory=memory_of(h["memory"]),
-                          similarity=float(h["similarity"]) if h.get("similarity") is not None else None,
-                          score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
-                for h in d["results"]
-            )
-            from bli_memory.core.models import Conflict
+    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
+        """A prompt's search and the gate's inputs in one request (``POST /api/memory/recall``)."""
+        data = self._call("POST", "/api/memory/recall", {"q": query, "containerTag": space, "limit": limit})
 
-            profile = profile_of(d["profile"]) if d.get("profile") else None
-            conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
-                              for c in d.get("conflicts") or ())
-            return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
-                                spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
-                                profile=profile, conflicts=conflicts)
+        def parse(d: dict[str, Any]) -> Recall:
+            background = d.get("background")
+            return Recall(result=search_of(d, query),
+                          term_counts=tuple((str(t["term"]), int(t["count"])) for t in d.get("terms") or ()),
+                          live=int(d.get("live") or 0),
+                          background=None if background is None else float(background))
 
         return parsed(parse, data)
 
@@ -244,25 +240,11 @@ class RemoteBackend:
     def space_background(self, *, space: str) -> float | None:
         """Mean cosine between two live memories of the space (``POST /api/memory/background``).
 
-        As :meth:`EmbeddedBackend.space_background`; kept 300 s per space, as the
-        service keeps it (one round trip per prompt is the terms door's already).
+        As :meth:`EmbeddedBackend.space_background`; the service keeps it 300 s per view,
+        and the prompt hook reads it with :meth:`recall`, in the same request as the search.
         """
-        import time
-
-        cache = self._backgrounds
-        hit = cache.get(space)
-        if hit is not None and time.monotonic() - hit[0] < 300.0:
-            return hit[1]
         data = self._call("POST", "/api/memory/background", {"containerTag": space})
-
-        def parse(d: dict[str, Any]) -> float | None:
-            value = d["background"]
-            return None if value is None else float(value)
-
-        value = parsed(parse, data)
-        if value is not None:  # a small space may grow past the limit: ask again next time
-            cache[space] = (time.monotonic(), value)
-        return value
+        return parsed(lambda d: None if d["background"] is None else float(d["background"]), data)
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """Newest live memories of a space (``POST /api/memory/list``); ``limit`` is clamped to 1..100."""

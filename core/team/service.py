@@ -9,6 +9,9 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
 ``POST /api/memory/save``      save; ``extract: true`` writes one durable
                                ``memory_extract_jobs`` row, answers **202 queued**
                                and distils after the response (BLI-3730)
+``POST /api/memory/recall``    a prompt's search and the injection gate's inputs
+                               (term counts, background): the prompt hook's one
+                               request
 ``POST /api/memory/update``    replace a memory, keeping history
 ``POST /api/memory/forget``    tombstone by id, exact text or closest match
 ``POST /api/memory/v4/profile`` User Profile + Recent Context (session-start)
@@ -104,6 +107,9 @@ DOORS: tuple[Door, ...] = (
     Door("/api/memory/search", "search", memory.search,
          "Search a space (and its aliases) by meaning, keyword and recency.", m.SearchRequest,
          {200: (m.SearchAnswer, "Hits, best first; zero hits is a normal answer.")}),
+    Door("/api/memory/recall", "recall", memory.recall,
+         "A prompt's search and the injection gate's inputs, in one request (the prompt hook).",
+         m.RecallRequest, {200: (m.RecallAnswer, "Hits best first, term counts, live size, background.")}),
     Door("/api/memory/save", "save", memory.save,
          "Remember content; customId upserts; extract queues a distillation job.", m.SaveRequest,
          {201: (m.SaveAnswer, "Saved (created or updated)."),

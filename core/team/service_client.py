@@ -20,7 +20,7 @@ them. Module-level imports are the standard library only (the hook entry path lo
 this module); httpx loads when the first request is made. One ``httpx.Client`` per
 :class:`ServiceClient` keeps its connection alive.
 
-The wire readers (:func:`memory_of`, :func:`profile_of`) turn the doors' JSON back
+The wire readers (:func:`memory_of`, :func:`profile_of`, :func:`search_of`) turn the doors' JSON back
 into :class:`~bli_memory.core.models.Memory` and :class:`~bli_memory.core.models.Profile`.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
-from bli_memory.core.models import Memory, Profile
+from bli_memory.core.models import Conflict, Memory, Profile, SearchHit, SearchResult
 
 __all__ = [
     "BULK_TIMEOUT_S",
@@ -42,6 +42,7 @@ __all__ = [
     "optional_memory_of",
     "parsed",
     "profile_of",
+    "search_of",
 ]
 
 #: Seconds to open a connection; a hook's own deadline (2-15 s) still bounds every call.
@@ -210,3 +211,20 @@ def profile_of(d: Any) -> Profile:
     """The :class:`Profile` of a door's ``{"containerTag", "facts", "recent"}`` object."""
     return Profile(space=str(d["containerTag"]), facts=tuple(memory_of(m) for m in d.get("facts", ())),
                    recent=tuple(memory_of(m) for m in d.get("recent", ())))
+
+
+def search_of(d: Any, query: str) -> SearchResult:
+    """The :class:`SearchResult` of a search answer (``{"query", "containerTag",
+    "searchedTags", "results", "profile", "conflicts"}``); ``query`` stands in for an
+    answer without one."""
+    hits = tuple(
+        SearchHit(memory=memory_of(h["memory"]),
+                  similarity=float(h["similarity"]) if h.get("similarity") is not None else None,
+                  score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
+        for h in d["results"]
+    )
+    conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
+                      for c in d.get("conflicts") or ())
+    return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
+                        spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
+                        profile=profile_of(d["profile"]) if d.get("profile") else None, conflicts=conflicts)

@@ -39,6 +39,7 @@ __all__ = [
     "profile",
     "profile_json",
     "purge",
+    "recall",
     "save",
     "search",
     "search_json",
@@ -89,6 +90,14 @@ def search(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, A
     res = acting(request, p).search(query, space=body_tag(body), limit=body_int(body, "limit", 10, 1, 100),
                                     include_profile=body_bool(body, "includeProfile"))
     return 200, search_json(res)
+
+
+def recall(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /api/memory/recall``: a prompt's search and the gate's inputs, one request."""
+    query = body_str(body, "q", alt="query") or ""
+    got = acting(request, p).recall(query, space=body_tag(body), limit=body_int(body, "limit", 10, 1, 100))
+    return 200, {**search_json(got.result), "terms": [{"term": t, "count": c} for t, c in got.term_counts],
+                 "live": got.live, "background": got.background}
 
 
 def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any, Any]:

@@ -45,6 +45,8 @@ __all__ = [
     "Memory",
     "Profile",
     "Readiness",
+    "RecallAnswer",
+    "RecallRequest",
     "RecordAnswer",
     "RecordRequest",
     "Recording",
@@ -172,6 +174,13 @@ class ForgetRequest(SpaceRequest):
     id: str | None = None
     content: str | None = None
     query: str | None = None
+
+
+class RecallRequest(SpaceRequest):
+    """A prompt to recall for: its search and the gate's inputs in one request."""
+
+    q: str | None = None
+    limit: Limit | None = None
 
 
 class TermsRequest(SpaceRequest):
@@ -330,6 +339,15 @@ class TermsAnswer(_Answer):
 
     terms: list[TermCount]
     live: int
+
+
+class RecallAnswer(SearchAnswer):
+    """The search, and what the prompt hook's gate weighs it with (empty terms, ``live`` 0
+    and null background when nothing was found)."""
+
+    terms: list[TermCount]
+    live: int
+    background: float | None
 
 
 class BackgroundAnswer(_Answer):
