@@ -19,7 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
 
 __all__ = ["add_parsers", "run"]
 
@@ -67,7 +70,7 @@ def _similarity(value: float | None) -> str:
 
 
 
-def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
+def run(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Callable[[str], Any]) -> int:
     """Run one of :data:`COMMANDS`; returns the exit code.
 
     Raises:
@@ -105,16 +108,16 @@ def run(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str],
         text = _text_argument(args.text)
         _check_size(text)  # before the masking: it reads the whole text
         clean = redact(text)
-        res = backend.save(clean.text, space=space, source="cli")
+        saved = backend.save(clean.text, space=space, source="cli")
         if args.json:
-            out(json.dumps({"status": res.status, "space": res.space, "masked": clean.masked,
-                            "memory": res.memory.to_dict() if res.memory else None},
+            out(json.dumps({"status": saved.status, "space": saved.space, "masked": clean.masked,
+                            "memory": saved.memory.to_dict() if saved.memory else None},
                            ensure_ascii=False, indent=2) + "\n")
         else:
             verb = {"created": "saved", "duplicate": "already remembered (identical text)",
-                    "updated": "saved"}.get(res.status, res.status)
-            ident = f" {res.memory.id}" if res.memory else ""
-            out(f"{verb}{ident} in space {res.space}{_masked_note(clean.masked)}\n")
+                    "updated": "saved"}.get(saved.status, saved.status)
+            ident = f" {saved.memory.id}" if saved.memory else ""
+            out(f"{verb}{ident} in space {saved.space}{_masked_note(clean.masked)}\n")
         return 0
     return _recall(args, backend, space, out)
 
@@ -155,7 +158,7 @@ def _masked_note(n: int) -> str:
     return f"; {n} secret{'s' if n != 1 else ''} masked" if n else ""
 
 
-def _update(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
+def _update(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Callable[[str], Any]) -> int:
     from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.version_ids import version_note
 
@@ -180,7 +183,7 @@ def _update(args: argparse.Namespace, backend: Any, space: str, out: Callable[[s
     return 0
 
 
-def _recall(args: argparse.Namespace, backend: Any, space: str, out: Callable[[str], Any]) -> int:
+def _recall(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Callable[[str], Any]) -> int:
     from bli_memory.core.hooks.blocks import recall_block
     from bli_memory.core.hooks.prompt_recall import prompt_decision
     from bli_memory.core.hooks.trivial import is_trivial

@@ -15,10 +15,13 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError, StoreError
 from bli_memory.core.extraction.worker import DEFAULT_LEASE_SECONDS, default_worker_id, drain, job_queue
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
 
 __all__ = ["DEFAULT_POLL_SECONDS", "USAGE", "main"]
 
@@ -65,14 +68,12 @@ def _parse(argv: list[str]) -> dict[str, Any]:
     return opts
 
 
-def _ship_spool(backend: Any) -> int:
+def _ship_spool(backend: MemoryBackend) -> int:
     """With a memory service: send what the stop hook spooled while it was away.
 
     Returns 0 when nothing is left for the service, 1 when it did not take everything.
     """
-    from bli_memory.core.team.spool import ship_backlog
-
-    sent = ship_backlog(backend)
+    sent = backend.ship_spool()
     if sent is None:
         sys.stderr.write("bli-memory-mcp worker: this machine uses the memory service, which runs "
                          "extraction itself; nothing spooled to send\n")

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.daemon.oplog import log
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
 
 __all__ = ["DRAIN_AFTER_STOP_S", "DRAIN_INTERVAL_S", "DRAIN_MAX_JOBS", "drain_loop", "ship_spool"]
 
@@ -81,10 +84,8 @@ def drain_loop(*, stop: threading.Event, wake: threading.Event, ready: threading
             log("drain_failed", reason=reason_of(exc))
 
 
-def ship_spool(backend: Any) -> None:
+def ship_spool(backend: MemoryBackend) -> None:
     """Send captures spooled while the team service was away (core/team/spool.py)."""
-    from bli_memory.core.team.spool import ship_backlog
-
-    sent = ship_backlog(backend)
+    sent = backend.ship_spool()
     if sent is not None and (sent.shipped or sent.rejected):
         log("spool_shipped", jobs=len(sent.shipped), rejected=sent.rejected, left=sent.left)

@@ -47,7 +47,7 @@ __all__ = ["RelaySession", "end_sessions", "hello_of", "open_session", "serve_se
 
 _SPACE_VARS = ("BLI_MEMORY_CONTAINER_TAG", "BLI_MEMORY_ISOLATE_WORKTREES")
 #: The backend's attributes that are values, not methods (MemoryBackend).
-_DATA_ATTRIBUTES = frozenset({"store_path", "spool_captures"})
+_DATA_ATTRIBUTES = frozenset({"store_path", "spool_captures", "job_queue"})
 _sdk_lock = threading.Lock()
 
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
 
 __all__ = ["WarmContext", "refuse_unusable_settings", "report_warm_up_problem", "startup_problem"]
 
@@ -113,7 +116,7 @@ class WarmContext:
             self._pms[key] = pm
         return pm
 
-    def _store_identity(self, backend: Any) -> tuple[int, int] | None:
+    def _store_identity(self, backend: MemoryBackend) -> tuple[int, int] | None:
         path = backend.store_path
         if path is None:
             return None

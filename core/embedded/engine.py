@@ -57,6 +57,8 @@ from bli_memory.core.models import (
 )
 
 if TYPE_CHECKING:
+    from bli_memory.core.embedded.store import SQLiteStore
+    from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -446,6 +448,27 @@ class EmbeddedBackend(EngineControls):
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False
 
+    def capture(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                record: bool = False) -> dict[str, Any]:
+        """The stop hook's capture, kept in the file at once (:func:`capture_here`)."""
+        from bli_memory.core.memory.job_queue import capture_here
+
+        return capture_here(self, text, space=space, source=source, session_id=session_id, record=record)
+
+    def ship_spool(self) -> None:
+        """Nothing is spooled for the embedded store."""
+        return None
+
+    @property
+    def browse(self) -> SQLiteStore:
+        """The browser's reads: the store (every space of the file is the person's)."""
+        return self.store
+
+    @property
+    def job_queue(self) -> SQLiteStore:
+        """The file's extract-job queue (the store)."""
+        return self.store
+
 
 @hookimpl(trylast=True)
 def memory_backend(settings: Settings, plugin_manager: Any) -> EmbeddedBackend | None:
@@ -486,11 +509,12 @@ def available_embedders(pm: Any | None = None) -> dict[str, Any]:
     return found
 
 
-def load_embedder(name: str, pm: Any | None = None) -> Any:
+def load_embedder(name: str, pm: Any | None = None) -> Embedder:
     """Build the embedder registered as ``name``, or the one in the model folder ``name``.
 
     Raises:
-        ConfigError: no plugin registers that name.
+        ConfigError: no plugin registers that name, or what it registers is not an
+            :class:`~bli_memory.core.memory.embedder.Embedder`.
         EmbedderError: the model is not installed or its folder fails to load.
     """
     from bli_memory.core.errors import ConfigError
@@ -502,4 +526,17 @@ def load_embedder(name: str, pm: Any | None = None) -> Any:
     if name not in factories:
         known = ", ".join(sorted(factories))
         raise ConfigError(f"BLI_MEMORY_EMBEDDER={name!r} is not a registered embedder; known: {known}")
-    return factories[name]()
+    from bli_memory.core.memory.embedder import Embedder
+
+    embedder = factories[name]()
+    if not isinstance(embedder, Embedder):
+        raise ConfigError(f"the embedder registered as {name!r} has no name, dimensions and embed(texts) "
+                          "(bli_memory.core.memory.embedder.Embedder)")
+    return embedder
+
+
+if TYPE_CHECKING:  # the type checker proves the contract is implemented whole
+    from bli_memory.core.memory.backend import MemoryBackend
+
+    def _implements_the_contract(backend: EmbeddedBackend) -> MemoryBackend:
+        return backend

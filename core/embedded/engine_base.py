@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from bli_memory.core.embedded.side_indexes import SideIndexes
     from bli_memory.core.embedded.store import SQLiteStore
+    from bli_memory.core.memory.embedder import Embedder
 
 __all__ = ["EngineBase"]
 
@@ -35,7 +36,7 @@ class EngineBase:
         self,
         store_path: Path,
         *,
-        embedder: Any | None = None,
+        embedder: Embedder | None = None,
         ranking: RankingConfig | None = None,
         keyword_index_min_rows: int | None = None,
         vector_index_min_rows: int | None = None,
@@ -102,7 +103,7 @@ class EngineBase:
         return self._store
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedding model: the one given, else the shipped one (``get_embedder`` loads
         it once per process, under its own lock)."""
         if self._embedder is None:

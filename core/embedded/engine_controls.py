@@ -6,7 +6,7 @@ The shapes answered are the contract's (the Postgres store answers the same ones
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.embedded.engine_base import EngineBase
 from bli_memory.core.errors import InvalidInputError, ModelMismatchError, NotFoundError
@@ -19,6 +19,11 @@ __all__ = ["EngineControls"]
 
 class EngineControls(EngineBase):
     """Memory controls of :class:`~bli_memory.core.embedded.engine.EmbeddedBackend`."""
+
+    if TYPE_CHECKING:  # the class this part is composed into answers them (ForgottenSource)
+        def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]: ...
+
+        def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]: ...
 
     def info(self, *, space: str) -> dict[str, Any]:
         """The space in use, its aliases, counts by state, the store and the model."""

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bli_memory.core.embedded.store import SQLiteStore
+    from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.settings import Settings
 
 __all__ = ["DEFAULT_BATCH_ROWS", "ReembedReport", "main", "pending_rows", "reembed"]
@@ -124,7 +125,7 @@ def _finish(store: SQLiteStore) -> bool:
 
 def reembed(
     store: SQLiteStore,
-    embedder: Any,
+    embedder: Embedder,
     *,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     progress: Callable[[int], None] | None = None,

@@ -15,7 +15,15 @@ __all__ = [
 
 
 class StoreBrowse(StoreBase):
-    """Browsing reads."""
+    """Browsing reads (:class:`~bli_memory.core.memory.browse.BrowseReads`)."""
+
+    def owners(self, tag: str) -> list[str]:
+        """``[]``: every memory of the file is the one person's."""
+        return []
+
+    def writable(self, memory: Memory) -> bool:
+        """True: the person may change every memory of the file."""
+        return True
 
     def page_live(
         self, spaces: Sequence[str], *, before_seq: int | None = None, limit: int = 25

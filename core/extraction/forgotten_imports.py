@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.extraction import tombstones
+
+if TYPE_CHECKING:
+    from bli_memory.core.extraction.tombstones import ForgottenSource
 
 __all__ = ["forgotten_records"]
 
@@ -33,7 +36,8 @@ def _key(value: Any) -> str | None:
         return None
 
 
-def forgotten_records(backend: Any, records: Sequence[dict[str, Any]], candidates: Iterable[int]) -> set[int]:
+def forgotten_records(backend: ForgottenSource, records: Sequence[dict[str, Any]],
+                      candidates: Iterable[int]) -> set[int]:
     """Which import records restate what the space forgot: the store must not write them.
 
     Args:

@@ -338,8 +338,8 @@ def distil(
 
     Args:
         text: Raw text: an exchange (``User: ...\\n\\nAssistant: ...``) or notes.
-        backend: Any :class:`~bli_memory.core.memory.backend.MemoryBackend` (only
-            ``search``, ``save`` and ``update`` are used).
+        backend: The :class:`~bli_memory.core.memory.backend.MemoryBackend` written to
+            (``search``, ``save``, ``update``, and the forgotten reads of capture).
         space: Container tag to reconcile against and write to.
         source: Recorded as each new memory's ``source`` (``hook:claude``, ``mcp``, ...).
         session_id: The host session the text came from, when known.

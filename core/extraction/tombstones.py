@@ -72,7 +72,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from bli_memory.core.extraction.number_forms import plain_numbers
 from bli_memory.core.extraction.statement_terms import content_terms, negated, specific_terms
@@ -83,6 +83,7 @@ __all__ = [
     "SHORTER_SHARE",
     "TOMBSTONE_LIMIT",
     "Forgotten",
+    "ForgottenSource",
     "fetch",
     "fetch_marks",
     "fingerprint",
@@ -207,32 +208,33 @@ def _same(new: _Said, old: _Said, framing: Callable[[], frozenset[str]] = lambda
     return bool(new.specifics and new.terms and shared / len(new.terms) >= SHORTER_SHARE)
 
 
-def fetch(backend: Any, space: str) -> list[str]:
-    """Every forgotten content of ``space`` (and its aliases), newest first.
+class ForgottenSource(Protocol):
+    """What capture and import read of a store to leave forgotten memories out: the two
+    reads of :class:`~bli_memory.core.memory.backend.MemoryBackend` that say what a space
+    forgot."""
 
-    Args:
-        backend: Any memory backend; one without a ``tombstones`` method gives ``[]``.
-        space: Container tag.
-    """
-    return _every(backend, "tombstones", space)
+    def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
+        """Forgotten contents, newest first."""
+        ...
 
-
-def fetch_marks(backend: Any, space: str) -> list[dict[str, Any]]:
-    """Every purge mark of ``space`` (and its aliases), newest first (:func:`fingerprint`).
-
-    Args:
-        backend: Any memory backend; one without a ``purge_marks`` method gives ``[]``.
-        space: Container tag.
-    """
-    return _every(backend, "purge_marks", space)
+    def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]:
+        """Purge marks, newest first."""
+        ...
 
 
-def _every(backend: Any, method_name: str, space: str) -> list[Any]:
-    method = getattr(backend, method_name, None)  # optional methods (module docstring)
-    return [] if method is None else list(method(space, limit=None))
+def fetch(backend: ForgottenSource, space: str) -> list[str]:
+    """Every forgotten content of ``space`` (and its aliases), newest first
+    (:meth:`~bli_memory.core.memory.backend.MemoryBackend.tombstones`)."""
+    return list(backend.tombstones(space, limit=None))
 
 
-def load(backend: Any, space: str) -> Forgotten:
+def fetch_marks(backend: ForgottenSource, space: str) -> list[dict[str, Any]]:
+    """Every purge mark of ``space`` (and its aliases), newest first (:func:`fingerprint`,
+    :meth:`~bli_memory.core.memory.backend.MemoryBackend.purge_marks`)."""
+    return list(backend.purge_marks(space, limit=None))
+
+
+def load(backend: ForgottenSource, space: str) -> Forgotten:
     """What capture must not write again in ``space``: its tombstones and purge marks.
 
     One read of each per capture (:func:`fetch`, :func:`fetch_marks`), then

@@ -90,17 +90,10 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def job_queue(backend: Any) -> JobQueue | None:
-    """The :class:`~bli_memory.core.memory.job_queue.JobQueue` of ``backend``, or None.
-
-    The backend itself when it is one (the team service's Postgres store), else, for the
-    embedded engine, its ``store`` (:class:`~bli_memory.core.embedded.store.SQLiteStore`).
-    Backends without a local queue (the service client) give None.
-    """
-    for candidate in (backend, getattr(backend, "store", None)):
-        if isinstance(candidate, JobQueue):
-            return candidate
-    return None
+def job_queue(backend: MemoryBackend) -> JobQueue | None:
+    """The :class:`~bli_memory.core.memory.job_queue.JobQueue` of ``backend``, or None
+    (:attr:`MemoryBackend.job_queue`: the service's client has none)."""
+    return backend.job_queue
 
 
 def _log(what: str, fields: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bli_memory.core.errors import BliMemoryError, HostError, StoreError
 from bli_memory.core.hooks.answers import HookAnswer, Injected
@@ -271,24 +271,10 @@ def _stop(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
     # injected (core/memory/switches.py).
     recording, source = is_recording(space), f"hook:{hook_input.host}"
     fields: dict[str, Any] = {"chars": len(redacted.text), "masked": redacted.masked}
-    if ctx.backend.spool_captures:
-        # A team service: spooled first, so a service away never costs the turn.
-        from bli_memory.core.team.remote import RemoteBackend
-        from bli_memory.core.team.spool import capture
-
-        remote = cast(RemoteBackend, ctx.backend)  # the service's client is the one that spools
-        kept = capture(remote, remote.base_url, redacted.text, space=space, source=source,
-                       session_id=hook_input.session_id, record=recording)
-        if recording:
-            kept["recorded"] = kept.pop("queued")
-        fields.update(kept)
-    elif recording:
-        ctx.backend.record_turn(redacted.text, space=space, source=source, session_id=hook_input.session_id)
-        fields["recorded"] = True
-    else:
-        ctx.backend.enqueue_extract(redacted.text, space=space, source=source,
-                                    session_id=hook_input.session_id)
-        fields["queued"] = True
+    # On the team service the exchange is spooled first, so a service away never costs the
+    # turn; a store in this process keeps it at once (MemoryBackend.capture).
+    fields.update(ctx.backend.capture(redacted.text, space=space, source=source,
+                                      session_id=hook_input.session_id, record=recording))
     return HookResult(event="stop", outcome="ok", fields=fields)
 
 

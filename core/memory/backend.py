@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
+    from bli_memory.core.memory.browse import BrowseReads
+    from bli_memory.core.memory.job_queue import JobQueue, ShipReport
     from bli_memory.core.models import (
         ForgetResult,
         Memory,
@@ -159,6 +161,46 @@ class MemoryBackend(Protocol):
         """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
         ...
 
+    # --- capture (the stop hook, the worker, the daemon's drain) ---------------------
+
+    def capture(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                record: bool = False) -> dict[str, Any]:
+        """Keep one redacted exchange of the stop hook: an extract job, or with ``record``
+        a recorded turn. A store in this process keeps it at once
+        (:func:`~bli_memory.core.memory.job_queue.capture_here`); the service's client
+        spools it first and ships it within the hook's budget
+        (:mod:`bli_memory.core.team.spool`), so a service away never costs the turn.
+
+        Returns:
+            Receipt fields: ``queued`` or ``recorded``, and on the client ``spooled``,
+            ``backlog``, ``job`` and ``service`` (see :func:`bli_memory.core.team.spool.capture`).
+        """
+        ...
+
+    def ship_spool(self) -> ShipReport | None:
+        """Send captures spooled while the service was away (the daemon's drain, ``worker``);
+        None when this backend spools nothing or nothing is spooled."""
+        ...
+
+    @property
+    def job_queue(self) -> JobQueue | None:
+        """The durable extract-job queue this backend's drain works
+        (:func:`bli_memory.core.extraction.worker.drain`): the SQLite file's, the Postgres
+        database's; None for the service's client (the service drains its own)."""
+        ...
+
+    def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
+        """Forgotten contents of ``space`` and its aliases, newest first (``limit`` None:
+        all), which automatic capture does not write again
+        (:mod:`bli_memory.core.extraction.tombstones`); the service's client answers ``[]``:
+        capture for it runs on the service, against the service's own."""
+        ...
+
+    def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]:
+        """Purge marks of ``space`` and its aliases, newest first (``limit`` None: all), as
+        :meth:`tombstones` (``[]`` on the service's client)."""
+        ...
+
     # --- controls (MCP control tools, ``bli-memory-mcp memory``) ------------------------
 
     def info(self, *, space: str) -> dict[str, Any]:
@@ -202,6 +244,17 @@ class MemoryBackend(Protocol):
 
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
+        """
+        ...
+
+    @property
+    def browse(self) -> BrowseReads:
+        """The memory browser's reads of this store, as the person sees it
+        (:mod:`bli_memory.core.memory.browse`).
+
+        Raises:
+            ConfigError: on the service's client (the browser of the team service is served
+                by the service itself, at ``/ui``).
         """
         ...
 

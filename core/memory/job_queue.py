@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ExtractJob", "JobQueue"]
+__all__ = ["ExtractJob", "JobQueue", "ShipReport", "capture_here"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +77,44 @@ class JobQueue(Protocol):
         """Record a failed attempt: ``queued`` again until ``retry_at`` (UTC ISO), or, with
         None, ``failed`` for good; ``error`` is a short reason, never text or secrets."""
         ...
+
+
+@dataclass(frozen=True)
+class ShipReport:
+    """What one pass of sending spooled captures to the team service did
+    (:meth:`~bli_memory.core.memory.backend.MemoryBackend.ship_spool`,
+    :mod:`bli_memory.core.team.spool`).
+
+    Attributes:
+        shipped: Job ids the service queued (or already held).
+        rejected: Entries the service refused as invalid (400), removed.
+        left: Entries still spooled for this service.
+        error: The service's failure reason that stopped the pass, if any.
+    """
+
+    shipped: tuple[str, ...] = ()
+    rejected: int = 0
+    left: int = 0
+    error: str | None = None
+
+
+class _LocalCapture(Protocol):
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str: ...
+
+    def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                        job_id: str | None = None) -> str: ...
+
+
+def capture_here(store: _LocalCapture, text: str, *, space: str, source: str, session_id: str | None,
+                 record: bool) -> dict[str, Any]:
+    """The stop hook's capture on a store in this process: a recorded turn (``record``) or
+    one extract job, in the store's own file or database; nothing is spooled.
+
+    Returns:
+        Receipt fields: ``{"recorded": True}`` or ``{"queued": True}``.
+    """
+    if record:
+        store.record_turn(text, space=space, source=source, session_id=session_id)
+        return {"recorded": True}
+    store.enqueue_extract(text, space=space, source=source, session_id=session_id)
+    return {"queued": True}

@@ -109,6 +109,24 @@ class AccessMixin(PgCore):
             )
         return token_id, token
 
+    def device_token_key(self, token_id: str) -> tuple[Principal, str] | None:
+        """The :class:`Principal` of the live device token ``token_id`` and its stored SHA-256
+        hex (what a browser session is signed with, :mod:`bli_memory.core.ui.service_guard`),
+        or None (unknown, revoked, or not a UUID)."""
+        try:
+            key = str(uuid.UUID(str(token_id)))
+        except ValueError:
+            return None
+        with self._conn("check a browser session") as conn:
+            row = conn.execute(
+                "SELECT t.id, t.person_id, p.name, t.device, t.token_sha256 FROM memory_device_tokens t "
+                "JOIN memory_people p ON p.id = t.person_id WHERE t.id = %s AND t.revoked_at IS NULL",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        return Principal(person_id=int(row[1]), person=row[2], device_id=str(row[0]), device=row[3]), row[4]
+
     def revoke_token(self, token_id: str) -> bool:
         """Revoke a device token by id; returns False if no live token has that id."""
         try:

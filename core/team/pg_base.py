@@ -10,8 +10,8 @@ transactions that turn psycopg failures into :class:`~bli_memory.core.errors.Sto
 and :meth:`PgCore._view`, what one person sees of a container tag.
 
 The row helpers (:data:`MEMORY_COLUMNS`, :func:`row_to_memory`) are the public form of a
-``memories`` row for the other readers of the table (the memory browser's
-:mod:`bli_memory.core.ui.pg_reads`).
+``memories`` row for the other readers of the table (the browsing reads,
+:mod:`bli_memory.core.team.pg_browse`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from bli_memory.core.team.pg_schema import schema_is_current
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from bli_memory.core.memory.embedder import Embedder
 
 __all__ = [
     "MEMORY_COLUMNS",
@@ -264,7 +266,7 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
 class SharedResources:
     """The parts every per-person view of one database shares: pool, model, ranking."""
 
-    def __init__(self, database_url: str, *, embedder: Any, ranking: RankingConfig,
+    def __init__(self, database_url: str, *, embedder: Embedder | None, ranking: RankingConfig,
                  pool_size: int, pool_wait: float) -> None:
         from bli_memory.core.memory import embeddings
         from bli_memory.core.team.pg_pool import make_pool
@@ -280,7 +282,7 @@ class SharedResources:
                                               configure=configure_connection, name="bli-memory")
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedding model: the one given, else the shipped one (``get_embedder`` loads
         it once per process, under its own lock)."""
         if self._embedder is None:
@@ -318,7 +320,7 @@ class PgCore:
         return self._shared.model_name
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedding model (loaded on first use)."""
         return self._shared.embedder
 

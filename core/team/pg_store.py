@@ -76,7 +76,9 @@ from bli_memory.core.team.pg_transfer import EXPORT_PAGE, EXPORT_PAGE_MAX, Trans
 from bli_memory.core.team.pg_writes import PostgresWrites
 
 if TYPE_CHECKING:
+    from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.models import ForgetResult
+    from bli_memory.core.team.pg_browse import PostgresBrowse
 
 __all__ = [
     "EXPORT_PAGE",
@@ -131,7 +133,7 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
         database_url: str,
         *,
         person: str | None = None,
-        embedder: Any | None = None,
+        embedder: Embedder | None = None,
         ranking: RankingConfig | None = None,
         pool_size: int = 10,
         connect_timeout: float = 10.0,
@@ -219,6 +221,33 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
     #: The service drains its own queue; a capture is queued directly, never spooled.
     spool_captures = False
 
+    def capture(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                record: bool = False) -> dict[str, Any]:
+        """A capture, kept in the database at once (:func:`capture_here`)."""
+        from bli_memory.core.memory.job_queue import capture_here
+
+        return capture_here(self, text, space=space, source=source, session_id=session_id, record=record)
+
+    def ship_spool(self) -> None:
+        """Nothing is spooled for the Postgres store."""
+        return None
+
+    @property
+    def browse(self) -> PostgresBrowse:
+        """The browser's reads as this person (:class:`~bli_memory.core.team.pg_browse.PostgresBrowse`),
+        one per handle: its space counts are kept for the handle's request."""
+        found = self.__dict__.get("_browse")
+        if found is None:
+            from bli_memory.core.team.pg_browse import PostgresBrowse
+
+            found = self.__dict__["_browse"] = PostgresBrowse(self)
+        return found
+
+    @property
+    def job_queue(self) -> PostgresBackend:
+        """The database's extract-job queue (this store: :class:`JobsMixin`)."""
+        return self
+
     @property
     def store_path(self) -> None:
         """No local file: Postgres keeps the memories (the daemon watches nothing)."""
@@ -230,3 +259,10 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
         runs the forget (no relay serves it;
         :meth:`~bli_memory.core.memory.backend.MemoryBackend.forgotten_by`)."""
         return None
+
+
+if TYPE_CHECKING:  # the type checker proves the contract is implemented whole
+    from bli_memory.core.memory.backend import MemoryBackend
+
+    def _implements_the_contract(backend: PostgresBackend) -> MemoryBackend:
+        return backend

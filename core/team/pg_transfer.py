@@ -25,6 +25,11 @@ EXPORT_PAGE_MAX = 1000
 class TransferMixin(PgCore):
     """Export and import (part of :class:`~bli_memory.core.team.pg_store.PostgresBackend`)."""
 
+    if TYPE_CHECKING:  # the class this part is composed into answers them (ForgottenSource)
+        def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]: ...
+
+        def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]: ...
+
     def export_page(
         self, *, space: str | None = None, after: int = 0, limit: int = EXPORT_PAGE
     ) -> tuple[list[dict[str, Any]], int | None]:

@@ -45,6 +45,8 @@ from bli_memory.core.team.service_client import (
 )
 
 if TYPE_CHECKING:
+    from bli_memory.core.memory.browse import BrowseReads
+    from bli_memory.core.memory.job_queue import ShipReport
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -89,6 +91,54 @@ class RemoteBackend:
 
     #: The stop hook spools its exchange before sending it here (core/team/spool.py).
     spool_captures = True
+
+    def capture(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                record: bool = False) -> dict[str, Any]:
+        """Spool the exchange, then ship it within the stop hook's budget
+        (:func:`bli_memory.core.team.spool.capture`): a service away never costs the turn.
+
+        Raises:
+            ServiceError: as :func:`~bli_memory.core.team.spool.capture` (no room to spool and
+                the service did not take it, or a refusal that does not pass by itself).
+        """
+        from bli_memory.core.team.spool import capture
+
+        kept = capture(self, self.base_url, text, space=space, source=source, session_id=session_id,
+                       record=record)
+        if record:
+            kept["recorded"] = kept.pop("queued")
+        return kept
+
+    def ship_spool(self) -> ShipReport | None:
+        """Send what the stop hook spooled for this service
+        (:func:`bli_memory.core.team.spool.ship_backlog`)."""
+        from bli_memory.core.team.spool import ship_backlog
+
+        return ship_backlog(self)
+
+    @property
+    def browse(self) -> BrowseReads:
+        """Refused: the team service serves its own memory browser.
+
+        Raises:
+            ConfigError: always, naming where the browser is.
+        """
+        from bli_memory.core.errors import ConfigError
+
+        raise ConfigError(f"the memory browser of the team service is at {self.base_url}/ui")
+
+    @property
+    def job_queue(self) -> None:
+        """No queue here: the service drains its own."""
+        return None
+
+    def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
+        """``[]``: capture for this client runs on the service, against its own tombstones."""
+        return []
+
+    def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]:
+        """``[]``: as :meth:`tombstones`."""
+        return []
 
     def __init__(self, base_url: str, *, token: str, timeout: float = READ_TIMEOUT_S,
                  transport: Any | None = None) -> None:
@@ -479,3 +529,10 @@ def memory_backend(settings: Settings) -> RemoteBackend | None:
     if target is None:
         return None
     return RemoteBackend(target[0], token=target[1])
+
+
+if TYPE_CHECKING:  # the type checker proves the contract is implemented whole
+    from bli_memory.core.memory.backend import MemoryBackend
+
+    def _implements_the_contract(backend: RemoteBackend) -> MemoryBackend:
+        return backend

@@ -193,7 +193,8 @@ def create_app(
         database_url: Postgres URL; the lifespan opens (and migrates) the database.
         backend: An open administrative backend instead (tests); not closed on exit.
         run_jobs: Distil extract jobs in this process.
-        warm_model: Load the embedding model at startup (readiness waits for it).
+        warm_model: Load the embedding model and the secret rules at startup (readiness
+            waits for them).
         body_timeout: Seconds a request body may take to arrive, for every door
             (default :data:`~bli_memory.core.team.http.BODY_TIMEOUT_SECONDS`, and
             :data:`~bli_memory.core.team.http.BULK_BODY_TIMEOUT_SECONDS` for import).
@@ -236,6 +237,11 @@ def create_app(
             try:
                 if warm_model:
                     root.warm_up()
+                    # The secret rules every door that writes masks with: loaded before the
+                    # service says it is ready, so no first save waits for them.
+                    from bli_memory.core.memory.redaction.vendor import warm as warm_rules
+
+                    warm_rules()
                 st.model_ready = True
             except Exception as exc:
                 _log.error("embedding model failed to load: %s", type(exc).__name__)

@@ -39,11 +39,14 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.memory.job_queue import ShipReport
 from bli_memory.core.private_files import FILE_MODE, atomic_write, make_private_dir
+
+if TYPE_CHECKING:
+    from bli_memory.core.team.remote import RemoteBackend
 
 __all__ = [
     "BACKLOG_BUDGET_S",
@@ -93,23 +96,6 @@ def spool_dir(environ: Any = None) -> Path:
     from bli_memory.core.paths import state_dir
 
     return state_dir(environ) / "spool"
-
-
-@dataclass(frozen=True)
-class ShipReport:
-    """What one shipping pass did.
-
-    Attributes:
-        shipped: Job ids the service queued (or already held).
-        rejected: Entries the service refused as invalid (400), removed.
-        left: Entries still spooled for this service.
-        error: The service's failure reason that stopped the pass, if any.
-    """
-
-    shipped: tuple[str, ...] = ()
-    rejected: int = 0
-    left: int = 0
-    error: str | None = None
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -189,7 +175,7 @@ def _passing(reason: str) -> bool:
     return reason in ("timeout", "dashboard_unreachable") or reason.startswith("http_5")
 
 
-def _send(backend: Any, entry: dict[str, Any], timeout: float) -> str:
+def _send(backend: RemoteBackend, entry: dict[str, Any], timeout: float) -> str:
     """Send one entry with its id: a recorded turn to the record door, else an extract job."""
     if entry.get("kind") == "record":
         return str(backend.record_turn(entry["text"], space=entry["space"], source=entry["source"],
@@ -200,7 +186,7 @@ def _send(backend: Any, entry: dict[str, Any], timeout: float) -> str:
                                        timeout=timeout))
 
 
-def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None = None,
+def ship(backend: RemoteBackend, service_url: str, *, deadline: float, folder: Path | None = None,
          clock: Callable[[], float] = time.monotonic,
          request_timeout: float = REQUEST_TIMEOUT_S) -> ShipReport:
     """Send spooled entries of ``service_url`` to ``backend``, oldest first, until ``deadline``.
@@ -251,7 +237,7 @@ def ship(backend: Any, service_url: str, *, deadline: float, folder: Path | None
     return ShipReport(tuple(shipped), rejected, len(mine) - done, error)
 
 
-def capture(backend: Any, service_url: str, text: str, *, space: str, source: str,
+def capture(backend: RemoteBackend, service_url: str, text: str, *, space: str, source: str,
             session_id: str | None, budget_s: float = SHIP_BUDGET_S,
             folder: Path | None = None, record: bool = False) -> dict[str, Any]:
     """Keep one redacted exchange for the service: spool it, then ship within ``budget_s``.
@@ -314,18 +300,16 @@ def capture(backend: Any, service_url: str, text: str, *, space: str, source: st
     return fields
 
 
-def ship_backlog(backend: Any, *, budget_s: float = BACKLOG_BUDGET_S,
+def ship_backlog(backend: RemoteBackend, *, budget_s: float = BACKLOG_BUDGET_S,
                  folder: Path | None = None) -> ShipReport | None:
-    """Ship what is spooled for ``backend``'s service (the daemon, ``worker``), each
-    request with :data:`BACKLOG_REQUEST_TIMEOUT_S`, whatever the hooks' back-off.
+    """Ship what is spooled for ``backend``'s service (the daemon, ``worker``, through
+    :meth:`RemoteBackend.ship_spool`), each request with :data:`BACKLOG_REQUEST_TIMEOUT_S`,
+    whatever the hooks' back-off.
 
     Returns:
-        None when ``backend`` is not a service client or nothing is spooled for it;
-        else the :class:`ShipReport`.
+        None when nothing is spooled; else the :class:`ShipReport`.
     """
-    url = getattr(backend, "base_url", None)
-    if not getattr(backend, "spool_captures", False) or not isinstance(url, str):
-        return None
+    url = backend.base_url
     folder = folder or spool_dir()
     if not _entries(folder):
         return None

@@ -14,8 +14,9 @@ See, search, correct and forget what the agents remember. Server-rendered HTML
 - :mod:`~bli_memory.core.ui.charts`: inline SVG charts;
 - :mod:`~bli_memory.core.ui.cli`: the command;
 - :mod:`~bli_memory.core.ui.service_app`: the same pages on the team service, under
-  ``/ui/`` (:mod:`~bli_memory.core.ui.service_guard`: its sign-in and sessions;
-  :mod:`~bli_memory.core.ui.pg_reads`: one person's view of the service database).
+  ``/ui/`` (:mod:`~bli_memory.core.ui.service_guard`: its sign-in and sessions). Every
+  page reads through the memory contract and its browsing reads
+  (:attr:`~bli_memory.core.memory.backend.MemoryBackend.browse`), never SQL.
 
 Like ``bli_memory.core``, this ``__init__`` imports nothing.
 """

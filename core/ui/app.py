@@ -25,11 +25,35 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.memory.browse import BrowseReads
     from bli_memory.core.ui.guard import Guard
 
-__all__ = ["STATIC_DIR", "BrowserState", "browser_app", "build_app"]
+__all__ = ["STATIC_DIR", "BrowserState", "SignedIn", "browser_app", "build_app"]
 
 STATIC_DIR = Path(__file__).parent / "static"
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """Who is signed in to the team service's browser.
+
+    Attributes:
+        person: Their name.
+        device: The device token's label.
+        browse: Their browsing reads (:attr:`MemoryBackend.browse`).
+    """
+
+    person: str
+    device: str
+    browse: BrowseReads
+
+    def home_space(self) -> str:
+        """The space a page opens on: the person's space with the most live memories
+        (``default`` when they read none)."""
+        counts = self.browse.space_counts(limit=1)
+        return counts[0][0] if counts else "default"
 
 
 @dataclass(frozen=True)
@@ -37,23 +61,27 @@ class BrowserState:
     """What every page reads.
 
     Attributes:
-        backend: The embedded engine (:class:`~bli_memory.core.embedded.engine.EmbeddedBackend`).
+        backend: The store the pages read and change, through the memory contract: the
+            embedded engine on the local page, the signed-in person's Postgres store on
+            the team service.
         home_space: The space the agent would use from the folder ``ui`` started in.
         derived_from: How that space was derived (e.g. ``git remote github.com/org/repo``).
-        service: On the team service, the signed-in person's
-            :class:`~bli_memory.core.ui.pg_reads.PersonStore` (then ``home_space`` may be
-            "" for "their largest space"); None on the local page.
+        service: On the team service, who is signed in (then ``home_space`` may be ""
+            for "their largest space"); None on the local page.
+        machine: The embedded engine of this machine, whose file the local pages of
+            captures and the experience log read; None on the team service.
         home_refused: Why the home space was refused ("" when it was not): a tag forced
             by ``BLI_MEMORY_CONTAINER_TAG`` that is invalid or looks like a secret. Then
             ``home_space`` is "" and every page that would open on it answers 400 with
             this message (which never holds the tag).
     """
 
-    backend: Any
+    backend: MemoryBackend
     home_space: str
     derived_from: str = ""
-    service: Any = None
+    service: SignedIn | None = None
     home_refused: str = ""
+    machine: EmbeddedBackend | None = None
 
 
 def _error_status(exc: Exception) -> tuple[int, str]:

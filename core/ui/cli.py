@@ -13,7 +13,12 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+    from bli_memory.core.memory.backend import MemoryBackend
+    from bli_memory.core.ui.app import BrowserState
 
 __all__ = ["HOST", "main"]
 
@@ -64,7 +69,7 @@ def _has_gui(environ: Mapping[str, str]) -> bool:
     return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
 
 
-def _warm_up(backend: Any) -> None:
+def _warm_up(backend: MemoryBackend) -> None:
     """Open the store and load the model; a failure is one stderr line (the pages then
     show the same error where it matters)."""
     from bli_memory.core.errors import BliMemoryError
@@ -75,7 +80,7 @@ def _warm_up(backend: Any) -> None:
         sys.stderr.write(f"bli-memory-mcp ui: {exc.message}\n")
 
 
-def _home_state(backend: Any) -> Any:
+def _home_state(backend: EmbeddedBackend) -> BrowserState:
     """The :class:`~bli_memory.core.ui.app.BrowserState` of the folder ``ui`` started in:
     its space as the hooks and the MCP server derive it
     (:func:`~bli_memory.core.hooks.container_tag.checked_space`).
@@ -95,9 +100,10 @@ def _home_state(backend: Any) -> Any:
     except (ValueError, ConfigError) as exc:  # an invalid tag: load_settings stopped it before
         refused = exc.message if isinstance(exc, ConfigError) else str(exc)
     else:
-        return BrowserState(backend=backend, home_space=space.tag, derived_from=space.derived_from)
+        return BrowserState(backend=backend, home_space=space.tag, derived_from=space.derived_from,
+                            machine=backend)
     sys.stderr.write(f"bli-memory-mcp ui: {refused}\n")
-    return BrowserState(backend=backend, home_space="", home_refused=refused)
+    return BrowserState(backend=backend, home_space="", home_refused=refused, machine=backend)
 
 
 def main(argv: list[str]) -> int:

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.errors import InvalidInputError, NotFoundError
 from bli_memory.core.ui.charts import line_chart
 from bli_memory.core.ui.render import render
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from bli_memory.core.embedded.engine import EmbeddedBackend
 
 __all__ = ["CAPTURES_SHOWN", "EXPERIENCE_PAGE", "LATENCY_HOURS", "MIN_CHART_HOURS", "captures", "health",
            "ops"]
@@ -39,9 +41,21 @@ LATENCY_HOURS = 48
 MIN_CHART_HOURS = 6
 
 
+def _machine(request: Request) -> EmbeddedBackend:
+    """The embedded engine of this machine (the local page's :class:`BrowserState`).
+
+    Raises:
+        NotFoundError: on a page without one (the team service does not serve these pages).
+    """
+    machine: EmbeddedBackend | None = request.app.state.browser.machine
+    if machine is None:
+        raise NotFoundError("this page reads the store of the machine the browser runs on")
+    return machine
+
+
 async def captures(request: Request) -> Response:
     """``GET /captures``: the newest extract jobs, queued or done, with their outcomes."""
-    store = request.app.state.browser.backend.store
+    store = _machine(request).store
 
     def read() -> dict[str, Any]:
         return {"jobs": store.recent_jobs(limit=CAPTURES_SHOWN), "job_counts": store.job_counts()}
@@ -84,7 +98,7 @@ async def ops(request: Request) -> Response:
     (``?before=CREATED_AT|ID`` pages back)."""
     from bli_memory.core.experience.ops_view import build_view
 
-    store = request.app.state.browser.backend.store
+    store = _machine(request).store
     before_raw = request.query_params.get("before")
     before = None
     if before_raw:

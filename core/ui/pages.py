@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.models import Memory
 
 __all__ = [
@@ -97,8 +98,8 @@ def _expired(m: Memory) -> bool:
 # --- the first page: a space and the others ------------------------------------------
 
 
-def _space_page(backend: Any, space: str, before: int | None) -> dict[str, Any]:
-    store = backend.store
+def _space_page(backend: MemoryBackend, space: str, before: int | None) -> dict[str, Any]:
+    store = backend.browse
     canonical, spaces = store.resolve_space(space)
     page = store.page_live(spaces, before_seq=before, limit=PAGE_SIZE + 1)
     more = len(page) > PAGE_SIZE
@@ -114,7 +115,7 @@ def _space_page(backend: Any, space: str, before: int | None) -> dict[str, Any]:
         "spaces": [(tag, counts, aliases.get(tag, [])) for tag, counts in all_spaces],
         "chart": chart, "spaces_shown": SPACES_SHOWN,
         # On the service: who shared each space with the person (none on the local page).
-        "owners": {tag: store.owners(tag) for tag, _ in all_spaces} if hasattr(store, "owners") else {},
+        "owners": {tag: store.owners(tag) for tag, _ in all_spaces},
     }
 
 
@@ -136,18 +137,17 @@ async def index(request: Request) -> Response:
 # --- one memory ------------------------------------------------------------------------
 
 
-def _memory_and_history(backend: Any, id: str) -> tuple[Memory, list[Memory]]:
-    store = backend.store
+def _memory_and_history(backend: MemoryBackend, id: str) -> tuple[Memory, list[Memory]]:
+    store = backend.browse
     found = store.get(id.strip())
     if found is None:
         raise NotFoundError(f"no memory with id {shown_id(id)} (never saved here, or purged)")
     return found, store.history(found.id)
 
 
-def _writable(backend: Any, m: Memory) -> bool:
+def _writable(backend: MemoryBackend, m: Memory) -> bool:
     # On the service, a space shared read-only offers no changes (the local store: all).
-    check = getattr(backend.store, "writable", None)
-    return True if check is None else bool(check(m))
+    return backend.browse.writable(m)
 
 
 async def memory(request: Request) -> Response:

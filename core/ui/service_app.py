@@ -1,8 +1,8 @@
 """The memory browser on the team service: the pages under ``/ui/`` of ``bli-memory-mcp service``.
 
 The same pages as ``bli-memory-mcp ui`` (spaces, a memory and its history, edit, forget,
-purge, search), over the signed-in person's view of the service database
-(:class:`~bli_memory.core.ui.pg_reads.PersonStore`), behind
+purge, search), over the signed-in person's Postgres store (its browsing reads are
+:class:`~bli_memory.core.team.pg_browse.PostgresBrowse`), behind
 :class:`~bli_memory.core.ui.service_guard.ServiceGuard`. The pages that read one machine
 (captures, hook health, experience and ops) stay with the local page. Routes, under the
 mount::

@@ -13,7 +13,7 @@ instance in front of the same database accepts a session another one opened.
    HMAC-SHA256 keyed by the token's stored SHA-256 (the only form of the token the
    database keeps), so only someone who held the token, or reads the database, can
    make one. A revoked token ends its sessions at once: every request looks the
-   token id up again (:func:`~bli_memory.core.ui.pg_reads.token_key`).
+   token id up again (:meth:`~bli_memory.core.team.pg_store.PostgresBackend.device_token_key`).
 2. **Or a device token** in ``Authorization: Bearer`` on each request, as the doors take.
 3. **Origin.** A state-changing request (anything but GET/HEAD, sign-in included) must
    carry an ``Origin`` whose host is the request's own ``Host`` (the page itself, also
@@ -50,6 +50,10 @@ from bli_memory.core.ui.guard import (
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from bli_memory.core.team.pg_access import Principal
+    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.ui.app import BrowserState
 
 __all__ = ["COOKIE", "SESSION_SECONDS", "ServiceGuard", "session_cookie"]
 
@@ -90,7 +94,7 @@ class ServiceGuard:
     A signed-in request reaches the app with ``state["session"]`` (a
     :class:`~bli_memory.core.ui.guard.Session`) and ``state["browser"]`` (a
     :class:`~bli_memory.core.ui.app.BrowserState` over the person's
-    :class:`~bli_memory.core.ui.pg_reads.PersonStore`).
+    :class:`~bli_memory.core.team.pg_store.PostgresBackend`).
     """
 
     def __init__(self, app: ASGIApp, *, backend: Callable[[], Any]) -> None:
@@ -156,7 +160,6 @@ class ServiceGuard:
     def _signed_in(self, request: Any) -> tuple[Session, Any] | None:
         """The session and the person's browser state, or None when the request proves nobody."""
         from bli_memory.core.team.pg_store import hash_token
-        from bli_memory.core.ui.pg_reads import token_key
 
         admin = self.backend()
         header = request.headers.get("authorization", "")
@@ -173,7 +176,7 @@ class ServiceGuard:
             parts = sid.split(".")
             if len(parts) != 4 or parts[0] != "v1" or not parts[2].isdigit() or int(parts[2]) < time.time():
                 return None
-            found = token_key(admin, parts[1])
+            found = admin.device_token_key(parts[1])
             if found is None:
                 return None
             principal, key = found
@@ -182,10 +185,9 @@ class ServiceGuard:
         return Session(id=sid, csrf=_csrf(key, sid)), _browser(admin, principal)
 
 
-def _browser(admin: Any, principal: Any) -> Any:
-    from bli_memory.core.ui.app import BrowserState
-    from bli_memory.core.ui.pg_reads import PersonStore
+def _browser(admin: PostgresBackend, principal: Principal) -> BrowserState:
+    from bli_memory.core.ui.app import BrowserState, SignedIn
 
-    person = PersonStore(admin.for_person(principal.person_id, device_id=principal.device_id),
-                         person=principal.person, device=principal.device)
-    return BrowserState(backend=person, home_space="", service=person)
+    backend = admin.for_person(principal.person_id, device_id=principal.device_id)
+    who = SignedIn(person=principal.person, device=principal.device, browse=backend.browse)
+    return BrowserState(backend=backend, home_space="", service=who)

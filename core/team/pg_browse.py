@@ -1,82 +1,52 @@
-"""The memory browser's reads of the team service's Postgres, as one person.
+"""The memory browser's reads of the team store, as one person (:class:`PostgresBrowse`).
 
-:class:`PersonStore` gives the pages of :mod:`~bli_memory.core.ui.pages` the reads they
-use on the embedded store (``resolve_space``, ``page_live``, ``space_counts``,
-``count_by_state``, ``aliases``, ``get``, ``history``) and the changes (``update``,
-``forget``, ``purge``, ``search``), computed from what one person may see: their own
-rows and the rows of spaces shared with them (``memory_space_shares``), exactly the view
-of the HTTP doors (:meth:`bli_memory.core.team.pg_base.PgCore.space_view`). Changes go
-through the person's :class:`~bli_memory.core.team.pg_store.PostgresBackend`, so a read-only
-share answers ``read_only`` and another person's memory answers ``not_found``, as the
-doors do.
-
-:func:`token_key` reads what a browser session is checked against (the stored SHA-256
-of a live device token, :mod:`~bli_memory.core.ui.service_guard`).
+What :class:`~bli_memory.core.memory.browse.BrowseReads` asks, computed from what one person
+may see: their own rows and the rows of spaces shared with them (``memory_space_shares``),
+exactly the view of the HTTP doors (:meth:`bli_memory.core.team.pg_base.PgCore.space_view`).
+A collaborator over the person's handle (:attr:`PostgresBackend.browse`), not a part of it:
+it holds the per-request cache of the space counts, which name who shared each space.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import NotFoundError
+from bli_memory.core.models import Memory
+from bli_memory.core.team.pg_base import MEMORY_COLUMNS, SpaceView, row_to_memory
 
-__all__ = ["PersonStore", "token_key"]
+if TYPE_CHECKING:
+    import psycopg
+
+    from bli_memory.core.team.pg_store import PostgresBackend
+
+__all__ = ["PostgresBrowse"]
 
 _COUNTS = ("active", "superseded", "forgotten")
 
 
-def token_key(backend: Any, token_id: str) -> tuple[Any, str] | None:
-    """The :class:`~bli_memory.core.team.pg_store.Principal` of live device token ``token_id``
-    and its stored SHA-256 hex, or None (unknown, revoked, or not a UUID)."""
-    from bli_memory.core.team.pg_access import Principal
-
-    try:
-        key = str(uuid.UUID(str(token_id)))
-    except ValueError:
-        return None
-    with backend.connection("check a browser session") as conn:
-        row = conn.execute(
-            "SELECT t.id, t.person_id, p.name, t.device, t.token_sha256 FROM memory_device_tokens t "
-            "JOIN memory_people p ON p.id = t.person_id WHERE t.id = %s AND t.revoked_at IS NULL",
-            (key,),
-        ).fetchone()
-    if row is None:
-        return None
-    return Principal(person_id=int(row[1]), person=row[2], device_id=str(row[0]), device=row[3]), row[4]
-
-
-class PersonStore:
-    """One person's view of the service database, shaped like the embedded backend.
+class PostgresBrowse:
+    """One person's browsing reads of the service database.
 
     Args:
         backend: The person's :class:`~bli_memory.core.team.pg_store.PostgresBackend`
             (from :meth:`~bli_memory.core.team.pg_store.PostgresBackend.for_person`).
-        person: Their name (shown on the pages).
-        device: The device token's label.
-
-    ``store`` is the object itself, so pages written for ``backend.store.X`` read it.
     """
 
-    def __init__(self, backend: Any, *, person: str, device: str) -> None:
-        self.backend = backend
-        self.person = person
-        self.device = device
-        self.store = self
-        self.store_path = "team service"
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._backend = backend
         self._counts: list[tuple[str, dict[str, int]]] | None = None
         self._owners: dict[str, list[str]] = {}
 
-    # --- spaces ------------------------------------------------------------------------
-
     def resolve_space(self, tag: str) -> tuple[str, tuple[str, ...]]:
         """Canonical tag for ``tag`` and every tag naming the same space."""
-        resolved: tuple[str, tuple[str, ...]] = self.backend.resolve_space(tag)
+        resolved: tuple[str, tuple[str, ...]] = self._backend.resolve_space(tag)
         return resolved
 
-    def _view(self, conn: Any, spaces: Sequence[str]) -> Any:
-        return self.backend.space_view(conn, spaces[0])
+    def _view(self, conn: psycopg.Connection[Any], spaces: Sequence[str]) -> SpaceView:
+        return self._backend.space_view(conn, spaces[0])
 
     def space_counts(self, *, limit: int = 500) -> list[tuple[str, dict[str, int]]]:
         """Counts per state of every space this person reads, most live rows first.
@@ -92,8 +62,8 @@ class PersonStore:
         """
         if self._counts is not None:
             return self._counts[: int(limit)]
-        me = self.backend.acting_person()
-        with self.backend.connection("count spaces") as conn:
+        me = self._backend.acting_person()
+        with self._backend.connection("count spaces") as conn:
             rows = conn.execute(
                 """
                 WITH shared AS (
@@ -143,7 +113,7 @@ class PersonStore:
         """Aliases of the spaces this person reads: ``{canonical: [alias, ...]}`` (never
         the aliases of spaces they cannot see)."""
         tags = [tag for tag, _ in self.space_counts()]
-        with self.backend.connection("list aliases") as conn:
+        with self._backend.connection("list aliases") as conn:
             rows = conn.execute(
                 "SELECT canonical, alias FROM memory_space_aliases WHERE canonical = ANY(%s) "
                 "ORDER BY canonical, alias", (tags,)).fetchall()
@@ -154,20 +124,18 @@ class PersonStore:
 
     def count_by_state(self, spaces: Sequence[str]) -> dict[str, int]:
         """Counts per state of one space as this person reads it (as the ``info`` door)."""
-        return dict(self.backend.info(space=spaces[0])["counts"])
+        return dict(self._backend.info(space=spaces[0])["counts"])
 
     def page_live(
         self, spaces: Sequence[str], *, before_seq: int | None = None, limit: int = 25
-    ) -> list[tuple[int, Any]]:
+    ) -> list[tuple[int, Memory]]:
         """One page of the live memories this person reads in a space, newest first.
 
         Keyset paging on ``seq`` (``memories_live`` index); ``before_seq`` is the last
         seq of the previous page. Returns ``[(seq, memory), ...]``.
         """
-        from bli_memory.core.team.pg_base import MEMORY_COLUMNS, row_to_memory
-
         bound = "" if before_seq is None else "AND seq < %s "
-        with self.backend.connection("list memories") as conn:
+        with self._backend.connection("list memories") as conn:
             view = self._view(conn, spaces)
             args: list[Any] = [list(view.spaces), list(view.readers)]
             if before_seq is not None:
@@ -181,46 +149,24 @@ class PersonStore:
 
     # --- one memory ----------------------------------------------------------------------
 
-    def get(self, id: str) -> Any | None:
+    def get(self, id: str) -> Memory | None:
         """Exactly the version ``id`` names, or None (unknown, purged, not a UUID, or in a
         space this person cannot read: the same answer)."""
         try:
             key = str(uuid.UUID(str(id)))
-            chain = self.backend.history(key)
+            chain = self._backend.history(key)
         except (ValueError, NotFoundError):
             return None
         return next((m for m in chain if m.id == key), None)
 
-    def writable(self, memory: Any) -> bool:
+    def writable(self, memory: Memory) -> bool:
         """Whether this person may change ``memory``: theirs, or in a space shared with
         them for writing (the doors' rule, ``PostgresBackend._writable``)."""
-        with self.backend.connection("check a memory's owner") as conn:
+        with self._backend.connection("check a memory's owner") as conn:
             row = conn.execute("SELECT owner_id FROM memories WHERE space = %s AND id = %s",
                                (memory.space, memory.id)).fetchone()
-            return row is not None and int(row[0]) in self.backend.space_view(conn, memory.space).writers
+            return row is not None and int(row[0]) in self._backend.space_view(conn, memory.space).writers
 
-    def history(self, id: str) -> list[Any]:
+    def history(self, id: str) -> list[Memory]:
         """Every version of the memory, newest first."""
-        return list(self.backend.history(id))
-
-    # --- the changes, as the doors ------------------------------------------------------
-
-    def update(self, content: str, *, space: str, id: str, source: str | None = None) -> Any:
-        """``update_memory``, secrets masked first as the ``update`` door does."""
-        from bli_memory.core.memory.redaction import redact
-        from bli_memory.core.memory.retrieval_writes import check_content_size
-
-        check_content_size(content)  # before the masking: it reads the whole text
-        return self.backend.update(redact(content).text, space=space, id=id, source=source)
-
-    def forget(self, *, space: str, id: str) -> Any:
-        """``forget_memory`` by id (a tombstone)."""
-        return self.backend.forget(space=space, id=id)
-
-    def purge(self, id: str) -> int:
-        """Erase every version; returns the rows erased."""
-        return int(self.backend.purge(id))
-
-    def search(self, query: str, *, space: str, limit: int) -> Any:
-        """The hybrid search of the ``search`` door."""
-        return self.backend.search(query, space=space, limit=limit)
+        return list(self._backend.history(id))
