@@ -121,10 +121,11 @@ def _start_service(url: str, port: int) -> subprocess.Popen[bytes]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """One run; returns the measurements (module docstring)."""
+    from service_load import _free_port  # type: ignore[import-not-found]
+
     from bli_memory.core.memory.spaces import derive_space
     from bli_memory.core.team.pg_store import PostgresBackend
     from bli_memory.core.team.remote import RemoteBackend
-    from service_load import _free_port  # type: ignore[import-not-found]
     from tests.core.team import pgserver
 
     work = Path(tempfile.mkdtemp(prefix="bli-hook-remote-"))
@@ -236,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=2) + "\n")
     for name, h in out["hook"].items():
-        print(f"hook {name:7s} ({out['revisions'][name]}): p50 {h['p50_ms']:.0f} ms, p90 {h['p90_ms']:.0f} ms, "
-              f"{h['requests_per_prompt']:.2f} requests per prompt")
+        print(f"hook {name:7s} ({out['revisions'][name]}): p50 {h['p50_ms']:.0f} ms, "
+              f"p90 {h['p90_ms']:.0f} ms, {h['requests_per_prompt']:.2f} requests per prompt")
     for name, g in out["gate_reads"].items():
         print(f"gate reads, {name}: p50 {g['p50_ms']:.1f} ms, p90 {g['p90_ms']:.1f} ms")
     return 0
