@@ -37,13 +37,14 @@ def _shown(value: str) -> str:
     return "(not repeated: it looks like a secret)" if redact(value).masked else repr(value)
 
 
-def parse_expiry(value: Any, *, future: bool = False) -> str | None:
+def parse_expiry(value: Any, *, future: bool = False, now: datetime | None = None) -> str | None:
     """``value`` in the stores' UTC form; ``None`` or blank text means "never expires".
 
     Args:
         value: What the caller gave.
         future: Refuse an instant that is not after now (a save; an update that keeps
             the stored expiry does not check it again).
+        now: The current time, aware (default the clock's; tests fix it).
 
     Raises:
         InvalidInputError: not a string, not ISO 8601, outside years 1-9999 in UTC, or
@@ -68,10 +69,11 @@ def parse_expiry(value: Any, *, future: bool = False) -> str | None:
             "from year 1 to 9999 in UTC, e.g. 2026-12-31 or 2026-12-31T18:00:00+02:00)"
         ) from None
     if future:
-        now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-        if text <= now:  # one fixed-width UTC form: text order is time order
+        at = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+        now_text = at.isoformat(timespec="microseconds") + "Z"
+        if text <= now_text:  # one fixed-width UTC form: text order is time order
             raise InvalidInputError(
-                f"expiresAt {shown} is in the past (now is {now}): a memory that has already "
+                f"expiresAt {shown} is in the past (now is {now_text}): a memory that has already "
                 "expired is never returned, so nothing was saved; give a later time or no expiry"
             )
     return text

@@ -130,7 +130,8 @@ def _age_days(memory: Memory, now: datetime) -> float:
     return (now - datetime.fromisoformat(memory.created_at)).total_seconds() / 86400
 
 
-def rank(source: ChannelSource, query: str, *, limit: int, config: RankingConfig) -> Ranked:
+def rank(source: ChannelSource, query: str, *, limit: int, config: RankingConfig,
+         now: datetime | None = None) -> Ranked:
     """Rank one search of the store behind ``source``.
 
     Args:
@@ -138,6 +139,8 @@ def rank(source: ChannelSource, query: str, *, limit: int, config: RankingConfig
         query: The searched text (:func:`query_text`; must not be empty).
         limit: Most hits, already clamped (:func:`clamped_limit`).
         config: Fusion weights and sizes.
+        now: The current time, aware, that ages are counted to (default the clock's;
+            tests fix it).
 
     Returns:
         :class:`Ranked`; no hits is a normal answer.
@@ -157,7 +160,7 @@ def rank(source: ChannelSource, query: str, *, limit: int, config: RankingConfig
     if not fused:
         return Ranked()
     rows = source.live_rows(list(fused))
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
     scored = sorted(
         ((score + recency_prior(_age_days(rows[item], now), config), item)
          for item, score in fused.items() if item in rows),  # expired or retired: gone
