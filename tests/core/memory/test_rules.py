@@ -72,8 +72,8 @@ class FakeChannels:
         for run in self.sessions:
             for i, item in enumerate(run):
                 if item in parents:
-                    out[item] = [x for x in (run[i - 1] if i else None, run[i + 1] if i + 1 < len(run) else None)
-                                 if x is not None and x in self.live]
+                    around = (run[i - 1] if i else None, run[i + 1] if i + 1 < len(run) else None)
+                    out[item] = [x for x in around if x is not None and x in self.live]
         return out
 
     def live_rows(self, items: Sequence[int]) -> Mapping[int, Memory]:
@@ -178,7 +178,8 @@ def test_the_gate_weighs_the_best_cosine_and_the_coverage() -> None:
 
 
 def test_the_gate_keeps_the_hits_near_the_best_one() -> None:
-    hits = [_hit(1, 0.8), _hit(2, 0.8 - relevance.TAIL_DROP + 0.01), _hit(3, 0.8 - relevance.TAIL_DROP - 0.01)]
+    drop = relevance.TAIL_DROP
+    hits = [_hit(1, 0.8), _hit(2, 0.8 - drop + 0.01), _hit(3, 0.8 - drop - 0.01)]
     assert [h.memory.id for h in decide(hits, coverage=0.5, limit=5).inject] == ["m1", "m2"]
     assert [h.memory.id for h in decide(hits, coverage=0.5, limit=1).inject] == ["m1"]
 
@@ -187,8 +188,8 @@ def test_a_space_of_unlike_texts_raises_the_bar() -> None:
     hits = [_hit(1, 0.7)]
     coverage = 0.1  # z = -7.103 + 6.526 + 0.816 = 0.24: above the usual bar, below the diverse one
     assert decide(hits, coverage=coverage, limit=3, background=None).reason == "relevant"
-    assert decide(hits, coverage=coverage, limit=3, background=relevance.DIVERSE_BACKGROUND + 0.01).reason == \
-        "relevant"
+    alike = decide(hits, coverage=coverage, limit=3, background=relevance.DIVERSE_BACKGROUND + 0.01)
+    assert alike.reason == "relevant"
     diverse = decide(hits, coverage=coverage, limit=3, background=relevance.DIVERSE_BACKGROUND - 0.01)
     assert diverse.reason == "below_threshold" and diverse.threshold == relevance.DIVERSE_THRESHOLD
 
