@@ -99,25 +99,23 @@ def run(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Calla
         return _update(args, backend, space, out)
     if args.cmd == "save":
         from bli_memory.core.errors import InvalidInputError
-        from bli_memory.core.memory.redaction import redact
         from bli_memory.core.memory.switches import is_enabled
 
         if not is_enabled(space):
             raise InvalidInputError(f"memory is switched off for {space} (or globally); nothing was saved. "
                                     "the enable_memory MCP tool switches it back on", reason="disabled")
         text = _text_argument(args.text)
-        _check_size(text)  # before the masking: it reads the whole text
-        clean = redact(text)
-        saved = backend.save(clean.text, space=space, source="cli")
+        _check_size(text)  # with this command's advice; the backend masks secrets after it
+        saved = backend.save(text, space=space, source="cli")
         if args.json:
-            out(json.dumps({"status": saved.status, "space": saved.space, "masked": clean.masked,
+            out(json.dumps({"status": saved.status, "space": saved.space, "masked": saved.masked,
                             "memory": saved.memory.to_dict() if saved.memory else None},
                            ensure_ascii=False, indent=2) + "\n")
         else:
             verb = {"created": "saved", "duplicate": "already remembered (identical text)",
                     "updated": "saved"}.get(saved.status, saved.status)
             ident = f" {saved.memory.id}" if saved.memory else ""
-            out(f"{verb}{ident} in space {saved.space}{_masked_note(clean.masked)}\n")
+            out(f"{verb}{ident} in space {saved.space}{_masked_note(saved.masked)}\n")
         return 0
     return _recall(args, backend, space, out)
 
@@ -159,14 +157,12 @@ def _masked_note(n: int) -> str:
 
 
 def _update(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Callable[[str], Any]) -> int:
-    from bli_memory.core.memory.redaction import redact
     from bli_memory.core.memory.version_ids import version_note
 
     text = _text_argument(args.text)
-    _check_size(text)  # before the masking, as for a save
-    clean = redact(text)
-    res = backend.update(clean.text, space=space, id=args.id, source="cli")
-    masked = clean.masked + res.masked
+    _check_size(text)  # with this command's advice, as for a save; the backend masks secrets
+    res = backend.update(text, space=space, id=args.id, source="cli")
+    masked = res.masked
     if args.json:
         out(json.dumps({"status": res.status, "masked": masked, "memory": res.memory.to_dict(),
                         "previous": res.previous.to_dict()}, ensure_ascii=False, indent=2) + "\n")

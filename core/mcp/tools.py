@@ -137,18 +137,18 @@ async def save_memory(
     """
     from bli_memory.core.memory.records import check_key_lengths
     from bli_memory.core.memory.redaction import redact
-    from bli_memory.core.memory.retrieval_writes import check_content_size, check_extract_size
+    from bli_memory.core.memory.retrieval_writes import check_extract_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
     await run_blocking(check_key_lengths, {"customId": customId})
-    # Before the masking, which reads the whole text: 10 MB would cost seconds of CPU.
-    await run_blocking(check_extract_size if extract else check_content_size, content)
-    # Secrets never reach the store, on either backend: a team space shares what it keeps.
-    clean = await run_blocking(redact, content)
     require_enabled(tag)
     if extract:
-        # Not even the queue row holds them (the worker redacts again).
+        # Not even the queue row holds secrets (the worker redacts again). A save's
+        # content is size-checked and masked by the backend's write path, the one place
+        # every save takes.
+        await run_blocking(check_extract_size, content)  # before the masking: it reads the whole text
+        clean = await run_blocking(redact, content)
         # The id follows from the session and the request, so a request run again after
         # its answer was lost (a relay's daemon died: core/mcp/relay.py) queues one job.
         job_id = await run_blocking(
@@ -165,13 +165,13 @@ async def save_memory(
         )
     # The backend validates expiresAt (bli_memory.core.memory.expiry), so every store
     # refuses a bad one the same way and the refusal comes back as isError.
-    res = await run_blocking(state.backend.save, clean.text, space=tag, custom_id=customId,
+    res = await run_blocking(state.backend.save, content, space=tag, custom_id=customId,
                              metadata=metadata, expires_at=expiresAt, session_id=state.session_id)
     out = SaveOutput(
         status=res.status, containerTag=res.space,
         memory=memory_out(res.memory) if res.memory else None,
         previousId=res.previous.id if res.previous else None, jobId=res.job_id,
-        masked=clean.masked + res.masked,  # the store's: metadata, the session id
+        masked=res.masked,  # content, metadata and the session id: the backend masks them
     )
     verb = {
         "created": "Saved",
@@ -203,24 +203,21 @@ async def update_memory(
     Give the memory's id (from search_memory) or its customId.
     """
     from bli_memory.core.memory.records import check_key_lengths
-    from bli_memory.core.memory.redaction import redact
-    from bli_memory.core.memory.retrieval_writes import check_content_size
 
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
     await run_blocking(check_key_lengths, {"customId": customId})  # not echoed back as "no memory with ..."
-    await run_blocking(check_content_size, content)  # before the masking: it reads the whole text
-    clean = await run_blocking(redact, content)
     id = id.strip() if id is not None else None  # as forget_memory takes a pasted id
-    res = await run_blocking(state.backend.update, clean.text, space=tag, id=id, custom_id=customId,
+    # The backend checks the size first, then masks secrets: its write path is the one place.
+    res = await run_blocking(state.backend.update, content, space=tag, id=id, custom_id=customId,
                              source="mcp")
     out = UpdateOutput(
         status=res.status, containerTag=res.memory.space, memory=memory_out(res.memory),
         previous=memory_out(res.previous), named=memory_out(res.named) if res.named else None,
-        masked=clean.masked + res.masked,
+        masked=res.masked,
     )
     note = version_note(id, res.memory, res.named)  # the live version after this update
-    if res.status == "unchanged" and clean.masked:
+    if res.status == "unchanged" and res.masked:
         # The text differed only in a secret's value, which is never stored.
         text = (f"Unchanged: with its secrets masked, this text is what memory {res.memory.id} "
                 f"already says; a secret's value is never stored, so a new value changes nothing "

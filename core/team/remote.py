@@ -47,6 +47,7 @@ from bli_memory.core.team.service_client import (
 if TYPE_CHECKING:
     from bli_memory.core.memory.browse import BrowseReads
     from bli_memory.core.memory.job_queue import ShipReport
+    from bli_memory.core.memory.redaction import Redacted
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -75,6 +76,17 @@ def _uuid_key(value: Any) -> str:
         return str(uuid.UUID(str(value)))
     except ValueError:
         return str(value)
+
+
+def _masked(content: str) -> Redacted:
+    """``content`` with its secrets masked, refused first when it is too long to keep
+    (:func:`~bli_memory.core.memory.retrieval_writes.check_content_size`); anything but
+    text is sent as given, for the service to refuse."""
+    from bli_memory.core.memory.redaction import Redacted, redact
+    from bli_memory.core.memory.retrieval_writes import check_content_size
+
+    check_content_size(content)
+    return redact(content) if isinstance(content, str) else Redacted(content, 0)
 
 
 class RemoteBackend:
@@ -201,8 +213,14 @@ class RemoteBackend:
         session_id: str | None = None,
         expires_at: str | None = None,
     ) -> SaveResult:
-        """Remember ``content`` on the service (``POST /api/memory/save``)."""
-        body: dict[str, Any] = {"content": content, "containerTag": space, "source": source}
+        """Remember ``content`` on the service (``POST /api/memory/save``).
+
+        Secrets are masked here, before the text leaves the machine (the size checked
+        first: masking reads the whole text); the service's store masks again, as it does
+        for any client. ``masked`` counts both.
+        """
+        clean = _masked(content)
+        body: dict[str, Any] = {"content": clean.text, "containerTag": space, "source": source}
         for key, value in (("customId", custom_id), ("metadata", metadata), ("sessionId", session_id),
                            ("expiresAt", expires_at)):
             if value is not None:
@@ -211,20 +229,23 @@ class RemoteBackend:
         return parsed(lambda d: SaveResult(
             memory=optional_memory_of(d.get("memory")), space=str(d["containerTag"]), status=d["status"],
             previous=optional_memory_of(d.get("previous")), job_id=d.get("jobId"),
-            masked=int(d.get("masked") or 0)), data)
+            masked=clean.masked + int(d.get("masked") or 0)), data)
 
     def update(
         self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,
         source: str | None = None,
     ) -> UpdateResult:
-        """Replace a live memory on the service (``POST /api/memory/update``)."""
+        """Replace a live memory on the service (``POST /api/memory/update``); secrets are
+        masked before the text leaves the machine, as for :meth:`save`."""
         if (id is None) == (custom_id is None):
             raise InvalidInputError("give exactly one of id or customId")
-        body: dict[str, Any] = {"content": content, "containerTag": space, "source": source}
+        clean = _masked(content)
+        body: dict[str, Any] = {"content": clean.text, "containerTag": space, "source": source}
         body.update({"id": id} if id is not None else {"customId": custom_id})
         data = self._call("POST", "/api/memory/update", body)
         return parsed(lambda d: UpdateResult(
-            memory=memory_of(d["memory"]), previous=memory_of(d["previous"]), masked=int(d.get("masked", 0)),
+            memory=memory_of(d["memory"]), previous=memory_of(d["previous"]),
+            masked=clean.masked + int(d.get("masked", 0)),
             status=d.get("status", "updated"), named=optional_memory_of(d.get("named"))), data)
 
     def forget(self, *, space: str, id: str | None = None, content: str | None = None,

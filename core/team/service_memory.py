@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.records import check_key_lengths
 from bli_memory.core.memory.redaction import redact
-from bli_memory.core.memory.retrieval_writes import check_content_size, check_extract_size
+from bli_memory.core.memory.retrieval_writes import check_extract_size
 from bli_memory.core.models import Memory, Profile, SearchResult
 from bli_memory.core.team.service_door import (
     acting,
@@ -103,18 +103,16 @@ def recall(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, A
 def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any, Any]:
     """``POST /api/memory/save``: save (201, 200 duplicate); ``extract: true`` queues a job (202)."""
     be = acting(request, p)
-    # Everyone who can see the space reads what is saved: secrets are masked first.
     raw = body_str(body, "content", required=True) or ""
     check_key_lengths({k: body.get(k) for k in ("customId", "sessionId", "source")})
-    # Before the masking, which reads the whole text: 10 MB would cost seconds of CPU.
-    (check_extract_size if body_bool(body, "extract") else check_content_size)(raw)
-    clean = redact(raw)
-    content = clean.text
     tag = body_tag(body)
     source = body_str(body, "source") or "api"
     session_id = body_str(body, "sessionId")
     if body_bool(body, "extract"):
-        job_id = be.enqueue_extract(content, space=tag, source=source, session_id=session_id,
+        # Not even the queue row holds secrets; the size first: masking reads the whole text.
+        check_extract_size(raw)
+        clean = redact(raw)
+        job_id = be.enqueue_extract(clean.text, space=tag, source=source, session_id=session_id,
                                     job_id=body.get("jobId"))
         canonical, _ = be.resolve_space(tag)
         return 202, {"status": "queued", "jobId": job_id, "containerTag": canonical, "memory": None,
@@ -122,23 +120,23 @@ def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError("metadata must be a JSON object")
-    res = be.save(content, space=tag, custom_id=body_str(body, "customId"), metadata=metadata, source=source,
+    # Everyone who can see the space reads what is saved: the store's write path checks the
+    # size, then masks secrets (the one place every save takes).
+    res = be.save(raw, space=tag, custom_id=body_str(body, "customId"), metadata=metadata, source=source,
                   session_id=session_id, expires_at=body_str(body, "expiresAt"))
     payload = {"status": res.status, "containerTag": res.space, "memory": _memory_json(res.memory),
-               "previous": _memory_json(res.previous), "jobId": None, "masked": clean.masked + res.masked}
+               "previous": _memory_json(res.previous), "jobId": None, "masked": res.masked}
     return (200 if res.status == "duplicate" else 201), payload, None
 
 
 def update(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
-    """``POST /api/memory/update``: replace a memory, keeping history (secrets masked first)."""
+    """``POST /api/memory/update``: replace a memory, keeping history (secrets masked by the store)."""
     raw = body_str(body, "content", required=True) or ""
     check_key_lengths({k: body.get(k) for k in ("customId", "source")})
-    check_content_size(raw)  # before the masking: it reads the whole text
-    clean = redact(raw)
-    res = acting(request, p).update(clean.text, space=body_tag(body), id=body_str(body, "id"),
+    res = acting(request, p).update(raw, space=body_tag(body), id=body_str(body, "id"),
                                     custom_id=body_str(body, "customId"), source=body_str(body, "source"))
     return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
-                 "named": _memory_json(res.named), "masked": clean.masked + res.masked}
+                 "named": _memory_json(res.named), "masked": res.masked}
 
 
 def forget(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
