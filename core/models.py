@@ -79,25 +79,6 @@ class Memory:
     forgotten_at: str | None = None
     expires_at: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with the contract's field names."""
-        return {
-            "id": self.id,
-            "space": self.space,
-            "content": self.content,
-            "customId": self.custom_id,
-            "metadata": dict(self.metadata),
-            "source": self.source,
-            "sessionId": self.session_id,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "version": self.version,
-            "supersedes": self.supersedes,
-            "state": self.state,
-            "forgottenAt": self.forgotten_at,
-            "expiresAt": self.expires_at,
-        }
-
 
 @dataclass(frozen=True)
 class Conflict:
@@ -112,10 +93,6 @@ class Conflict:
     newer: str
     older: str
     similarity: float
-
-    def to_dict(self) -> dict[str, object]:
-        """``{"newer", "older", "similarity"}`` as the tools and the service send it."""
-        return {"newer": self.newer, "older": self.older, "similarity": self.similarity}
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,8 @@ class _Formatter(argparse.HelpFormatter):
 
 def main(argv: list[str]) -> int:
     """Run one ``memory`` subcommand; returns the exit code."""
+    from bli_memory.core.memory.wire import record_of
+
     parser = argparse.ArgumentParser(
         prog="bli-memory-mcp memory",
         description="Inspect, back up, move and check the stored memories (and recorded session turns).",
@@ -180,13 +182,13 @@ def main(argv: list[str]) -> int:
             space = _space(args.space)
             rows = backend.list_memories(space=space, limit=args.limit)
             if args.json:
-                out(json.dumps([m.to_dict() for m in rows], ensure_ascii=False, indent=2) + "\n")
+                out(json.dumps([record_of(m) for m in rows], ensure_ascii=False, indent=2) + "\n")
             else:
                 out("".join(_line(m) + "\n" for m in rows) or f"(no live memories in space {space})\n")
         elif args.cmd == "get":
             memory, history = backend.get_memory(args.id.strip(), include_inactive=args.include_inactive)
             if args.json:
-                out(json.dumps({"memory": memory.to_dict(), "history": [m.to_dict() for m in history]},
+                out(json.dumps({"memory": record_of(memory), "history": [record_of(m) for m in history]},
                                ensure_ascii=False, indent=2) + "\n")
             else:
                 out(f"{memory.content}\n\nid {memory.id} · version {memory.version} · {memory.state} · "

@@ -78,6 +78,8 @@ def run(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Calla
             :class:`~bli_memory.core.errors.InvalidInputError` (reason ``disabled``) when
             saving into a space whose memory is switched off.
     """
+    from bli_memory.core.memory.wire import record_of
+
     if args.cmd == "search":
         if not args.query.strip():
             from bli_memory.core.errors import InvalidInputError
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Calla
         saved = backend.save(text, space=space, source="cli")
         if args.json:
             out(json.dumps({"status": saved.status, "space": saved.space, "masked": saved.masked,
-                            "memory": saved.memory.to_dict() if saved.memory else None},
+                            "memory": record_of(saved.memory) if saved.memory else None},
                            ensure_ascii=False, indent=2) + "\n")
         else:
             verb = {"created": "saved", "duplicate": "already remembered (identical text)",
@@ -158,14 +160,15 @@ def _masked_note(n: int) -> str:
 
 def _update(args: argparse.Namespace, backend: MemoryBackend, space: str, out: Callable[[str], Any]) -> int:
     from bli_memory.core.memory.version_ids import version_note
+    from bli_memory.core.memory.wire import record_of
 
     text = _text_argument(args.text)
     _check_size(text)  # with this command's advice, as for a save; the backend masks secrets
     res = backend.update(text, space=space, id=args.id, source="cli")
     masked = res.masked
     if args.json:
-        out(json.dumps({"status": res.status, "masked": masked, "memory": res.memory.to_dict(),
-                        "previous": res.previous.to_dict()}, ensure_ascii=False, indent=2) + "\n")
+        out(json.dumps({"status": res.status, "masked": masked, "memory": record_of(res.memory),
+                        "previous": record_of(res.previous)}, ensure_ascii=False, indent=2) + "\n")
         return 0
     note = _masked_note(masked)
     if res.status == "unchanged":

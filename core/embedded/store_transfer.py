@@ -31,6 +31,8 @@ class StoreTransfer(StoreBase):
         """
         import base64
 
+        from bli_memory.core.memory.wire import record_of
+
         where = ""
         args: tuple[str, ...] = ()
         if spaces:
@@ -40,7 +42,7 @@ class StoreTransfer(StoreBase):
                 f"SELECT {COLUMNS}, embedding, embedding_model FROM memories {where} ORDER BY seq", args
             ).fetchall()
         for row in rows:
-            record = row_to_memory(row).to_dict()
+            record = record_of(row_to_memory(row))
             record["embedding"] = base64.b64encode(row[15]).decode("ascii") if row[15] else None
             record["embeddingModel"] = row[16]
             yield record

@@ -4,7 +4,9 @@ Every tool answers with text for the model plus ``structuredContent``, a JSON ob
 validated against the tool's ``outputSchema``; the schema is the pydantic model named
 in the tool's return annotation (``Annotated[CallToolResult, SearchOutput]``, the
 MCP SDK's way of declaring an output schema for a ``CallToolResult``). Field names are
-camelCase, as in the hosted Supermemory MCP whose tool names these are.
+camelCase, as in the hosted Supermemory MCP whose tool names these are. A memory is the one
+wire shape of :mod:`bli_memory.core.memory.wire`: it names the space it lives in ``space``,
+where an answer names the space the call acted on ``containerTag``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
+
+from bli_memory.core.memory.wire import ConflictRecord, MemoryRecord, ProfileRecord
 
 if TYPE_CHECKING:
     from bli_memory.core.models import Memory, SearchHit
@@ -44,21 +48,8 @@ __all__ = [
 ]
 
 
-class MemoryOut(BaseModel):
-    """One memory as the tools return it."""
-
-    id: str
-    content: str
-    containerTag: str
-    customId: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    source: str
-    sessionId: str | None = None
-    createdAt: str
-    updatedAt: str
-    version: int
-    supersedes: str | None = None
-    state: str
+#: One memory as the tools return it: the one wire shape (:mod:`bli_memory.core.memory.wire`).
+MemoryOut = MemoryRecord
 
 
 class HitOut(MemoryOut):
@@ -70,19 +61,9 @@ class HitOut(MemoryOut):
     matchedBy: list[str] = Field(default_factory=list)
 
 
-class ProfileOut(BaseModel):
-    """User Profile (durable facts) and Recent Context of a space."""
-
-    facts: list[MemoryOut]
-    recent: list[MemoryOut]
-
-
-class ConflictOut(BaseModel):
-    """Two results that say different things on one subject (near-duplicates)."""
-
-    newer: str = Field(description="Id of the later memory.")
-    older: str = Field(description="Id of the earlier memory: update or forget it if it no longer holds.")
-    similarity: float = Field(description="Cosine similarity of the two memories.")
+#: User Profile and Recent Context of a space, and two hits that disagree: the wire shapes.
+ProfileOut = ProfileRecord
+ConflictOut = ConflictRecord
 
 
 class SearchOutput(BaseModel):
@@ -232,18 +213,14 @@ def tool_result(text: str, payload: BaseModel) -> CallToolResult:
 
 
 def memory_out(m: Memory) -> MemoryOut:
-    """One stored :class:`~bli_memory.core.models.Memory` as the tools return it."""
-    return MemoryOut(
-        id=m.id, content=m.content, containerTag=m.space, customId=m.custom_id,
-        metadata=dict(m.metadata), source=m.source, sessionId=m.session_id,
-        createdAt=m.created_at, updatedAt=m.updated_at, version=m.version,
-        supersedes=m.supersedes, state=m.state,
-    )
+    """One stored :class:`~bli_memory.core.models.Memory` as the tools return it (its record)."""
+    return MemoryRecord.of(m)
 
 
 def hit_out(h: SearchHit) -> HitOut:
     """A search hit: the memory, its cosine similarity and the retrievers that found it."""
-    return HitOut(**memory_out(h.memory).model_dump(), similarity=h.similarity, matchedBy=list(h.channels))
+    return HitOut.model_construct(**dict(MemoryRecord.of(h.memory)), similarity=h.similarity,
+                                  matchedBy=list(h.channels))
 
 
 def status_text(st: dict[str, Any]) -> str:

@@ -73,14 +73,11 @@ async def search_memory(
     res = await run_blocking(
         state.backend.search, query, space=tag, limit=limit, include_profile=includeProfile
     )
-    profile = None
-    if res.profile is not None:
-        profile = ProfileOut(facts=[memory_out(m) for m in res.profile.facts],
-                             recent=[memory_out(m) for m in res.profile.recent])
+    profile = ProfileOut.of(res.profile) if res.profile is not None else None
     out = SearchOutput(
         query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
         results=[hit_out(h) for h in res.hits], profile=profile,
-        conflicts=[ConflictOut.model_validate(c.to_dict()) for c in res.conflicts],
+        conflicts=[ConflictOut(newer=c.newer, older=c.older, similarity=c.similarity) for c in res.conflicts],
     )
     if res.hits:
         noun = "memory" if len(res.hits) == 1 else "memories"

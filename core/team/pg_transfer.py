@@ -50,6 +50,8 @@ class TransferMixin(PgCore):
 
         import numpy as np
 
+        from bli_memory.core.memory.wire import record_of
+
         limit = max(1, min(int(limit), EXPORT_PAGE_MAX))
         with self._tx("export memories", bulk=True) as conn:
             spaces = list(self._view(conn, space).spaces) if space else self._own_spaces(conn)
@@ -60,7 +62,7 @@ class TransferMixin(PgCore):
             ).fetchall()
         records = []
         for row in rows[:limit]:
-            record = row_to_memory(row).to_dict()
+            record = record_of(row_to_memory(row))
             if row[16] is not None:
                 blob = np.asarray(json.loads(row[16]), dtype="<f4").tobytes()
                 record["embedding"] = base64.b64encode(blob).decode("ascii")

@@ -187,7 +187,7 @@ class RemoteBackend:
         """Hybrid search of a space and its aliases, on the service (``POST /api/memory/search``)."""
         data = self._call("POST", "/api/memory/search", {
             "q": query, "containerTag": space, "limit": limit, "includeProfile": include_profile})
-        return parsed(lambda d: search_of(d, query), data)
+        return parsed(search_of, data)
 
     def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
         """A prompt's search and the gate's inputs in one request (``POST /api/memory/recall``)."""
@@ -195,7 +195,7 @@ class RemoteBackend:
 
         def parse(d: dict[str, Any]) -> Recall:
             background = d.get("background")
-            return Recall(result=search_of(d, query),
+            return Recall(result=search_of(d),
                           term_counts=tuple((str(t["term"]), int(t["count"])) for t in d.get("terms") or ()),
                           live=int(d.get("live") or 0),
                           background=None if background is None else float(background))

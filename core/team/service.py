@@ -285,7 +285,8 @@ def create_app(
         return JSONResponse(error_payload(reason, message), status_code=code, headers=headers)
 
     routes: list[Any] = [
-        Route(d.path, door(d.name, d.handler, method=d.method, max_body=d.max_body), methods=[d.method])
+        Route(d.path, door(d.name, d.handler, method=d.method, max_body=d.max_body,
+                           request_model=d.request), methods=[d.method])
         for d in DOORS
     ]
     routes += [

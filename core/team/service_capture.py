@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.team.http import DoorError
-from bli_memory.core.team.service_door import acting, body_int, body_str, body_tag
+from bli_memory.core.team.service_door import acting
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from bli_memory.core.team import service_models as m
     from bli_memory.core.team.pg_access import Principal
 
 __all__ = [
@@ -31,52 +32,60 @@ EXPERIENCE_STORES = ("bli", "supermemory", "both")
 EXPERIENCE_VERDICTS = ("win", "loss", "noise")
 
 
-def record(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def record(request: Request, p: Principal, req: m.RecordRequest) -> tuple[int, m.RecordAnswer]:
     """``POST /api/memory/record``: keep one turn of a recorded session (201 with its id).
 
     A caller's ``id`` is kept once: a retry with it records nothing new and answers it again.
     """
     from bli_memory.core.extraction.job_ids import checked_job_id
     from bli_memory.core.memory.records import check_key_lengths
+    from bli_memory.core.team import service_models as m
 
-    check_key_lengths({"sessionId": body.get("sessionId"), "source": body.get("source")}, nothing="recorded")
+    check_key_lengths({"sessionId": req.sessionId, "source": req.source}, nothing="recorded")
     be = acting(request, p)
-    tag = body_tag(body)
-
     try:
-        wanted = checked_job_id(body.get("id"))
+        wanted = checked_job_id(req.id)
     except InvalidInputError:
         raise InvalidInputError("id must be a UUID string") from None
-    rec_id = be.record_turn(body_str(body, "text", required=True) or "", space=tag,
-                            source=body_str(body, "source") or "api", session_id=body_str(body, "sessionId"),
-                            record_id=wanted)
-    canonical, _ = be.resolve_space(tag)
-    return 201, {"id": rec_id, "containerTag": canonical}
+    rec_id = be.record_turn(req.text, space=req.containerTag, source=req.source or "api",
+                            session_id=req.sessionId, record_id=wanted)
+    canonical, _ = be.resolve_space(req.containerTag)
+    return 201, m.RecordAnswer(id=rec_id, containerTag=canonical)
 
 
-def recordings(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def recordings(request: Request, p: Principal, req: m.SpaceLimitRequest) -> tuple[int, m.RecordingsAnswer]:
     """``POST /api/memory/recordings``: the caller's recorded turns of a space, newest first."""
-    rows = acting(request, p).recordings(space=body_tag(body), limit=body_int(body, "limit", 20, 1, 100))
-    return 200, {"recordings": rows, "count": len(rows)}
+    from bli_memory.core.team import service_models as m
+
+    rows = acting(request, p).recordings(space=req.containerTag, limit=req.limit or 20)
+    return 200, m.RecordingsAnswer(recordings=[m.Recording.model_validate(r) for r in rows], count=len(rows))
 
 
-def clear_recordings(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def clear_recordings(request: Request, p: Principal,
+                     req: m.SpaceRequest) -> tuple[int, m.ClearRecordingsAnswer]:
     """``POST /api/memory/recordings/clear``: erase the caller's recorded turns of a space."""
-    return 200, {"cleared": acting(request, p).clear_recordings(space=body_tag(body))}
+    from bli_memory.core.team import service_models as m
+
+    return 200, m.ClearRecordingsAnswer(cleared=acting(request, p).clear_recordings(space=req.containerTag))
 
 
-def whoami(_: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def whoami(_: Request, p: Principal, req: None) -> tuple[int, m.WhoAmI]:
     """``GET /api/memory/whoami``: the person and device the token proves."""
-    return 200, {"person": p.person, "device": p.device, "deviceId": p.device_id}
+    from bli_memory.core.team import service_models as m
+
+    return 200, m.WhoAmI(person=p.person, device=p.device, deviceId=p.device_id)
 
 
-def experience(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def experience(request: Request, p: Principal, req: m.ExperienceRequest) -> tuple[int, m.ExperienceAnswer]:
     """``POST /api/memory/experience``: one experience opinion (201, 200 identical retry, 409)."""
-    entry = experience_entry(body)
+    from bli_memory.core.team import service_models as m
+
+    entry = experience_entry(req.model_dump(exclude_none=True))
     status, stored = acting(request, p).record_experience(entry)
     if status == "conflict":
         raise DoorError(409, "conflict", "an opinion with this id exists with other content")
-    return (201 if status == "created" else 200), {**stored, "status": status}
+    answer = m.ExperienceAnswer.model_validate({**stored, "status": status})
+    return (201 if status == "created" else 200), answer
 
 
 def experience_entry(body: dict[str, Any]) -> dict[str, Any]:

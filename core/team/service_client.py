@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
-from bli_memory.core.models import Conflict, Memory, Profile, SearchHit, SearchResult
+from bli_memory.core.models import Memory, Profile, SearchResult
 
 __all__ = [
     "BULK_TIMEOUT_S",
@@ -185,21 +185,14 @@ def parsed(fn: Callable[[dict[str, Any]], _T], data: dict[str, Any]) -> _T:
 
 
 def memory_of(d: Any) -> Memory:
-    """The :class:`Memory` of a door's memory object (``Memory.to_dict`` shape).
+    """The :class:`Memory` of a door's memory object (:class:`~bli_memory.core.memory.wire.MemoryRecord`).
 
     Raises:
-        TypeError, KeyError, ValueError: not that shape (see :func:`parsed`).
+        ValueError: not that shape (a pydantic ``ValidationError``; see :func:`parsed`).
     """
-    if not isinstance(d, dict):
-        raise TypeError("memory is not an object")
-    return Memory(
-        id=str(d["id"]), space=str(d["space"]), content=str(d["content"]), custom_id=d.get("customId"),
-        metadata=dict(d.get("metadata") or {}), source=str(d.get("source", "mcp")),
-        session_id=d.get("sessionId"), created_at=str(d.get("createdAt", "")),
-        updated_at=str(d.get("updatedAt", "")), version=int(d.get("version", 1)),
-        supersedes=d.get("supersedes"), state=d.get("state", "active"),
-        forgotten_at=d.get("forgottenAt"), expires_at=d.get("expiresAt"),
-    )
+    from bli_memory.core.memory.wire import MemoryRecord
+
+    return MemoryRecord.model_validate(d).memory()
 
 
 def optional_memory_of(d: Any) -> Memory | None:
@@ -208,23 +201,15 @@ def optional_memory_of(d: Any) -> Memory | None:
 
 
 def profile_of(d: Any) -> Profile:
-    """The :class:`Profile` of a door's ``{"containerTag", "facts", "recent"}`` object."""
-    return Profile(space=str(d["containerTag"]), facts=tuple(memory_of(m) for m in d.get("facts", ())),
-                   recent=tuple(memory_of(m) for m in d.get("recent", ())))
+    """The :class:`Profile` of a door's profile object
+    (:class:`~bli_memory.core.memory.wire.ProfileRecord`)."""
+    from bli_memory.core.memory.wire import ProfileRecord
+
+    return ProfileRecord.model_validate(d).profile()
 
 
-def search_of(d: Any, query: str) -> SearchResult:
-    """The :class:`SearchResult` of a search answer (``{"query", "containerTag",
-    "searchedTags", "results", "profile", "conflicts"}``); ``query`` stands in for an
-    answer without one."""
-    hits = tuple(
-        SearchHit(memory=memory_of(h["memory"]),
-                  similarity=float(h["similarity"]) if h.get("similarity") is not None else None,
-                  score=float(h.get("score", 0.0)), channels=tuple(h.get("channels", ())))
-        for h in d["results"]
-    )
-    conflicts = tuple(Conflict(str(c["newer"]), str(c["older"]), float(c["similarity"]))
-                      for c in d.get("conflicts") or ())
-    return SearchResult(query=str(d.get("query", query)), space=str(d["containerTag"]),
-                        spaces=tuple(d.get("searchedTags") or (d["containerTag"],)), hits=hits,
-                        profile=profile_of(d["profile"]) if d.get("profile") else None, conflicts=conflicts)
+def search_of(d: Any) -> SearchResult:
+    """The :class:`SearchResult` of a search answer (:func:`bli_memory.core.memory.wire.search_of`)."""
+    from bli_memory.core.memory.wire import search_of as read
+
+    return read(d)

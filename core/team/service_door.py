@@ -1,16 +1,18 @@
 """How a door of the memory service answers: token, body, handler, error object, metrics.
 
-A door is a module-level handler ``handler(request, principal, body) -> (status,
-payload[, after])`` (:mod:`~bli_memory.core.team.service_memory`,
+A door is a module-level handler ``handler(request, principal, parsed) -> (status,
+answer[, after])`` (:mod:`~bli_memory.core.team.service_memory`,
 :mod:`~bli_memory.core.team.service_transfer`, :mod:`~bli_memory.core.team.service_capture`);
 :func:`door` turns it into a Starlette endpoint that
 
 1. refuses a request without a ``Bearer`` device token (401) and, for a ``POST``, one
    whose headers announce a body the door cannot take (413, 415), before reading it;
 2. proves the token (401 when unknown or revoked);
-3. reads the body within the time limit (408) and checks it is a JSON object no deeper
-   than :data:`MAX_BODY_DEPTH` holding only Unicode text (400);
-4. runs the handler in a worker thread, with ``after`` (if any) run once the answer is sent;
+3. reads the body within the time limit (408), checks it is a JSON object no deeper
+   than :data:`MAX_BODY_DEPTH` holding only Unicode text, and parses it with the door's
+   request model (:mod:`~bli_memory.core.team.service_models`; 400 naming the first problem);
+4. runs the handler in a worker thread, renders its answer model, and runs ``after`` (if
+   any) once the answer is sent;
 5. answers errors as ``{"error": {"reason", "message"}}`` (:func:`error_of`), counts the
    request and its latency, and logs one line without the token or the body.
 
@@ -24,12 +26,13 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bli_memory.core.errors import ConfigError, EmbedderError, InvalidInputError, NotFoundError, StoreError
 from bli_memory.core.team.http import DoorError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
     from starlette.requests import Request
     from starlette.responses import Response
 
@@ -44,13 +47,11 @@ __all__ = [
     "MAX_IMPORT_RECORDS",
     "Handler",
     "acting",
-    "body_bool",
-    "body_int",
-    "body_str",
-    "body_tag",
     "check_body",
     "door",
     "error_of",
+    "parse_request",
+    "refusal",
     "service_state",
 ]
 
@@ -65,9 +66,12 @@ MAX_IMPORT_RECORDS = 2000
 #: :data:`~bli_memory.core.memory.records.MAX_METADATA_DEPTH` levels deep inside an import.
 MAX_BODY_DEPTH = 128
 
-#: A door's handler: ``(request, principal, body) -> (status, payload)`` or
-#: ``(status, payload, after)`` where ``after`` runs once the answer is sent.
-Handler = Callable[["Request", "Principal", dict[str, Any]], tuple[Any, ...]]
+#: A door's handler: ``(request, principal, parsed body) -> (status, answer)`` or
+#: ``(status, answer, after)``: the body parsed with the door's request model (None for a
+#: ``GET``), the answer an answer model, and ``after`` run once the answer is sent.
+Handler = Callable[["Request", "Principal", Any], tuple[Any, ...]]
+
+_M = TypeVar("_M", bound="BaseModel")
 
 _log = logging.getLogger("bli_memory.service")
 
@@ -75,61 +79,60 @@ _log = logging.getLogger("bli_memory.service")
 # --- reading a body ------------------------------------------------------------------
 
 
-def body_str(body: dict[str, Any], key: str, *, required: bool = False, alt: str | None = None) -> str | None:
-    """``body[key]`` (else ``body[alt]``) as a string, or None when absent.
+def _key(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "the body"
+
+
+def _bounds(model: type[BaseModel], name: str) -> tuple[Any, Any]:
+    field = model.model_fields.get(name)
+    lo = hi = None
+    for rule in field.metadata if field is not None else ():
+        lo = getattr(rule, "ge", lo)
+        hi = getattr(rule, "le", hi)
+    return lo, hi
+
+
+def refusal(exc: ValidationError, model: type[BaseModel]) -> InvalidInputError:
+    """The :class:`InvalidInputError` of a body its request model refused: its first
+    problem, in the words the doors have always used (``containerTag is required``,
+    ``limit must be an integer from 1 to 100``). Never echoes the value."""
+    e = exc.errors(include_url=False, include_input=False, include_context=True)[0]
+    key, kind, ctx = _key(tuple(e["loc"])), e["type"], e.get("ctx") or {}
+    if kind == "missing":
+        return InvalidInputError(f"{key} is required")
+    if kind == "string_type":
+        return InvalidInputError(f"{key} must be a string")
+    if kind in ("bool_type", "bool_parsing"):
+        return InvalidInputError(f"{key} must be true or false")
+    if kind in ("int_type", "int_parsing", "int_from_float", "greater_than_equal", "less_than_equal"):
+        lo, hi = _bounds(model, str(e["loc"][0]))
+        span = f" from {lo} to {hi}" if lo is not None and hi is not None else ""
+        return InvalidInputError(f"{key} must be an integer{span}")
+    if kind == "dict_type":
+        return InvalidInputError(f"{key} must be a JSON object")
+    if kind == "list_type":
+        return InvalidInputError(f"{key} must be a list")
+    if kind == "too_long":
+        return InvalidInputError(f"{key} holds more than {ctx.get('max_length')} items")
+    if kind == "literal_error":
+        return InvalidInputError(f"{key} must be one of {ctx.get('expected')}")
+    if kind == "value_error":  # our own validators' messages (a container tag's)
+        return InvalidInputError(str(ctx.get("error") or e["msg"]))
+    return InvalidInputError(f"{key}: {e['msg']}")
+
+
+def parse_request(model: type[_M], body: dict[str, Any]) -> _M:
+    """``body`` parsed with the door's request model.
 
     Raises:
-        InvalidInputError: absent though ``required``, or not a string.
+        InvalidInputError: :func:`refusal` of the first problem.
     """
-    value = body.get(key)
-    if value is None and alt is not None:
-        value = body.get(alt)
-    if value is None:
-        if required:
-            raise InvalidInputError(f"{key} is required")
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{key} must be a string")
-    return value
+    from pydantic import ValidationError
 
-
-def body_tag(body: dict[str, Any]) -> str:
-    """The body's ``containerTag``, validated (``[A-Za-z0-9_.:-]{1,128}``).
-
-    Raises:
-        InvalidInputError: absent or not a valid container tag.
-    """
-    from bli_memory.core.memory.spaces import validate_tag
-
-    tag = body_str(body, "containerTag", required=True)
     try:
-        return validate_tag(tag or "")
-    except ValueError as exc:
-        raise InvalidInputError(str(exc)) from exc
-
-
-def body_int(body: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
-    """``body[key]`` (default ``default``) as an integer from ``lo`` to ``hi``.
-
-    Raises:
-        InvalidInputError: not an integer (a boolean is not one) or out of range.
-    """
-    value = body.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise InvalidInputError(f"{key} must be an integer from {lo} to {hi}")
-    return value
-
-
-def body_bool(body: dict[str, Any], key: str) -> bool:
-    """``body[key]`` (default False) as a boolean.
-
-    Raises:
-        InvalidInputError: not true or false.
-    """
-    value = body.get(key, False)
-    if not isinstance(value, bool):
-        raise InvalidInputError(f"{key} must be true or false")
-    return value
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise refusal(exc, model) from None
 
 
 def _bearer(request: Request) -> str | None:
@@ -223,7 +226,8 @@ def _parsed_body(raw: bytes) -> dict[str, Any]:
 
 
 def door(
-    name: str, handler: Handler, *, method: str = "POST", max_body: int = MAX_BODY_BYTES
+    name: str, handler: Handler, *, method: str = "POST", max_body: int = MAX_BODY_BYTES,
+    request_model: type[BaseModel] | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """The Starlette endpoint of one door (see the module's steps).
 
@@ -231,6 +235,7 @@ def door(
         name: The door's name in metrics and log lines (``search``, ``import``, ...).
         handler: The door's :data:`Handler`.
         method: ``POST`` (a JSON body) or ``GET`` (none).
+        request_model: The model a ``POST`` body is parsed with (:func:`parse_request`).
         max_body: Largest body in bytes (:data:`MAX_BODY_BYTES`, or
             :data:`MAX_IMPORT_BODY_BYTES` for import).
     """
@@ -279,8 +284,12 @@ def door(
                 raw = await read_body(request, max_body=max_body, timeout=body_timeout_of(request))
 
             def work() -> tuple[Any, ...]:
-                body = _parsed_body(raw) if method == "POST" else {}
-                return handler(request, principal, body)
+                parsed = None
+                if method == "POST" and request_model is not None:
+                    parsed = parse_request(request_model, _parsed_body(raw))
+                status, answer, *after = handler(request, principal, parsed)
+                payload = answer.model_dump(mode="json", exclude_unset=True)  # as the store answered
+                return (status, payload, *after)
 
             result = await anyio.to_thread.run_sync(work)
             status, payload = result[0], result[1]

@@ -10,23 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.records import check_key_lengths
 from bli_memory.core.memory.redaction import redact
 from bli_memory.core.memory.retrieval_writes import check_extract_size
-from bli_memory.core.models import Memory, Profile, SearchResult
-from bli_memory.core.team.service_door import (
-    acting,
-    body_bool,
-    body_int,
-    body_str,
-    body_tag,
-    service_state,
-)
+from bli_memory.core.memory.wire import MemoryRecord, ProfileRecord, SearchRecord
+from bli_memory.core.team import service_models as m
+from bli_memory.core.team.service_door import acting, service_state
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from bli_memory.core.models import Memory
     from bli_memory.core.team.pg_access import Principal
 
 __all__ = [
@@ -37,161 +31,119 @@ __all__ = [
     "info",
     "list_",
     "profile",
-    "profile_json",
     "purge",
     "recall",
     "save",
     "search",
-    "search_json",
     "terms",
     "update",
 ]
 
 
-# --- JSON shapes -------------------------------------------------------------------
-
-
-def _memory_json(memory: Memory | None) -> dict[str, Any] | None:
-    return memory.to_dict() if memory is not None else None
-
-
-def profile_json(profile: Profile) -> dict[str, Any]:
-    """The wire shape of a profile: ``{"containerTag", "facts", "recent"}``."""
-    return {
-        "containerTag": profile.space,
-        "facts": [m.to_dict() for m in profile.facts],
-        "recent": [m.to_dict() for m in profile.recent],
-    }
-
-
-def search_json(res: SearchResult) -> dict[str, Any]:
-    """The wire shape of a search answer (see :class:`~bli_memory.core.team.service_models.SearchAnswer`)."""
-    return {
-        "query": res.query,
-        "containerTag": res.space,
-        "searchedTags": list(res.spaces),
-        "count": len(res.hits),
-        "results": [
-            {"memory": h.memory.to_dict(), "similarity": h.similarity, "score": h.score,
-             "channels": list(h.channels)}
-            for h in res.hits
-        ],
-        "profile": profile_json(res.profile) if res.profile is not None else None,
-        "conflicts": [c.to_dict() for c in res.conflicts],
-    }
+def _record(memory: Memory | None) -> MemoryRecord | None:
+    return MemoryRecord.of(memory) if memory is not None else None
 
 
 # --- the doors -----------------------------------------------------------------------
 
 
-def search(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def search(request: Request, p: Principal, req: m.SearchRequest) -> tuple[int, m.SearchAnswer]:
     """``POST /api/memory/search``: hybrid search of a space and its aliases."""
-    query = body_str(body, "q", alt="query") or ""
-    res = acting(request, p).search(query, space=body_tag(body), limit=body_int(body, "limit", 10, 1, 100),
-                                    include_profile=body_bool(body, "includeProfile"))
-    return 200, search_json(res)
+    res = acting(request, p).search(req.text, space=req.containerTag, limit=req.limit,
+                                    include_profile=req.includeProfile)
+    return 200, m.SearchAnswer.model_construct(**dict(SearchRecord.of(res)))
 
 
-def recall(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def recall(request: Request, p: Principal, req: m.RecallRequest) -> tuple[int, m.RecallAnswer]:
     """``POST /api/memory/recall``: a prompt's search and the gate's inputs, one request."""
-    query = body_str(body, "q", alt="query") or ""
-    got = acting(request, p).recall(query, space=body_tag(body), limit=body_int(body, "limit", 10, 1, 100))
-    return 200, {**search_json(got.result), "terms": [{"term": t, "count": c} for t, c in got.term_counts],
-                 "live": got.live, "background": got.background}
+    got = acting(request, p).recall(req.text, space=req.containerTag, limit=req.limit)
+    return 200, m.RecallAnswer.model_construct(
+        **dict(SearchRecord.of(got.result)), live=got.live, background=got.background,
+        terms=[m.TermCount.model_construct(term=t, count=c) for t, c in got.term_counts])
 
 
-def save(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any, Any]:
+def save(request: Request, p: Principal, req: m.SaveRequest) -> tuple[int, m.SaveAnswer, Any]:
     """``POST /api/memory/save``: save (201, 200 duplicate); ``extract: true`` queues a job (202)."""
     be = acting(request, p)
-    raw = body_str(body, "content", required=True) or ""
-    check_key_lengths({k: body.get(k) for k in ("customId", "sessionId", "source")})
-    tag = body_tag(body)
-    source = body_str(body, "source") or "api"
-    session_id = body_str(body, "sessionId")
-    if body_bool(body, "extract"):
+    check_key_lengths({"customId": req.customId, "sessionId": req.sessionId, "source": req.source})
+    source = req.source or "api"
+    if req.extract:
         # Not even the queue row holds secrets; the size first: masking reads the whole text.
-        check_extract_size(raw)
-        clean = redact(raw)
-        job_id = be.enqueue_extract(clean.text, space=tag, source=source, session_id=session_id,
-                                    job_id=body.get("jobId"))
-        canonical, _ = be.resolve_space(tag)
-        return 202, {"status": "queued", "jobId": job_id, "containerTag": canonical, "memory": None,
-                     "previous": None, "masked": clean.masked}, service_state(request).run_pending_jobs
-    metadata = body.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidInputError("metadata must be a JSON object")
+        check_extract_size(req.content)
+        clean = redact(req.content)
+        job_id = be.enqueue_extract(clean.text, space=req.containerTag, source=source,
+                                    session_id=req.sessionId, job_id=req.jobId)
+        canonical, _ = be.resolve_space(req.containerTag)
+        return 202, m.SaveAnswer(status="queued", jobId=job_id, containerTag=canonical, memory=None,
+                                 previous=None, masked=clean.masked), service_state(request).run_pending_jobs
     # Everyone who can see the space reads what is saved: the store's write path checks the
     # size, then masks secrets (the one place every save takes).
-    res = be.save(raw, space=tag, custom_id=body_str(body, "customId"), metadata=metadata, source=source,
-                  session_id=session_id, expires_at=body_str(body, "expiresAt"))
-    payload = {"status": res.status, "containerTag": res.space, "memory": _memory_json(res.memory),
-               "previous": _memory_json(res.previous), "jobId": None, "masked": res.masked}
-    return (200 if res.status == "duplicate" else 201), payload, None
+    res = be.save(req.content, space=req.containerTag, custom_id=req.customId, metadata=req.metadata,
+                  source=source, session_id=req.sessionId, expires_at=req.expiresAt)
+    answer = m.SaveAnswer(status=res.status, containerTag=res.space, memory=_record(res.memory),
+                          previous=_record(res.previous), jobId=None, masked=res.masked)
+    return (200 if res.status == "duplicate" else 201), answer, None
 
 
-def update(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def update(request: Request, p: Principal, req: m.UpdateRequest) -> tuple[int, m.UpdateAnswer]:
     """``POST /api/memory/update``: replace a memory, keeping history (secrets masked by the store)."""
-    raw = body_str(body, "content", required=True) or ""
-    check_key_lengths({k: body.get(k) for k in ("customId", "source")})
-    res = acting(request, p).update(raw, space=body_tag(body), id=body_str(body, "id"),
-                                    custom_id=body_str(body, "customId"), source=body_str(body, "source"))
-    return 200, {"status": res.status, "memory": res.memory.to_dict(), "previous": res.previous.to_dict(),
-                 "named": _memory_json(res.named), "masked": res.masked}
+    check_key_lengths({"customId": req.customId, "source": req.source})
+    res = acting(request, p).update(req.content, space=req.containerTag, id=req.id, custom_id=req.customId,
+                                    source=req.source)
+    return 200, m.UpdateAnswer(status=res.status, memory=MemoryRecord.of(res.memory),
+                               previous=MemoryRecord.of(res.previous), named=_record(res.named),
+                               masked=res.masked)
 
 
-def forget(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def forget(request: Request, p: Principal, req: m.ForgetRequest) -> tuple[int, m.ForgetAnswer]:
     """``POST /api/memory/forget``: tombstone by id, exact text or closest match."""
-    res = acting(request, p).forget(space=body_tag(body), id=body_str(body, "id"),
-                                    content=body_str(body, "content"), query=body_str(body, "query"))
-    return 200, {"matchedBy": res.matched_by, "similarity": res.similarity,
-                 "memory": res.memory.to_dict(), "named": _memory_json(res.named)}
+    res = acting(request, p).forget(space=req.containerTag, id=req.id, content=req.content, query=req.query)
+    return 200, m.ForgetAnswer(matchedBy=res.matched_by, similarity=res.similarity,
+                               memory=MemoryRecord.of(res.memory), named=_record(res.named))
 
 
-def profile(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def profile(request: Request, p: Principal, req: m.SpaceLimitRequest) -> tuple[int, ProfileRecord]:
     """``POST /api/memory/v4/profile``: User Profile + Recent Context of a space."""
-    res = acting(request, p).profile(space=body_tag(body), limit=body_int(body, "limit", 10, 1, 100))
-    return 200, profile_json(res)
+    res = acting(request, p).profile(space=req.containerTag, limit=req.limit or 10)
+    return 200, ProfileRecord.of(res)
 
 
-def history(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def history(request: Request, p: Principal, req: m.IdRequest) -> tuple[int, m.HistoryAnswer]:
     """``POST /api/memory/history``: every version of a memory, newest first."""
-    versions = acting(request, p).history(body_str(body, "id", required=True) or "")
-    return 200, {"versions": [m.to_dict() for m in versions]}
+    versions = acting(request, p).history(req.id)
+    return 200, m.HistoryAnswer(versions=[MemoryRecord.of(v) for v in versions])
 
 
-def purge(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def purge(request: Request, p: Principal, req: m.IdRequest) -> tuple[int, m.Erased]:
     """``POST /api/memory/purge``: erase a memory and its versions."""
-    return 200, {"erased": acting(request, p).purge(body_str(body, "id", required=True) or "")}
+    return 200, m.Erased(erased=acting(request, p).purge(req.id))
 
 
-def info(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def info(request: Request, p: Principal, req: m.SpaceRequest) -> tuple[int, m.InfoAnswer]:
     """``POST /api/memory/info``: the space, aliases, counts, the store (the person and device)."""
-    answer = acting(request, p).info(space=body_tag(body))
+    answer = acting(request, p).info(space=req.containerTag)
     answer["store"] = {"kind": "service", "person": p.person, "device": p.device}
-    return 200, answer
+    return 200, m.InfoAnswer.model_validate(answer)
 
 
-def terms(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def terms(request: Request, p: Principal, req: m.TermsRequest) -> tuple[int, m.TermsAnswer]:
     """``POST /api/memory/terms``: document frequency of each content term of ``q`` in a space."""
-    counts, size = acting(request, p).term_frequencies(body_str(body, "q", alt="query") or "",
-                                                       space=body_tag(body))
-    return 200, {"terms": [{"term": t, "count": c} for t, c in counts], "live": size}
+    counts, size = acting(request, p).term_frequencies(req.text, space=req.containerTag)
+    return 200, m.TermsAnswer(terms=[m.TermCount(term=t, count=c) for t, c in counts], live=size)
 
 
-def background(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def background(request: Request, p: Principal, req: m.SpaceRequest) -> tuple[int, m.BackgroundAnswer]:
     """``POST /api/memory/background``: mean cosine between two live memories of a space."""
-    return 200, {"background": acting(request, p).space_background(space=body_tag(body))}
+    return 200, m.BackgroundAnswer(background=acting(request, p).space_background(space=req.containerTag))
 
 
-def list_(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def list_(request: Request, p: Principal, req: m.SpaceLimitRequest) -> tuple[int, m.ListAnswer]:
     """``POST /api/memory/list``: newest live memories of a space."""
-    tag = body_tag(body)
-    rows = acting(request, p).list_memories(space=tag, limit=body_int(body, "limit", 20, 1, 100))
-    return 200, {"containerTag": tag, "memories": [m.to_dict() for m in rows]}
+    rows = acting(request, p).list_memories(space=req.containerTag, limit=req.limit or 20)
+    return 200, m.ListAnswer(containerTag=req.containerTag, memories=[MemoryRecord.of(r) for r in rows])
 
 
-def get(request: Request, p: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+def get(request: Request, p: Principal, req: m.GetRequest) -> tuple[int, m.GetAnswer]:
     """``POST /api/memory/get``: one memory and its version history."""
-    memory, versions = acting(request, p).get_memory(body_str(body, "id", required=True) or "",
-                                                     include_inactive=body_bool(body, "includeInactive"))
-    return 200, {"memory": memory.to_dict(), "history": [m.to_dict() for m in versions]}
+    memory, versions = acting(request, p).get_memory(req.id, include_inactive=req.includeInactive)
+    return 200, m.GetAnswer(memory=MemoryRecord.of(memory), history=[MemoryRecord.of(v) for v in versions])

@@ -1,19 +1,22 @@
 """The request and response shapes of the service's doors, declared once as pydantic models.
 
-The OpenAPI document (:mod:`~bli_memory.core.team.service_openapi`) is generated from
-these models; the doors themselves read bodies with the checks of
-:mod:`~bli_memory.core.team.service_door`, whose error messages are part of the wire
-contract. Field names are the wire names (``containerTag``, ``customId``, ...).
-Answer models forbid undeclared keys, so a test that validates a real answer against
-its model fails when a door grows a key the document does not declare.
+The doors parse every body with its request model (:func:`~bli_memory.core.team.service_door.door`:
+strict types, so ``"10"`` is not a number and ``1`` not a boolean; unknown keys are ignored)
+and render every answer with its answer model; the OpenAPI document
+(:mod:`~bli_memory.core.team.service_openapi`) is generated from the same models. A memory,
+a profile and a search are the one wire shape of :mod:`bli_memory.core.memory.wire`. Field
+names are the wire names (``containerTag``, ``customId``, ...). Answer models forbid
+undeclared keys, so a test that validates a real answer against its model fails when a
+door grows a key the document does not declare.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from bli_memory.core.memory.wire import HitRecord, MemoryRecord, ProfileRecord, SearchRecord
 from bli_memory.core.team.service_capture import EXPERIENCE_STORES, EXPERIENCE_VERDICTS
 from bli_memory.core.team.service_door import MAX_IMPORT_RECORDS
 
@@ -66,8 +69,19 @@ __all__ = [
     "WhoAmI",
 ]
 
-Tag = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$", description="Container tag of the space.")]
+def _tag(value: str) -> str:
+    from bli_memory.core.models import validate_tag
+
+    return validate_tag(value)  # its ValueError names what is wrong, never the value
+
+
+Tag = Annotated[str, AfterValidator(_tag), Field(description="Container tag of the space.",
+                                                 json_schema_extra={"pattern": r"^[A-Za-z0-9_.:-]{1,128}$"})]
 Limit = Annotated[int, Field(ge=1, le=100)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
 
 
 class _Answer(BaseModel):
@@ -77,31 +91,9 @@ class _Answer(BaseModel):
 # --- shared shapes ---------------------------------------------------------------------
 
 
-class Memory(_Answer):
-    """One version of a memory (``Memory.to_dict``)."""
-
-    id: str
-    space: str
-    content: str
-    customId: str | None
-    metadata: dict[str, Any]
-    source: str
-    sessionId: str | None
-    createdAt: str
-    updatedAt: str
-    version: int
-    supersedes: str | None
-    state: Literal["active", "superseded", "forgotten"]
-    forgottenAt: str | None
-    expiresAt: str | None
-
-
-class Profile(_Answer):
-    """User Profile (durable facts) and Recent Context of a space."""
-
-    containerTag: str
-    facts: list[Memory]
-    recent: list[Memory]
+#: The one wire shape of a memory and of a profile (:mod:`bli_memory.core.memory.wire`).
+Memory = MemoryRecord
+Profile = ProfileRecord
 
 
 class ErrorBody(_Answer):
@@ -120,7 +112,7 @@ class Error(_Answer):
 # --- requests -------------------------------------------------------------------------
 
 
-class SpaceRequest(BaseModel):
+class SpaceRequest(_Request):
     """A door that names only a space."""
 
     containerTag: Tag
@@ -132,18 +124,27 @@ class SpaceLimitRequest(SpaceRequest):
     limit: Limit | None = None
 
 
-class IdRequest(BaseModel):
+class IdRequest(_Request):
     """A door that names one memory (any version's id)."""
 
     id: str
 
 
-class SearchRequest(SpaceRequest):
+class _Query(SpaceRequest):
+    q: str | None = None
+    query: str | None = Field(None, description="Accepted for `q`.")
+
+    @property
+    def text(self) -> str:
+        """``q``, else ``query``, else ""."""
+        return self.q if self.q is not None else (self.query or "")
+
+
+class SearchRequest(_Query):
     """A hybrid search (``query`` is accepted for ``q``)."""
 
-    q: str | None = None
-    limit: Limit | None = None
-    includeProfile: bool | None = None
+    limit: Limit = 10
+    includeProfile: bool = False
 
 
 class SaveRequest(SpaceRequest):
@@ -155,7 +156,7 @@ class SaveRequest(SpaceRequest):
     source: str | None = None
     sessionId: str | None = None
     expiresAt: str | None = None
-    extract: bool | None = None
+    extract: bool = False
     jobId: str | None = Field(None, json_schema_extra={"format": "uuid"},
                               description="Extract mode: the client's job id; a retry is queued once.")
 
@@ -166,6 +167,7 @@ class UpdateRequest(SpaceRequest):
     content: str
     id: str | None = None
     customId: str | None = None
+    source: str | None = None
 
 
 class ForgetRequest(SpaceRequest):
@@ -176,36 +178,33 @@ class ForgetRequest(SpaceRequest):
     query: str | None = None
 
 
-class RecallRequest(SpaceRequest):
+class RecallRequest(_Query):
     """A prompt to recall for: its search and the gate's inputs in one request."""
 
-    q: str | None = None
-    limit: Limit | None = None
+    limit: Limit = 10
 
 
-class TermsRequest(SpaceRequest):
+class TermsRequest(_Query):
     """The prompt whose content terms are counted."""
-
-    q: str | None = None
 
 
 class GetRequest(IdRequest):
     """One memory; ``includeInactive`` reads superseded and forgotten versions."""
 
-    includeInactive: bool | None = None
+    includeInactive: bool = False
 
 
-class AuditRequest(BaseModel):
+class AuditRequest(_Request):
     """``repair`` rebuilds what the audit finds broken."""
 
-    repair: bool | None = None
+    repair: bool = False
 
 
-class ExportRequest(BaseModel):
+class ExportRequest(_Request):
     """One page of the caller's own rows (every space when ``containerTag`` is absent)."""
 
     containerTag: Tag | None = None
-    after: str | None = Field(None, description="`next` of the previous page.")
+    after: str = Field("0", description="`next` of the previous page (digits).")
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
 
 
@@ -216,13 +215,13 @@ class ExportRecord(Memory):
     embeddingModel: str | None
 
 
-class ImportRequest(BaseModel):
+class ImportRequest(_Request):
     """Exported rows to import as the caller's, all or nothing."""
 
     records: Annotated[list[dict[str, Any]], Field(max_length=MAX_IMPORT_RECORDS,
                                                    description="Rows of an export (ExportRecord).")]
-    dryRun: bool | None = None
-    offset: Annotated[int, Field(ge=0)] | None = None
+    dryRun: bool = False
+    offset: Annotated[int, Field(ge=0, le=10**9)] = 0
     chainIds: Annotated[list[str], Field(max_length=MAX_IMPORT_RECORDS)] | None = Field(
         None, description="Ids of records of the same import sent in other parts, which records "
                           "here may supersede.")
@@ -239,38 +238,28 @@ class RecordRequest(SpaceRequest):
                                        "never records the turn twice.")
 
 
-class ExperienceRequest(BaseModel):
+class ExperienceRequest(_Request):
     """One agent-experience opinion; a retry under the same id is idempotent."""
 
     id: str | None = Field(None, json_schema_extra={"format": "uuid"})
     store: Literal[EXPERIENCE_STORES]  # type: ignore[valid-type]
     verdict: Literal[EXPERIENCE_VERDICTS]  # type: ignore[valid-type]
-    reason: Annotated[str, Field(max_length=500)]
+    reason: str = Field(description="One line, at most 500 characters.")
     created_at: str | None = None
+    createdAt: str | None = Field(None, description="Accepted for `created_at`.")
 
 
 # --- answers --------------------------------------------------------------------------
 
 
-class SearchHit(_Answer):
-    """One hit: the memory, its cosine similarity, fused score and the channels that found it."""
-
-    memory: Memory
-    similarity: float | None
-    score: float
-    channels: list[str]
+#: One hit of a search answer.
+SearchHit = HitRecord
 
 
-class SearchAnswer(_Answer):
+class SearchAnswer(SearchRecord):
     """Hits, best first; zero hits is a normal answer."""
 
-    query: str
-    containerTag: str
-    searchedTags: list[str]
-    count: int
-    results: list[SearchHit]
-    profile: Profile | None
-    conflicts: list[dict[str, Any]]
+    model_config = ConfigDict(extra="forbid")
 
 
 class SaveAnswer(_Answer):
