@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.team import service_models as m
 from bli_memory.core.team.http import DoorError
 from bli_memory.core.team.service_door import acting
+from bli_memory.core.team.service_models import EXPERIENCE_STORES, EXPERIENCE_VERDICTS
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from bli_memory.core.team import service_models as m
     from bli_memory.core.team.pg_access import Principal
 
 __all__ = [
@@ -27,9 +28,6 @@ __all__ = [
     "whoami",
 ]
 
-#: The stores and verdicts an experience opinion may name (BLI Memory spec, "Live A/B").
-EXPERIENCE_STORES = ("bli", "supermemory", "both")
-EXPERIENCE_VERDICTS = ("win", "loss", "noise")
 
 
 def record(request: Request, p: Principal, req: m.RecordRequest) -> tuple[int, m.RecordAnswer]:
@@ -39,8 +37,6 @@ def record(request: Request, p: Principal, req: m.RecordRequest) -> tuple[int, m
     """
     from bli_memory.core.extraction.job_ids import checked_job_id
     from bli_memory.core.memory.records import check_key_lengths
-    from bli_memory.core.team import service_models as m
-
     check_key_lengths({"sessionId": req.sessionId, "source": req.source}, nothing="recorded")
     be = acting(request, p)
     try:
@@ -55,8 +51,6 @@ def record(request: Request, p: Principal, req: m.RecordRequest) -> tuple[int, m
 
 def recordings(request: Request, p: Principal, req: m.SpaceLimitRequest) -> tuple[int, m.RecordingsAnswer]:
     """``POST /api/memory/recordings``: the caller's recorded turns of a space, newest first."""
-    from bli_memory.core.team import service_models as m
-
     rows = acting(request, p).recordings(space=req.containerTag, limit=req.limit or 20)
     return 200, m.RecordingsAnswer(recordings=[m.Recording.model_validate(r) for r in rows], count=len(rows))
 
@@ -64,22 +58,16 @@ def recordings(request: Request, p: Principal, req: m.SpaceLimitRequest) -> tupl
 def clear_recordings(request: Request, p: Principal,
                      req: m.SpaceRequest) -> tuple[int, m.ClearRecordingsAnswer]:
     """``POST /api/memory/recordings/clear``: erase the caller's recorded turns of a space."""
-    from bli_memory.core.team import service_models as m
-
     return 200, m.ClearRecordingsAnswer(cleared=acting(request, p).clear_recordings(space=req.containerTag))
 
 
 def whoami(_: Request, p: Principal, req: None) -> tuple[int, m.WhoAmI]:
     """``GET /api/memory/whoami``: the person and device the token proves."""
-    from bli_memory.core.team import service_models as m
-
     return 200, m.WhoAmI(person=p.person, device=p.device, deviceId=p.device_id)
 
 
 def experience(request: Request, p: Principal, req: m.ExperienceRequest) -> tuple[int, m.ExperienceAnswer]:
     """``POST /api/memory/experience``: one experience opinion (201, 200 identical retry, 409)."""
-    from bli_memory.core.team import service_models as m
-
     entry = experience_entry(req.model_dump(exclude_none=True))
     status, stored = acting(request, p).record_experience(entry)
     if status == "conflict":

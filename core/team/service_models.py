@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from bli_memory.core.memory.wire import HitRecord, MemoryRecord, ProfileRecord, SearchRecord
-from bli_memory.core.team.service_capture import EXPERIENCE_STORES, EXPERIENCE_VERDICTS
 from bli_memory.core.team.service_door import MAX_IMPORT_RECORDS
 
 __all__ = [
+    "EXPERIENCE_STORES",
+    "EXPERIENCE_VERDICTS",
     "Audit",
     "AuditAfter",
     "AuditRequest",
@@ -68,6 +69,11 @@ __all__ = [
     "UpdateRequest",
     "WhoAmI",
 ]
+
+#: The stores and verdicts an experience opinion may name (BLI Memory spec, "Live A/B").
+EXPERIENCE_STORES = ("bli", "supermemory", "both")
+EXPERIENCE_VERDICTS = ("win", "loss", "noise")
+
 
 def _tag(value: str) -> str:
     from bli_memory.core.models import validate_tag
