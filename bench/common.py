@@ -155,7 +155,7 @@ def bench_embedder() -> Any:
 
     if not spec or spec == MODEL_NAME:
         return get_embedder()
-    from bli_memory.core.embedded.engine import load_embedder
+    from bli_memory.core.memory.embedder import load_embedder
 
     return load_embedder(spec)
 

@@ -124,8 +124,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from service_load import _free_port  # type: ignore[import-not-found]
 
     from bli_memory.core.memory.spaces import derive_space
-    from bli_memory.core.team.pg_store import PostgresBackend
-    from bli_memory.core.team.remote import RemoteBackend
+    from bli_memory.core.team.client.remote import RemoteBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
     from tests.core.team import pgserver
 
     work = Path(tempfile.mkdtemp(prefix="bli-hook-remote-"))

@@ -1,7 +1,7 @@
 """What checking each pooled connection costs a search of the team service.
 
 The Postgres store's pool tests a connection (one empty-query round trip) before a
-request gets it (``core/team/pg_pool.py``), so a connection cut by a Postgres restart is
+request gets it (``core/team/postgres/pool.py``), so a connection cut by a Postgres restart is
 replaced instead of failing a request. This measures that round trip's share of a
 search, side by side in one run:
 
@@ -37,9 +37,9 @@ __all__ = ["main", "run"]
 
 def run(*, seed: int, rounds: int, calls: int) -> dict[str, Any]:
     """Run the comparison; returns medians in milliseconds and the ratio."""
-    from bli_memory.core.team.pg_base import configure_connection
-    from bli_memory.core.team.pg_pool import check_connection, make_pool
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.base import configure_connection
+    from bli_memory.core.team.postgres.pool import check_connection, make_pool
+    from bli_memory.core.team.postgres.store import PostgresBackend
     from tests.core.team import pgserver
 
     inst = pgserver.acquire()

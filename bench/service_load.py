@@ -95,8 +95,8 @@ def run(
     """Run one load test; returns the measurements (see the module docstring)."""
     import httpx
 
-    from bli_memory.core.team.pg_store import PostgresBackend
-    from bli_memory.core.team.remote import RemoteBackend
+    from bli_memory.core.team.client.remote import RemoteBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
     from tests.core.team import pgserver
 
     inst = pgserver.acquire()

@@ -111,7 +111,7 @@ def own_entry_points(group: str) -> dict[str, str]:
 #: Core modules that are plugins themselves (like pytest's ``default_plugins``).
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "bli_memory.core.embedded.engine",
-    "bli_memory.core.team.remote",
+    "bli_memory.core.team.client.remote",
     "bli_memory.core.extraction.extractors",
 )
 

@@ -18,7 +18,7 @@ MODULES = sorted(
     for pkg in (bli_memory.core, bli_memory.adapters, bli_memory.installers)
     for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
     if not info.name.rsplit(".", 1)[1].startswith("_") and not info.ispkg
-    and ".pg_migrations" not in info.name
+    and ".postgres.migrations" not in info.name
 )
 
 

@@ -71,7 +71,7 @@ def _dispatch(args: list[str]) -> int:
     if cmd == "login":
         return _login(rest)
     if cmd == "logout":
-        from bli_memory.core.team.pairing import clear_session
+        from bli_memory.core.team.client.pairing import clear_session
 
         sys.stdout.write("unpaired\n" if clear_session() else "this machine was not paired\n")
         return 0
@@ -85,7 +85,7 @@ def _login(argv: list[str]) -> int:
     """``cockpit login URL TOKEN``: check the token with the service, then pair this machine."""
     import argparse
 
-    from bli_memory.core.team.pairing import login
+    from bli_memory.core.team.client.pairing import login
 
     parser = argparse.ArgumentParser(prog="cockpit login")
     parser.add_argument("url", help="base URL of the memory service")
@@ -184,7 +184,7 @@ def _check_route(rows: list[tuple[str, str, str]], settings: Any) -> None:
     from bli_memory.core.errors import BliMemoryError
 
     try:
-        from bli_memory.core.team.remote import RemoteBackend, remote_target
+        from bli_memory.core.team.client.remote import RemoteBackend, remote_target
 
         target = remote_target(settings)
         if target is not None:
@@ -212,7 +212,7 @@ def _model_id(configured: str) -> str:
     if configured == SHIPPED_EMBEDDER:
         return configured
     try:
-        from bli_memory.core.embedded.engine import load_embedder
+        from bli_memory.core.memory.embedder import load_embedder
 
         return str(load_embedder(configured).name)  # the id only: nothing is loaded yet
     except BliMemoryError:
@@ -278,7 +278,7 @@ def _check_model(rows: list[tuple[str, str, str]], configured: str | None) -> No
         rows.append(("ok", "embedding model", "all-MiniLM-L6-v2 int8 files present, checksums match"))
         return
     try:
-        from bli_memory.core.embedded.engine import load_embedder
+        from bli_memory.core.memory.embedder import load_embedder
 
         embedder = load_embedder(configured)
         loaded = getattr(embedder, "loaded", embedder)  # a model folder loads on first use
@@ -319,7 +319,7 @@ def _mcp_route(settings: Any, daemon: dict[str, Any] | None) -> str:
 
     if settings is not None:
         try:
-            from bli_memory.core.team.remote import remote_target
+            from bli_memory.core.team.client.remote import remote_target
 
             if remote_target(settings) is not None:
                 return "in process, to the team service (the daemon route is for the embedded store)"

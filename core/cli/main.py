@@ -174,7 +174,7 @@ def _serve() -> int:
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    from bli_memory.core.team.pairing import check_paired
+    from bli_memory.core.team.client.pairing import check_paired
 
     check_paired(settings)  # a configured service without a token: one sentence, exit 1
     from bli_memory.core.mcp.server import run_stdio

@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
         from bli_memory.core.embedded import reembed
         from bli_memory.core.errors import ConfigError
         from bli_memory.core.settings import load_settings
-        from bli_memory.core.team.remote import remote_target
+        from bli_memory.core.team.client.remote import remote_target
 
         settings = load_settings()
         if remote_target(settings) is not None:  # the embedded wing never looks at the team's

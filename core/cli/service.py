@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _admin(url: str | None) -> Any:
     from bli_memory.core.errors import ConfigError
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
 
     if not url:
         raise ConfigError("give --database-url or set BLI_MEMORY_DATABASE_URL", reason="config_invalid")
@@ -144,7 +144,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from bli_memory.core.logs import configure_logging
-    from bli_memory.core.team.pg_store import migrate
+    from bli_memory.core.team.postgres.store import migrate
     from bli_memory.core.ui.service_app import create_service_app
 
     configure_logging(args.log_level, os.environ.get("BLI_MEMORY_LOG_FORMAT", "console"))
@@ -177,7 +177,7 @@ def main(argv: list[str]) -> int:
         return _serve(args)
     _check_service_extra()
     if args.command == "migrate":
-        from bli_memory.core.team.pg_store import migrate
+        from bli_memory.core.team.postgres.store import migrate
 
         if not args.database_url:
             sys.stderr.write("bli-memory-mcp service: give --database-url or set BLI_MEMORY_DATABASE_URL\n")

@@ -7,7 +7,7 @@
 The loop itself is :func:`bli_memory.core.extraction.worker.drain`; this command parses
 the options, opens the configured backend and calls it, once or until SIGTERM/SIGINT.
 With a memory service configured (a backend without its own job queue) it sends what
-the stop hook spooled (:func:`bli_memory.core.team.spool.ship_backlog`) instead.
+the stop hook spooled (:func:`bli_memory.core.team.client.spool.ship_backlog`) instead.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def drain_loop(*, stop: threading.Event, wake: threading.Event, ready: threading
 
 
 def ship_spool(backend: MemoryBackend) -> None:
-    """Send captures spooled while the team service was away (core/team/spool.py)."""
+    """Send captures spooled while the team service was away (core/team/client/spool.py)."""
     sent = backend.ship_spool()
     if sent is not None and (sent.shipped or sent.rejected):
         log("spool_shipped", jobs=len(sent.shipped), rejected=sent.rejected, left=sent.left)

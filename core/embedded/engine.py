@@ -58,7 +58,6 @@ from bli_memory.core.models import (
 
 if TYPE_CHECKING:
     from bli_memory.core.embedded.store import SQLiteStore
-    from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -67,8 +66,6 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
     "EmbeddedBackend",
-    "available_embedders",
-    "load_embedder",
     "memory_backend",
     "register_embedders",
 ]
@@ -478,6 +475,7 @@ def memory_backend(settings: Settings, plugin_manager: Any) -> EmbeddedBackend |
     ``register_embedders`` plugins of ``plugin_manager``, the caller's manager.
     """
     from bli_memory.core.memory import embeddings
+    from bli_memory.core.memory.embedder import load_embedder
 
     embedder = (None if settings.embedder == embeddings.MODEL_NAME
                 else load_embedder(settings.embedder, plugin_manager))
@@ -496,47 +494,3 @@ def register_embedders(register: Any) -> None:
     register(embeddings.MODEL_NAME, embeddings.get_embedder)
     for short in embedder_models.INSTALLABLE:
         register(short, lambda s=short: embedder_models.lazy_installed(s, paths.data_dir()))
-
-
-def available_embedders(pm: Any | None = None) -> dict[str, Any]:
-    """Every registered embedder factory by name (the ``register_embedders`` hook)."""
-    if pm is None:
-        from bli_memory.core.plugins import get_plugin_manager
-
-        pm = get_plugin_manager()
-    found: dict[str, Any] = {}
-    pm.hook.register_embedders(register=lambda name, factory: found.setdefault(name, factory))
-    return found
-
-
-def load_embedder(name: str, pm: Any | None = None) -> Embedder:
-    """Build the embedder registered as ``name``, or the one in the model folder ``name``.
-
-    Raises:
-        ConfigError: no plugin registers that name, or what it registers is not an
-            :class:`~bli_memory.core.memory.embedder.Embedder`.
-        EmbedderError: the model is not installed or its folder fails to load.
-    """
-    from bli_memory.core.errors import ConfigError
-    from bli_memory.core.memory import embedder_models
-
-    if embedder_models.is_model_path(name):
-        return embedder_models.lazy_model_dir(name)
-    factories = available_embedders(pm)
-    if name not in factories:
-        known = ", ".join(sorted(factories))
-        raise ConfigError(f"BLI_MEMORY_EMBEDDER={name!r} is not a registered embedder; known: {known}")
-    from bli_memory.core.memory.embedder import Embedder
-
-    embedder = factories[name]()
-    if not isinstance(embedder, Embedder):
-        raise ConfigError(f"the embedder registered as {name!r} has no name, dimensions and embed(texts) "
-                          "(bli_memory.core.memory.embedder.Embedder)")
-    return embedder
-
-
-if TYPE_CHECKING:  # the type checker proves the contract is implemented whole
-    from bli_memory.core.memory.backend import MemoryBackend
-
-    def _implements_the_contract(backend: EmbeddedBackend) -> MemoryBackend:
-        return backend

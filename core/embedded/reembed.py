@@ -191,8 +191,8 @@ def main(settings: Settings, *, batch_rows: int = DEFAULT_BATCH_ROWS, as_json: b
 
     from tqdm import tqdm
 
-    from bli_memory.core.embedded.engine import load_embedder
     from bli_memory.core.embedded.store import SQLiteStore
+    from bli_memory.core.memory.embedder import load_embedder
     from bli_memory.core.plugins import get_plugin_manager
     embedder = load_embedder(settings.embedder, get_plugin_manager())
     # Load it now: a model folder loads on its first embedding, and with nothing left to

@@ -127,7 +127,7 @@ def derive_project(cwd: str | None, environ: Mapping[str, str] | None) -> str:
 
 def default_person(environ: Mapping[str, str] | None) -> str:
     """The paired session's person when this machine is paired, else the OS user."""
-    from bli_memory.core.team.pairing import read_session
+    from bli_memory.core.team.client.pairing import read_session
 
     with contextlib.suppress(BliMemoryError):
         session = read_session(environ)

@@ -118,7 +118,7 @@ def choose_sink(settings: Settings) -> Sink:
 
     The service's URL and device token come from ``BLI_MEMORY_DASHBOARD_URL`` /
     ``BLI_MEMORY_DEVICE_TOKEN``, else from the paired session
-    (:func:`bli_memory.core.team.pairing.read_session`).
+    (:func:`bli_memory.core.team.client.pairing.read_session`).
 
     Raises:
         ServiceError: a service is configured but no device token is known (``unpaired``).
@@ -126,7 +126,7 @@ def choose_sink(settings: Settings) -> Sink:
     """
     if not settings.remote:
         return LocalSink(settings.store_path)
-    from bli_memory.core.team.pairing import read_session
+    from bli_memory.core.team.client.pairing import read_session
 
     session = read_session()
     url = settings.dashboard_url or (session.dashboard_url if session else None)

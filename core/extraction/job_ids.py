@@ -1,7 +1,7 @@
 """Extract job ids chosen by the client, so a retried capture is queued once.
 
 The stop hook gives each exchange one id before it first tries to queue it
-(:mod:`bli_memory.core.team.spool`); every backend's ``enqueue_extract(job_id=...)``
+(:mod:`bli_memory.core.team.client.spool`); every backend's ``enqueue_extract(job_id=...)``
 queues a job of an id it already holds only once and answers that id again. An id
 is a UUID in its canonical text form (as Postgres stores the ``uuid`` column).
 """

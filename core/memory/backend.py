@@ -1,8 +1,8 @@
 """The memory tool contract: the one protocol every store backend implements.
 
 The embedded SQLite engine (:mod:`bli_memory.core.embedded.engine`), the Postgres store
-(:mod:`bli_memory.core.team.pg_store`) and the client of the team service
-(:mod:`bli_memory.core.team.remote`) each implement :class:`MemoryBackend`; the MCP tools,
+(:mod:`bli_memory.core.team.postgres.store`) and the client of the team service
+(:mod:`bli_memory.core.team.client.remote`) each implement :class:`MemoryBackend`; the MCP tools,
 the hooks, the daemon and the ``memory`` commands call nothing else, and never probe a
 backend for a method: a backend that cannot do something still has the method, and it
 answers honestly (does nothing, or refuses with a :class:`BliMemoryError`). The
@@ -149,7 +149,7 @@ class MemoryBackend(Protocol):
     @property
     def spool_captures(self) -> bool:
         """Whether the stop hook spools captures first (``True`` for the team service's
-        client, so a service away never costs the turn; :mod:`bli_memory.core.team.spool`)."""
+        client, so a service away never costs the turn; :mod:`bli_memory.core.team.client.spool`)."""
         ...
 
     def warm_up(self) -> None:
@@ -169,11 +169,11 @@ class MemoryBackend(Protocol):
         a recorded turn. A store in this process keeps it at once
         (:func:`~bli_memory.core.memory.job_queue.capture_here`); the service's client
         spools it first and ships it within the hook's budget
-        (:mod:`bli_memory.core.team.spool`), so a service away never costs the turn.
+        (:mod:`bli_memory.core.team.client.spool`), so a service away never costs the turn.
 
         Returns:
             Receipt fields: ``queued`` or ``recorded``, and on the client ``spooled``,
-            ``backlog``, ``job`` and ``service`` (see :func:`bli_memory.core.team.spool.capture`).
+            ``backlog``, ``job`` and ``service`` (see :func:`bli_memory.core.team.client.spool.capture`).
         """
         ...
 

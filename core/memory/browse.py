@@ -4,7 +4,7 @@ The browser (:mod:`bli_memory.core.ui`) lists a person's spaces with their count
 through a space's live memories and opens one memory with its versions. Each store answers
 these reads from its own tables, as the person sees them: the embedded store
 (:class:`~bli_memory.core.embedded.store.SQLiteStore`: every space of the file is the
-person's) and the team store (:class:`~bli_memory.core.team.pg_browse.PostgresBrowse`: own
+person's) and the team store (:class:`~bli_memory.core.team.postgres.browse.PostgresBrowse`: own
 spaces and those shared with the person). A backend hands them out as
 :attr:`~bli_memory.core.memory.backend.MemoryBackend.browse`; the browser never runs SQL.
 

@@ -87,7 +87,7 @@ def team_mismatch_advice(database_model: str, configured_model: str) -> str:
     """The way out of a model mismatch of the team service, as one clause.
 
     A team database keeps the model it was created with: its vector column has that
-    model's width (``core/team/pg_migrations``), and there is no ``reembed`` for it. So
+    model's width (``core/team/postgres/migrations``), and there is no ``reembed`` for it. So
     the service must run with the database's model; a new model means a new database,
     filled by ``import`` (records of another model are re-embedded on the way in).
 

@@ -6,7 +6,8 @@ One JSON object per line (JSON Lines), one per stored version, tombstones includ
 ``expiresAt``, and the vector as base64 little-endian float32 with ``embeddingModel``.
 
 The embedded store (:mod:`bli_memory.core.embedded.engine`), the Postgres store
-(:mod:`bli_memory.core.team.pg_store`) and the service client (:mod:`bli_memory.core.team.remote`)
+(:mod:`bli_memory.core.team.postgres.store`) and the service client
+(:mod:`bli_memory.core.team.client.remote`)
 check records with these functions, so a file one of them accepts the others accept
 too, and a store that imports cleanly can move to the service. Standard library only,
 numpy for :func:`usable_vector`.

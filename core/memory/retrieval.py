@@ -86,7 +86,7 @@ class ChannelSource(Protocol):
     """What a store answers so that :func:`rank` can rank one search.
 
     Implementations: :class:`bli_memory.core.embedded.search_source.EmbeddedChannels`
-    and :class:`bli_memory.core.team.pg_search.PostgresChannels`.
+    and :class:`bli_memory.core.team.postgres.search.PostgresChannels`.
     """
 
     def channel_rankings(

@@ -3,7 +3,7 @@
 The stores keep their SQL; what a caller may give, what counts as the same memory,
 when a forget by query may act and which memories make the User Profile are decided
 here, once (the embedded engine, :mod:`bli_memory.core.embedded.engine`, and the team
-store, :mod:`bli_memory.core.team.pg_writes`, call these).
+store, :mod:`bli_memory.core.team.postgres.writes`, call these).
 """
 
 from __future__ import annotations

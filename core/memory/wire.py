@@ -1,7 +1,7 @@
 """The wire shape of a memory, declared once: every surface that sends one sends this.
 
 A memory leaves the process in one shape, :class:`MemoryRecord`: in the team service's
-answers (:mod:`bli_memory.core.team.service_models` builds its answers on it, and its
+answers (:mod:`bli_memory.core.team.service.models` builds its answers on it, and its
 OpenAPI document is generated from them), in what the service's client reads back
 (:func:`search_of`, :meth:`MemoryRecord.memory`), in the MCP tools' structured output
 (:mod:`bli_memory.core.mcp.outputs`), in ``memory`` commands' ``--json`` and in export

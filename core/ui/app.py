@@ -92,7 +92,7 @@ def _error_status(exc: Exception) -> tuple[int, str]:
         return exc.status, exc.message
     if isinstance(exc, NotFoundError):
         # The service's "read-only share" is a NotFoundError with its own reason (403 at
-        # the doors too, core/team/service.py).
+        # the doors too, core/team/service/app.py).
         return (403 if exc.reason == "read_only" else 404), exc.message
     if isinstance(exc, InvalidInputError):
         return 400, exc.message

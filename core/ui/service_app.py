@@ -2,7 +2,7 @@
 
 The same pages as ``bli-memory-mcp ui`` (spaces, a memory and its history, edit, forget,
 purge, search), over the signed-in person's Postgres store (its browsing reads are
-:class:`~bli_memory.core.team.pg_browse.PostgresBrowse`), behind
+:class:`~bli_memory.core.team.postgres.browse.PostgresBrowse`), behind
 :class:`~bli_memory.core.ui.service_guard.ServiceGuard`. The pages that read one machine
 (captures, hook health, experience and ops) stay with the local page. Routes, under the
 mount::
@@ -47,7 +47,7 @@ async def login(request: Request) -> Response:
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import RedirectResponse
 
-    from bli_memory.core.team.pg_store import hash_token
+    from bli_memory.core.team.postgres.store import hash_token
     from bli_memory.core.ui.render import render
     from bli_memory.core.ui.service_guard import session_cookie
 
@@ -83,7 +83,7 @@ def build_service_app(backend: Callable[[], Any]) -> Any:
 
     Args:
         backend: Answers the service's administrative
-            :class:`~bli_memory.core.team.pg_store.PostgresBackend` (called per request, so
+            :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (called per request, so
             the app can be built before the service's lifespan opens the database).
 
     Returns:
@@ -108,10 +108,10 @@ def create_service_app(**options: Any) -> Starlette:
 
     ``bli-memory-mcp service`` runs this. The UI wing composes the two, since it sits above
     the team wing (pyproject.toml, the layer contract): the service app itself
-    (:func:`bli_memory.core.team.service.create_app`) never imports the UI.
+    (:func:`bli_memory.core.team.service.app.create_app`) never imports the UI.
 
     Args:
-        options: Keyword arguments of :func:`~bli_memory.core.team.service.create_app`
+        options: Keyword arguments of :func:`~bli_memory.core.team.service.app.create_app`
             (``database_url``, ``backend``, ``run_jobs``, ``warm_model``, ``body_timeout``).
 
     Returns:
@@ -122,7 +122,7 @@ def create_service_app(**options: Any) -> Starlette:
     """
     from starlette.routing import Mount
 
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.team.service.app import create_app
 
     app: Starlette
 

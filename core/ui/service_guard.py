@@ -6,14 +6,14 @@ instance in front of the same database accepts a session another one opened.
 
 1. **Sign in.** ``GET /ui/login`` is a form that takes a device token
    (``service token create``); ``POST /ui/login`` checks it like the doors do
-   (:meth:`~bli_memory.core.team.pg_store.PostgresBackend.authenticate`) and sets a session
+   (:meth:`~bli_memory.core.team.postgres.store.PostgresBackend.authenticate`) and sets a session
    cookie (``HttpOnly``, ``SameSite=Strict``, ``Path`` the mount, ``Secure`` when the page
    is served over https) that ends with the browser or after :data:`SESSION_SECONDS`.
    The cookie never holds the token: it is ``v1.TOKEN_ID.EXPIRES.MAC``, where MAC is
    HMAC-SHA256 keyed by the token's stored SHA-256 (the only form of the token the
    database keeps), so only someone who held the token, or reads the database, can
    make one. A revoked token ends its sessions at once: every request looks the
-   token id up again (:meth:`~bli_memory.core.team.pg_store.PostgresBackend.device_token_key`).
+   token id up again (:meth:`~bli_memory.core.team.postgres.store.PostgresBackend.device_token_key`).
 2. **Or a device token** in ``Authorization: Bearer`` on each request, as the doors take.
 3. **Origin.** A state-changing request (anything but GET/HEAD, sign-in included) must
    carry an ``Origin`` whose host is the request's own ``Host`` (the page itself, also
@@ -51,8 +51,8 @@ from bli_memory.core.ui.guard import (
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from bli_memory.core.team.pg_access import Principal
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.access import Principal
+    from bli_memory.core.team.postgres.store import PostgresBackend
     from bli_memory.core.ui.app import BrowserState
 
 __all__ = ["COOKIE", "SESSION_SECONDS", "ServiceGuard", "session_cookie"]
@@ -88,13 +88,13 @@ class ServiceGuard:
     Args:
         app: The browser app (:func:`~bli_memory.core.ui.service_app.build_service_app`).
         backend: A callable answering the service's administrative
-            :class:`~bli_memory.core.team.pg_store.PostgresBackend` (it exists once the
+            :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (it exists once the
             service's lifespan opened the database).
 
     A signed-in request reaches the app with ``state["session"]`` (a
     :class:`~bli_memory.core.ui.guard.Session`) and ``state["browser"]`` (a
     :class:`~bli_memory.core.ui.app.BrowserState` over the person's
-    :class:`~bli_memory.core.team.pg_store.PostgresBackend`).
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend`).
     """
 
     def __init__(self, app: ASGIApp, *, backend: Callable[[], Any]) -> None:
@@ -159,7 +159,7 @@ class ServiceGuard:
 
     def _signed_in(self, request: Any) -> tuple[Session, Any] | None:
         """The session and the person's browser state, or None when the request proves nobody."""
-        from bli_memory.core.team.pg_store import hash_token
+        from bli_memory.core.team.postgres.store import hash_token
 
         admin = self.backend()
         header = request.headers.get("authorization", "")

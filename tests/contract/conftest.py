@@ -49,7 +49,7 @@ def pg_instance() -> Iterator[pgserver.PgInstance]:
 @pytest.fixture(scope="session")
 def pg_admin(pg_instance: pgserver.PgInstance) -> Iterator[Any]:
     """The administrative PostgresBackend of a fresh, migrated database."""
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
 
     backend = PostgresBackend(pgserver.create_database(pg_instance, "bli_contract"), pool_size=20)
     try:
@@ -69,7 +69,7 @@ def service_url(pg_admin: Any) -> Iterator[str]:
     """The service app on a loopback port (uvicorn in a thread), over the contract database."""
     import uvicorn
 
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.team.service.app import create_app
 
     port = _free_port()
     app = create_app(backend=pg_admin, run_jobs=False)
@@ -120,7 +120,7 @@ def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]
         elif kind == "postgres":
             backend = admin.for_person(admin.ensure_person(f"person-{uuid.uuid4().hex[:12]}"))
         else:
-            from bli_memory.core.team.remote import RemoteBackend
+            from bli_memory.core.team.client.remote import RemoteBackend
 
             _, token = admin.create_token(f"person-{uuid.uuid4().hex[:12]}", "laptop")
             backend = RemoteBackend(request.getfixturevalue("service_url"), token=token)

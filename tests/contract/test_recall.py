@@ -45,7 +45,7 @@ def test_one_prompt_on_the_team_store_is_one_http_request(pg_admin, service_url:
     """What the prompt hook runs for a prompt (``prompt_decision``), through the real
     service over a real socket: exactly one request, to the recall door."""
     from bli_memory.core.hooks.prompt_recall import prompt_decision
-    from bli_memory.core.team.remote import RemoteBackend
+    from bli_memory.core.team.client.remote import RemoteBackend
 
     sent: list[str] = []
 

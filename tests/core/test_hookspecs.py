@@ -124,9 +124,10 @@ class _ToyEmbedder:
 def test_hook_register_embedders(temp_home: Path) -> None:
     import pytest
 
-    from bli_memory.core.embedded.engine import EmbeddedBackend, available_embedders, load_embedder
+    from bli_memory.core.embedded.engine import EmbeddedBackend
     from bli_memory.core.errors import ConfigError, ModelMismatchError
     from bli_memory.core.hookspecs import hookimpl
+    from bli_memory.core.memory.embedder import available_embedders, load_embedder
     from bli_memory.core.paths import store_path
 
     class ToyPlugin:

@@ -341,7 +341,7 @@ def test_an_unreachable_or_unpaired_service_leaves_entries_queued(temp_home: Pat
 
 
 def test_the_paired_session_file_is_used(temp_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bli_memory.core.team.pairing import Session, write_session
+    from bli_memory.core.team.client.pairing import Session, write_session
 
     door = Door(token="paired-token")
     try:

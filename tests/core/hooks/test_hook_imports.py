@@ -42,7 +42,7 @@ SKIP_PATH_MODULES = {
 #: Standard-library and third-party modules only the backend needs.
 BACKEND_ONLY = {"sqlite3", "logging", "uuid", "datetime", "numpy", "httpx", "onnxruntime",
                 "tokenizers", "structlog", "hashlib", "bli_memory.core.embedded.engine",
-                "bli_memory.core.team.remote", "bli_memory.core.extraction.extractors",
+                "bli_memory.core.team.client.remote", "bli_memory.core.extraction.extractors",
                 "bli_memory.core.embedded.store", "kingfisher_sdk"}
 
 _RUN = (
@@ -75,5 +75,5 @@ def test_a_prompt_that_is_searched_still_loads_the_engine(project: Path) -> None
                "prompt": "how do we deploy the billing service?", "cwd": str(project)}
     modules, stderr = _modules_after("prompt", payload, daemon="0", cwd=project)
     assert "prompt ok" in stderr, stderr
-    assert {"bli_memory.core.embedded.engine", "bli_memory.core.team.remote", "sqlite3"} <= modules
+    assert {"bli_memory.core.embedded.engine", "bli_memory.core.team.client.remote", "sqlite3"} <= modules
     assert "kingfisher_sdk" not in modules  # the vendor secret rules load for writes only

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bli_memory.core.embedded.engine import available_embedders, load_embedder
 from bli_memory.core.errors import EmbedderError
 from bli_memory.core.memory import embedder_models
+from bli_memory.core.memory.embedder import available_embedders, load_embedder
 from bli_memory.core.memory.embeddings import ModelManifest, OnnxEmbedder
 from bli_memory.core.paths import data_dir
 from tests.core.memory.tiny_model import write_tiny_model

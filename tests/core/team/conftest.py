@@ -60,7 +60,7 @@ def service_db(pg_instance: pgserver.PgInstance) -> str:
 
 @pytest.fixture(scope="session")
 def admin(service_db: str) -> Iterator[Any]:
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
 
     backend = PostgresBackend(service_db, pool_size=10)
     try:

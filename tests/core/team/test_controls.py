@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bli_memory.core.team.remote import RemoteBackend
+from bli_memory.core.team.client.remote import RemoteBackend
 from tests.conftest import bin_path
 from tests.mcp_client import run_session, text_of
 
@@ -315,7 +315,7 @@ def test_remote_import_in_parts_is_checked_whole_before_any_part_is_written(
     start_service, new_person, admin: Any, monkeypatch
 ) -> None:
     from bli_memory.core.errors import InvalidInputError
-    from bli_memory.core.team import remote as remote_module
+    from bli_memory.core.team.client import transfer as remote_module
 
     svc = start_service()
     alice, bob = new_person(), new_person()

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bli_memory.core.team.http import MAX_ERROR_MESSAGE_CHARS
-from bli_memory.core.team.service import MAX_BODY_BYTES
+from bli_memory.core.team.service.app import MAX_BODY_BYTES
+from bli_memory.core.team.service.http import MAX_ERROR_MESSAGE_CHARS
 from tests.core.team.conftest import free_port
 
 
@@ -83,7 +83,7 @@ def served(admin: Any) -> Iterator[str]:
     """The app in a uvicorn thread with a 1 s body timeout."""
     import uvicorn
 
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.team.service.app import create_app
 
     port = free_port()
     app = create_app(backend=admin, run_jobs=False, warm_model=False, body_timeout=1.0)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bli_memory.core.team.pairing import login, read_session
+from bli_memory.core.team.client.pairing import login, read_session
 from tests.conftest import FIXTURES, bin_path, make_repo
 from tests.core.team.conftest import free_port
 from tests.hooks_util import run_hook
@@ -207,7 +207,7 @@ def test_two_machines_share_and_another_person_sees_nothing(
 
 def test_service_killed_mid_save_loses_nothing_acknowledged(start_service, admin: Any, new_person) -> None:
     from bli_memory.core.errors import BliMemoryError
-    from bli_memory.core.team.remote import RemoteBackend
+    from bli_memory.core.team.client.remote import RemoteBackend
 
     port = free_port()
     svc = start_service(port=port)

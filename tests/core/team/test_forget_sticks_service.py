@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bli_memory.core.team.service import run_extract_jobs
+from bli_memory.core.team.service.app import run_extract_jobs
 
 DECISION = "We decided the public API listens on port 8443 because the load balancer expects it."
 EXCHANGE = f"User: {DECISION}\n\nAssistant: Noted."

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from bli_memory.core.errors import InvalidInputError
-from bli_memory.core.team.remote import RemoteBackend
+from bli_memory.core.team.client.remote import RemoteBackend
 
 T = "2026-11-30T04:57:01.123456Z"
 MODEL = "all-MiniLM-L6-v2-int8"
@@ -140,7 +140,7 @@ def test_a_loop_of_links_does_not_hang_history_or_purge(
 
 
 def test_remote_import_keeps_a_history_that_spans_parts(start_service, new_person, monkeypatch) -> None:
-    from bli_memory.core.team import remote as remote_module
+    from bli_memory.core.team.client import transfer as remote_module
 
     svc = start_service()
     alice, bob = new_person(), new_person()
@@ -212,7 +212,7 @@ def test_a_remote_import_whose_last_part_the_database_refuses_writes_nothing(
     start_service, new_person, monkeypatch
 ) -> None:
     from bli_memory.core.errors import InvalidInputError
-    from bli_memory.core.team import remote as remote_module
+    from bli_memory.core.team.client import transfer as remote_module
 
     svc = start_service()
     p = new_person()
@@ -296,7 +296,7 @@ def test_a_stored_zero_vector_does_not_break_search_or_forget(
 
 @pytest.mark.parametrize("depth", [130, 5_000, 40_000, 100_000])
 def test_deeply_nested_bodies_are_refused(client: Any, new_person, space: str, depth: int) -> None:
-    from bli_memory.core.team.service import MAX_BODY_BYTES
+    from bli_memory.core.team.service.app import MAX_BODY_BYTES
 
     p = new_person()
     nested = '{"a":' * depth + "1" + "}" * depth
@@ -329,7 +329,7 @@ def test_metadata_nesting_limit(client: Any, new_person, space: str) -> None:
 
 def test_a_problem_spanning_parts_is_found_before_any_part_is_sent(start_service, new_person,
                                                                      monkeypatch) -> None:
-    from bli_memory.core.team import remote as remote_module
+    from bli_memory.core.team.client import transfer as remote_module
 
     svc = start_service()
     person = new_person()

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from bli_memory.core.errors import ModelMismatchError, StoreError
-from bli_memory.core.team.pg_store import VERSION_TABLE, PostgresBackend, migrate
+from bli_memory.core.team.postgres.store import VERSION_TABLE, PostgresBackend, migrate
 from tests.core.team import pgserver
 
 

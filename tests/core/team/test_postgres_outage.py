@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bli_memory.core.team.pg_pool import POOL_WAIT_SECONDS
+from bli_memory.core.team.postgres.pool import POOL_WAIT_SECONDS
 from tests.core.team import pgserver
 from tests.core.team.conftest import free_port
 
@@ -42,7 +42,7 @@ def served(dedicated: pgserver.PgInstance) -> Iterator[tuple[str, str]]:
     """(service URL, a device token) of the app over a fresh database of the dedicated server."""
     import uvicorn
 
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
     from bli_memory.core.ui.service_app import create_service_app
 
     url = pgserver.create_database(dedicated, "bli_outage")
@@ -143,7 +143,7 @@ def _door_body(space: str) -> dict[str, Any]:
 def test_every_door_answers_503_while_postgres_hangs_and_recovers(
     served: tuple[str, str], dedicated: Any
 ) -> None:
-    from bli_memory.core.team.service import DOORS
+    from bli_memory.core.team.service.app import DOORS
 
     base, token = served
     space = f"repo_frozen__{uuid.uuid4().hex[:10]}"
@@ -195,7 +195,7 @@ def test_every_door_answers_503_while_postgres_hangs_and_recovers(
 @pytest.mark.deadline
 def test_a_query_under_way_when_postgres_hangs_gives_up(dedicated: Any) -> None:
     from bli_memory.core.errors import StoreError
-    from bli_memory.core.team.pg_store import PostgresBackend
+    from bli_memory.core.team.postgres.store import PostgresBackend
 
     url = pgserver.create_database(dedicated, "bli_frozen")
     backend = PostgresBackend(url, pool_size=2)

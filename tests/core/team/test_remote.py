@@ -18,7 +18,7 @@ from bli_memory.core.errors import ConfigError, InvalidInputError, NotFoundError
 from bli_memory.core.paths import session_file_path
 from bli_memory.core.plugins import build_backend, get_plugin_manager
 from bli_memory.core.settings import load_settings
-from bli_memory.core.team.pairing import (
+from bli_memory.core.team.client.pairing import (
     Session,
     check_paired,
     clear_session,
@@ -26,7 +26,7 @@ from bli_memory.core.team.pairing import (
     read_session,
     write_session,
 )
-from bli_memory.core.team.remote import UNPAIRED_MESSAGE, RemoteBackend
+from bli_memory.core.team.client.remote import UNPAIRED_MESSAGE, RemoteBackend
 
 TOKEN = "blim_" + "t" * 43
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bli_memory.core.team.service import openapi_document, run_extract_jobs
+from bli_memory.core.team.service.app import openapi_document, run_extract_jobs
 
 # --- auth --------------------------------------------------------------------------
 
@@ -436,8 +436,8 @@ def test_openapi_describes_exactly_the_doors(client: Any) -> None:
 def test_readiness_is_false_when_the_database_is_gone(pg_instance: Any) -> None:
     from starlette.testclient import TestClient
 
-    from bli_memory.core.team.pg_store import PostgresBackend
-    from bli_memory.core.team.service import create_app
+    from bli_memory.core.team.postgres.store import PostgresBackend
+    from bli_memory.core.team.service.app import create_app
     from tests.core.team import pgserver
 
     url = pgserver.create_database(pg_instance, "bli_gone")
@@ -456,7 +456,7 @@ def test_readiness_is_false_when_the_database_is_gone(pg_instance: Any) -> None:
 
 
 def test_every_door_is_documented_with_its_request_and_answer_models() -> None:
-    from bli_memory.core.team.service import DOORS
+    from bli_memory.core.team.service.app import DOORS
 
     doc = openapi_document()
     schemas = doc["components"]["schemas"]
@@ -484,7 +484,7 @@ def test_every_door_is_documented_with_its_request_and_answer_models() -> None:
 def test_answers_validate_against_their_declared_models(client: Any, new_person, space: str) -> None:
     import pydantic
 
-    from bli_memory.core.team import service_models as m
+    from bli_memory.core.team.service import models as m
 
     p = new_person()
     saved = client.post("/api/memory/save", headers=p.headers,

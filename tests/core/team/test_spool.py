@@ -24,8 +24,8 @@ import pytest
 
 from bli_memory.core.errors import ServiceError
 from bli_memory.core.memory.spaces import derive_space
-from bli_memory.core.team import spool
-from bli_memory.core.team.remote import RemoteBackend
+from bli_memory.core.team.client import spool
+from bli_memory.core.team.client.remote import RemoteBackend
 from tests.conftest import FIXTURES, bin_path
 from tests.core.team.conftest import free_port
 from tests.hooks_util import run_hook

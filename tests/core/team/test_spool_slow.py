@@ -5,7 +5,7 @@ used to be treated as away on every hook: the oldest spooled exchange was sent a
 each time and timed out again, and newer ones waited forever (the daemon and
 ``worker`` had the same 2 s budget per request). Now a hook that finds the service too
 slow backs off (later hooks spool without sending), and the backlog path, off the prompt
-path, gives each request :data:`~bli_memory.core.team.spool.BACKLOG_REQUEST_TIMEOUT_S`.
+path, gives each request :data:`~bli_memory.core.team.client.spool.BACKLOG_REQUEST_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from bli_memory.core.memory.spaces import derive_space
-from bli_memory.core.team import spool
+from bli_memory.core.team.client import spool
 from tests.conftest import bin_path
 from tests.core.team.conftest import free_port
 from tests.core.team.test_spool import _spooled, _stop

@@ -1,0 +1,292 @@
+"""Search, profile and term counts of the team store (Postgres + pgvector).
+
+The store answers the retrieval channels (:class:`PostgresChannels`); fusion, the
+``context`` channel, recency, the tail drop and conflict flags are the shared
+retrieval of every store (:mod:`bli_memory.core.memory.retrieval`), so a search of
+the service ranks exactly as one of the embedded engine. Channels:
+
+- ``vector``: the HNSW index (with the iterative scan set on every pooled connection)
+  or an exact scan, as the planner decides; re-ordered by exact distance;
+- ``keyword_all`` / ``keyword_any``: ``tsvector @@ tsquery`` over every / any query
+  term, ranked by ``ts_rank`` (length normalised, the nearest Postgres has to bm25),
+  both in one round trip.
+
+Every query filters by space and owner first (design §7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.memory.retrieval import clamped_limit, query_text, rank
+from bli_memory.core.memory.retrieval_writes import PROFILE_KINDS, profile_limit
+from bli_memory.core.memory.terms import query_terms
+from bli_memory.core.models import Memory, Profile, Recall, SearchResult
+from bli_memory.core.team.postgres.base import (
+    MEMORY_COLUMNS,
+    PgCore,
+    SpaceView,
+    row_to_memory,
+    tsquery_text,
+    vector_literal,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from bli_memory.core.memory.ranking import RankingConfig
+
+__all__ = ["LIVE", "PostgresChannels", "PostgresSearch"]
+
+#: The rows of a view a search reads (``%(spaces)s``, ``%(owners)s``).
+#: Seconds a space's background (:meth:`PostgresSearch.space_background`) is kept.
+BACKGROUND_TTL_S = 300.0
+LIVE = "space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) AND state = 'active'"
+
+
+class PostgresChannels:
+    """One search's channels over one connection and one person's view.
+
+    Args:
+        conn: An open connection (held for the whole search).
+        view: The person's view of the searched tag.
+        query_vector: The query embedding as a pgvector literal.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], view: SpaceView, query_vector: str) -> None:
+        self._conn = conn
+        self._args: dict[str, Any] = {"spaces": list(view.spaces), "owners": list(view.readers),
+                                      "q": query_vector}
+        self._similarity: dict[int, float | None] = {}
+
+    def channel_rankings(
+        self, query: str, terms: Sequence[str], n: int, config: RankingConfig
+    ) -> dict[str, list[int]]:
+        """Seqs per channel, best first (see :class:`~bli_memory.core.memory.retrieval.ChannelSource`)."""
+        args = {**self._args, "n": n}
+        rankings: dict[str, list[int]] = {}
+        if config.weight("vector") > 0:
+            # The outer ORDER BY restores exact distance order whichever plan ran.
+            rankings["vector"] = [
+                int(r[0]) for r in self._conn.execute(
+                    "SELECT seq FROM (SELECT seq, embedding <=> %(q)s::vector AS d FROM memories "
+                    f"WHERE {LIVE} AND embedding IS NOT NULL "
+                    "ORDER BY embedding <=> %(q)s::vector LIMIT %(n)s) AS knn ORDER BY d, seq DESC",
+                    args,
+                )
+            ]
+        channels: dict[str, str] = {}
+        if config.weight("keyword_all") > 0 and (tsq := tsquery_text(terms, "&")):
+            channels["keyword_all"] = tsq
+        if config.weight("keyword_any") > 0 and len(terms) > 1 and (tsq := tsquery_text(terms, "|")):
+            channels["keyword_any"] = tsq
+        if channels:
+            parts = [
+                f"(SELECT %(c{i})s AS channel, seq, row_number() OVER "
+                f"(ORDER BY ts_rank(terms, %(t{i})s::tsquery, 1) DESC, seq DESC) AS rank FROM memories "
+                f"WHERE {LIVE} AND terms @@ %(t{i})s::tsquery "
+                f"ORDER BY ts_rank(terms, %(t{i})s::tsquery, 1) DESC, seq DESC LIMIT %(n)s)"
+                for i in range(len(channels))
+            ]
+            for i, (name, tsq) in enumerate(channels.items()):
+                args[f"c{i}"], args[f"t{i}"] = name, tsq
+            found: dict[str, list[tuple[int, int]]] = {name: [] for name in channels}
+            for channel, seq, position in self._conn.execute(" UNION ALL ".join(parts), args):
+                found[channel].append((int(position), int(seq)))
+            for name, pairs in found.items():
+                rankings[name] = [seq for _, seq in sorted(pairs)]
+        return rankings
+
+    def neighbours(self, parents: Sequence[int]) -> Mapping[int, Sequence[int]]:
+        """The live rows just before and after each parent in its session (same space and owner).
+
+        Parents come from the caller's view, so their neighbours are in it too. Uses the
+        ``memories_session`` index (revision 0002).
+        """
+        if not parents:
+            return {}
+        side = (
+            "(SELECT m.seq FROM memories AS m WHERE m.space = p.space AND m.owner_id = p.owner_id "
+            "AND m.session_id = p.session_id AND m.state = 'active' AND m.seq {op} p.seq "
+            "ORDER BY m.seq {order} LIMIT 1)"
+        )
+        out: dict[int, list[int]] = {}
+        for parent, kid in self._conn.execute(
+            "SELECT p.seq, n.seq FROM memories AS p CROSS JOIN LATERAL ("
+            f"{side.format(op='<', order='DESC')} UNION ALL {side.format(op='>', order='ASC')}"
+            ") AS n WHERE p.seq = ANY(%s) AND p.session_id IS NOT NULL",
+            (list(parents),),
+        ):
+            out.setdefault(int(parent), []).append(int(kid))
+        return out
+
+    def live_rows(self, items: Sequence[int]) -> Mapping[int, Memory]:
+        """Live, unexpired rows of the view by seq, with their cosine to the query."""
+        rows: dict[int, Memory] = {}
+        for r in self._conn.execute(
+            f"SELECT {MEMORY_COLUMNS}, 1 - (embedding <=> %(q)s::vector) FROM memories "
+            f"WHERE {LIVE} AND seq = ANY(%(seqs)s) AND (expires_at IS NULL OR expires_at > now())",
+            {**self._args, "seqs": list(items)},
+        ):
+            rows[int(r[0])] = row_to_memory(r)
+            self._similarity[int(r[0])] = None if r[-1] is None else float(r[-1])
+        return rows
+
+    def similarity(self, item: int) -> float | None:
+        """Cosine read with the row (NaN for a zero vector, which ranking treats as none)."""
+        return self._similarity.get(item)
+
+    def pair_similarity(self, hits: Sequence[tuple[str, int]]) -> dict[tuple[str, str], float]:
+        """Cosine similarity of every pair of hits, by pgvector."""
+        if len(hits) < 2:
+            return {}
+        found = self._conn.execute(
+            "SELECT a.id::text, b.id::text, 1 - (a.embedding <=> b.embedding) FROM memories AS a "
+            "JOIN memories AS b ON a.id < b.id WHERE a.id = ANY(%(ids)s::uuid[]) "
+            "AND b.id = ANY(%(ids)s::uuid[]) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+            {"ids": [memory_id for memory_id, _ in hits]},
+        ).fetchall()
+        return {(a, b): float(cos) for a, b, cos in found if cos is not None and not math.isnan(cos)}
+
+
+class PostgresSearch(PgCore):
+    """The reading half of the memory contract of
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend`: search, profile, term counts."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        space: str,
+        limit: int = 10,
+        include_profile: bool = False,
+        ranking: RankingConfig | None = None,
+    ) -> SearchResult:
+        """Hybrid search of one space and its aliases (as :meth:`EmbeddedBackend.search`).
+
+        Args:
+            query: Free text; empty or whitespace gives zero hits, not everything.
+            space: Container tag.
+            limit: Hits to return, 1..100.
+            include_profile: Also return the space's :class:`Profile`.
+            ranking: Override the fusion weights.
+
+        Returns:
+            Hits best first; zero hits is a normal answer.
+        """
+        cfg = ranking or self.ranking
+        limit = clamped_limit(limit)
+        q = query_text(query)
+        with self._conn("search") as conn:
+            view = self._view(conn, space)
+            profile = self._profile(conn, view, limit=10) if include_profile else None
+            if not q:
+                return SearchResult(query=query or "", space=view.canonical, spaces=view.spaces,
+                                    profile=profile)
+            channels = PostgresChannels(conn, view, vector_literal(self._embed_one(q)))
+            ranked = rank(channels, q, limit=limit, config=cfg)
+        return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=ranked.hits,
+                            profile=profile, conflicts=ranked.conflicts)
+
+    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
+        """The search of ``query`` and the gate's inputs, as :meth:`EmbeddedBackend.recall`
+        (:func:`bli_memory.core.memory.recall.gather`); the service's recall door."""
+        from bli_memory.core.memory.recall import gather
+
+        return gather(self, query, space=space, limit=limit)
+
+    def _profile(self, conn: psycopg.Connection[Any], view: SpaceView, *, limit: int) -> Profile:
+        """The profile rule (:data:`~bli_memory.core.memory.retrieval_writes.PROFILE_KINDS`):
+        facts of any age, newest first, and the newest memories of any kind."""
+        args = {"spaces": list(view.spaces), "owners": list(view.readers), "limit": limit,
+                "kinds": sorted(PROFILE_KINDS)}
+        live = f"{LIVE} AND (expires_at IS NULL OR expires_at > now())"
+        facts = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {live} "
+            "AND lower(metadata->>'kind') = ANY(%(kinds)s) ORDER BY seq DESC LIMIT %(limit)s",
+            args,
+        ).fetchall()
+        recent = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {live} ORDER BY seq DESC LIMIT %(limit)s", args,
+        ).fetchall()
+        return Profile(space=view.canonical, facts=tuple(row_to_memory(r) for r in facts),
+                       recent=tuple(row_to_memory(r) for r in recent))
+
+    def profile(self, *, space: str, limit: int = 10) -> Profile:
+        """User Profile (durable preferences, conventions, decisions) and Recent Context.
+
+        As :meth:`EmbeddedBackend.profile`: facts are live memories of a profile kind
+        however old they are; Recent Context the newest live memories of any kind.
+
+        Args:
+            space: Container tag (an alias resolves to its canonical space).
+            limit: Most memories in each of the two lists (at least 1).
+        """
+        with self._conn("profile") as conn:
+            return self._profile(conn, self._view(conn, space), limit=profile_limit(limit))
+
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """In how many live memories of the space each content term of ``query`` occurs.
+
+        As :meth:`EmbeddedBackend.term_frequencies`, for the injection gate
+        (:mod:`bli_memory.core.memory.term_evidence`); a term matches its lexeme as the keyword
+        channel of :meth:`search` does. One round trip: ``count(*) FILTER`` per term.
+
+        Returns:
+            ``([(term, count), ...], live_memories)``.
+        """
+        from bli_memory.core.memory.retrieval import MAX_QUERY_TERMS
+
+        words = query_terms(query_text(query))[:MAX_QUERY_TERMS]
+        with self._conn("search") as conn:
+            view = self._view(conn, space)
+            args: dict[str, Any] = {"spaces": list(view.spaces), "owners": list(view.readers)}
+            cols = ["count(*)"]
+            for i, w in enumerate(words):
+                tsq = tsquery_text([w], "|")
+                if tsq:
+                    args[f"t{i}"] = tsq
+                    cols.append(f"count(*) FILTER (WHERE terms @@ %(t{i})s::tsquery)")
+                else:
+                    cols.append("0")
+            row = conn.execute(f"SELECT {', '.join(cols)} FROM memories WHERE {LIVE}", args).fetchone()
+        assert row is not None  # an aggregate always answers one row
+        return [(w, int(c)) for w, c in zip(words, row[1:], strict=True)], int(row[0])
+
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine similarity between two live memories the caller sees in the space.
+
+        As :meth:`EmbeddedBackend.space_background`, from pgvector's ``sum`` and
+        ``vector_norm`` over the view: ``(|sum|^2 - n) / (n (n - 1))``. A space's kind
+        changes slowly, so an answer is kept :data:`BACKGROUND_TTL_S` per view: the
+        aggregate reads every vector of the space.
+
+        Returns:
+            -1.0..1.0, or None below ``SMALL_SPACE`` live memories.
+        """
+        import time
+
+        from bli_memory.core.memory.relevance import SMALL_SPACE
+
+        with self._conn("search") as conn:
+            view = self._view(conn, space)
+            key = (tuple(view.spaces), tuple(view.readers))
+            cache = self._shared._backgrounds
+            hit = cache.get(key)
+            if hit is not None and time.monotonic() - hit[0] < BACKGROUND_TTL_S:
+                return hit[1]
+            row = conn.execute(
+                "SELECT count(*), vector_norm(sum(embedding)) FROM memories "
+                f"WHERE {LIVE} AND embedding IS NOT NULL",
+                {"spaces": list(view.spaces), "owners": list(view.readers)},
+            ).fetchone()
+        assert row is not None  # an aggregate always answers one row
+        n = int(row[0])
+        value = None if n < SMALL_SPACE or row[1] is None else (float(row[1]) ** 2 - n) / (n * (n - 1))
+        if value is not None:  # a small space is cheap to count again, and may grow past the limit
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = (time.monotonic(), value)
+        return value
