@@ -44,7 +44,9 @@ from bli_memory.core.memory.retrieval_writes import (
     profile_limit,
     require_forget_similarity,
     require_one_of_id_or_custom_id,
+    stored_hash,
 )
+from bli_memory.core.memory.storable_text import shown_value
 from bli_memory.core.memory.terms import fts_any_query, query_terms
 from bli_memory.core.models import (
     ForgetResult,
@@ -256,7 +258,8 @@ class EmbeddedBackend(EngineControls):
         else:
             found = self.store.find_live(spaces, custom_id=custom_id)
             if found is None:
-                raise NotFoundError(f"no live memory with customId {custom_id!r} in space {spaces[0]}")
+                raise NotFoundError(f"no live memory with customId {shown_value(custom_id)} "
+                                    f"in space {spaces[0]}")
             previous = found
         if is_unchanged(previous.content, text):
             return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named,
@@ -294,7 +297,7 @@ class EmbeddedBackend(EngineControls):
             memory, named = self._live_in_space(id.strip(), spaces)
             return ForgetResult(memory=self.store.forget(memory), matched_by="id", named=named)
         if selector == "content" and content is not None:
-            found = self.store.find_live(spaces, sha256=content_hash(content))
+            found = self.store.find_live(spaces, sha256=stored_hash(content))
             if found is None:
                 raise NotFoundError(f"no live memory with exactly that text in space {spaces[0]}")
             return ForgetResult(memory=self.store.forget(found), matched_by="content")
@@ -341,7 +344,7 @@ class EmbeddedBackend(EngineControls):
         _, spaces = self.store.resolve_space(space)
         gone = self.store.forgotten_since(spaces, iso(datetime.fromtimestamp(since, UTC)))
         if content is not None:
-            digest = content_hash(content)
+            digest = stored_hash(content)
             found = next((m for m in gone if content_hash(m.content) == digest), None)
             return None if found is None else ForgetResult(memory=found, matched_by="content")
         if query is None or not gone:
@@ -425,12 +428,13 @@ class EmbeddedBackend(EngineControls):
         """
         from bli_memory.core.memory.injected_tags import strip_injected
         from bli_memory.core.memory.records import key_problem
-        from bli_memory.core.memory.stored_secrets import check_container_tag
+        from bli_memory.core.memory.stored_secrets import checked_turn
 
-        check_container_tag(space)
         problem = key_problem({"sessionId": session_id, "source": source})
         if problem:  # the job's saves would carry them
             raise InvalidInputError(f"{problem}; nothing was queued")
+        _, source, session_id, _ = checked_turn("", space=space, source=source, session_id=session_id,
+                                                mask_text=False)  # labels masked, a secret tag refused
 
         body = strip_injected(text or "").strip()
         if not body:

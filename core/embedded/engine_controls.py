@@ -176,7 +176,11 @@ class EngineControls(EngineBase):
         return None
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
-        """Keep one recorded (already redacted) exchange, capture-only; returns its id."""
+        """Keep one recorded exchange, capture-only, its secrets and labels masked
+        (:func:`~bli_memory.core.memory.stored_secrets.checked_turn`); returns its id."""
+        from bli_memory.core.memory.stored_secrets import checked_turn
+
+        text, source, session_id, _ = checked_turn(text, space=space, source=source, session_id=session_id)
         canonical, _ = self.store.resolve_space(space)
         return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
 

@@ -19,22 +19,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bli_memory.core.errors import InvalidInputError
+from bli_memory.core.memory.storable_text import shown_value
 
 __all__ = ["expiry_datetime", "parse_expiry"]
 
 #: Longest expiry string considered, in characters (the longest ISO 8601 time with
 #: microseconds and a zone is 32); longer input is refused without being echoed.
 _MAX_CHARS = 64
-
-
-def _shown(value: str) -> str:
-    """How a refusal names ``value``: quoted, unless it is long or looks like a secret (a
-    token pasted into the wrong field), which is never repeated."""
-    if len(value) > _MAX_CHARS:
-        return f"of {len(value)} characters"
-    from bli_memory.core.memory.redaction import redact
-
-    return "(not repeated: it looks like a secret)" if redact(value).masked else repr(value)
 
 
 def parse_expiry(value: Any, *, future: bool = False, now: datetime | None = None) -> str | None:
@@ -58,7 +49,7 @@ def parse_expiry(value: Any, *, future: bool = False, now: datetime | None = Non
         raise InvalidInputError("expiresAt must be an ISO 8601 date or time string")
     if not value.strip():
         return None
-    shown = _shown(value)
+    shown = shown_value(value)
     if len(value) > _MAX_CHARS:
         raise InvalidInputError(f"expiresAt {shown} is not a usable ISO 8601 date or time")
     try:

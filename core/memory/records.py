@@ -21,7 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from bli_memory.core.memory.storable_text import MAX_METADATA_DEPTH, text_problem
+from bli_memory.core.memory.storable_text import MAX_METADATA_DEPTH, shown_value, text_problem
 
 __all__ = [
     "MAX_KEY_CHARS",
@@ -145,7 +145,7 @@ def record_problem(rec: Any) -> str | None:
         try:
             parse_time(value)
         except (TypeError, ValueError):
-            return f"{key} {value!r} is not a time of the form 2026-11-30T04:57:01.123456Z"
+            return f"{key} {shown_value(value)} is not a time of the form 2026-11-30T04:57:01.123456Z"
     version = rec.get("version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION:
         return f"version must be an integer from 1 to {MAX_VERSION}"
@@ -164,7 +164,7 @@ def record_problem(rec: Any) -> str | None:
         return problem
     for key in ("id", "supersedes"):
         if rec.get(key) is not None and not _is_uuid(rec[key]):
-            return f"{key} {rec[key]!r} is not a UUID in its lowercase dashed form"
+            return f"{key} {shown_value(rec[key])} is not a UUID in its lowercase dashed form"
     if rec.get("supersedes") is not None and _is_uuid(rec["supersedes"]) and (
         uuid.UUID(rec["supersedes"]) == uuid.UUID(rec["id"])
     ):
@@ -204,7 +204,7 @@ def records_problem(records: list[dict[str, Any]]) -> tuple[int, str] | None:
         if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
             slot = (rec["space"], rec["customId"])
             if slot in live:
-                return n, (f"customId {rec['customId']!r} is live twice in space {rec['space']} "
+                return n, (f"customId {shown_value(rec['customId'])} is live twice in space {rec['space']} "
                            f"(record {live[slot]})")
             live[slot] = n
     from bli_memory.core.memory.import_links import supersede_cycle

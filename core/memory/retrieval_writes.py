@@ -35,6 +35,7 @@ __all__ = [
     "profile_limit",
     "require_forget_similarity",
     "require_one_of_id_or_custom_id",
+    "stored_hash",
     "upserted_version",
 ]
 
@@ -61,6 +62,15 @@ def normalise_content(content: str) -> str:
 def content_hash(content: str) -> str:
     """sha256 hex of the normalised content (identical text in a space is one memory)."""
     return hashlib.sha256(normalise_content(content).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stored_hash(content: str) -> str:
+    """:func:`content_hash` of ``content`` as a save stores it, its secrets masked: what a
+    forget by exact text compares (the text a person pastes still holds the secret the
+    store never kept)."""
+    from bli_memory.core.memory.redaction import redact
+
+    return content_hash(redact(normalise_content(content)).text)
 
 
 #: What a refusal for length advises a caller of the MCP tools or the service.

@@ -1,6 +1,7 @@
 """Text every store can keep: the one check that save, update, metadata and import share.
 
-Standard library only and importing nothing of the project, so the export format
+Standard library only and importing nothing of the project at import time (the redaction
+rules load inside :func:`shown_value`), so the export format
 (:mod:`bli_memory.core.memory.records`, which re-exports it) and the save path
 (:mod:`bli_memory.core.memory.retrieval_writes`) both use it without an import cycle.
 """
@@ -10,10 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MAX_METADATA_DEPTH", "text_problem"]
+__all__ = ["MAX_METADATA_DEPTH", "SHOWN_MAX_CHARS", "shown_value", "text_problem"]
 
 #: Deepest nesting of a record's metadata that import accepts.
 MAX_METADATA_DEPTH = 32
+#: Longest value a refusal repeats (:func:`shown_value`); the longest ISO 8601 time with
+#: microseconds and a zone is 32 characters, a UUID 36.
+SHOWN_MAX_CHARS = 64
 
 
 def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:
@@ -48,3 +52,16 @@ def text_problem(value: Any, *, max_depth: int | None = None) -> str | None:
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return None
+
+
+def shown_value(value: object) -> str:
+    """How a refusal names a value a caller gave (an expiry, a ``customId``, an import
+    record's time or id): quoted, unless it is long or looks like a secret (a token pasted
+    into the wrong field), which is never repeated."""
+    if not isinstance(value, str):
+        return f"of type {type(value).__name__}"
+    if len(value) > SHOWN_MAX_CHARS:
+        return f"of {len(value)} characters"
+    from bli_memory.core.memory.redaction import redact
+
+    return "(not repeated: it looks like a secret)" if redact(value).masked else repr(value)

@@ -35,6 +35,7 @@ __all__ = [
     "check_custom_id",
     "checked_extras",
     "checked_source",
+    "checked_turn",
     "masked_metadata",
     "masked_records",
     "with_masked_labels",
@@ -319,3 +320,26 @@ def masked_records(
             fixed["embedding"] = fixed["embeddingModel"] = None
         out.append(fixed)
     return out, counts
+
+
+def checked_turn(text: str, *, space: str, source: str, session_id: str | None,
+                 mask_text: bool = True) -> tuple[str, str, str | None, int]:
+    """A captured turn as a store may keep it (a recorded turn, an extract job's row).
+
+    The labels follow the rules of a save (:func:`checked_extras`: a ``sessionId`` or
+    ``source`` too long is refused, a secret in one masked, a container tag that looks like
+    a secret refused); with ``mask_text`` the text's secrets are masked too (an extract
+    job's text was masked by whoever queued it, at the size they checked).
+
+    Returns:
+        ``(text, source, session_id, masked)``.
+
+    Raises:
+        InvalidInputError: as :func:`checked_extras`; nothing is kept.
+    """
+    from bli_memory.core.memory.redaction import redact
+
+    extras = checked_extras(None, None, session_id=session_id, source=source, space=space)
+    clean = redact(text) if mask_text else None
+    return (clean.text if clean else text, extras.source or source, extras.session_id,
+            (clean.masked if clean else 0) + extras.masked)

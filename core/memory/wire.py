@@ -20,16 +20,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bli_memory.core.models import Conflict, Memory, Profile, SearchHit, SearchResult
+from bli_memory.core.models import Conflict, Memory, Profile, Recall, SearchHit, SearchResult
 
 __all__ = [
     "ConflictRecord",
     "HitRecord",
     "MemoryRecord",
     "ProfileRecord",
+    "RecallRecord",
     "SearchRecord",
+    "TermCount",
     "record_of",
     "search_of",
 ]
@@ -57,6 +59,11 @@ class MemoryRecord(_Wire):
     state: Literal["active", "superseded", "forgotten"] = "active"
     forgottenAt: str | None = None
     expiresAt: str | None = None
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _no_metadata(cls, value: Any) -> Any:
+        return {} if value is None else value  # a memory without metadata has {}
 
     @classmethod
     def of(cls, m: Memory) -> MemoryRecord:
@@ -105,16 +112,17 @@ class ConflictRecord(_Wire):
 
     newer: str = Field(description="Id of the later memory.")
     older: str = Field(description="Id of the earlier memory: update or forget it if it no longer holds.")
-    similarity: float = Field(description="Cosine similarity of the two memories.")
+    similarity: float = Field(allow_inf_nan=False, description="Cosine similarity of the two memories.")
 
 
 class HitRecord(_Wire):
     """One hit: the memory, its cosine similarity, the fused score and the channels that found it."""
 
     memory: MemoryRecord
-    similarity: float | None = Field(None, description="Cosine similarity of query and memory; "
-                                                       "never a fused score.")
-    score: float = 0.0
+    similarity: float | None = Field(None, ge=-1.0001, le=1.0001, allow_inf_nan=False,
+                                     description="Cosine similarity of query and memory; "
+                                                 "never a fused score.")
+    score: float = Field(0.0, allow_inf_nan=False)
     channels: list[str] = Field(default_factory=list)
 
 
@@ -149,6 +157,34 @@ class SearchRecord(_Wire):
                                  channels=tuple(h.channels)) for h in self.results),
             profile=self.profile.profile() if self.profile is not None else None,
             conflicts=tuple(Conflict(c.newer, c.older, c.similarity) for c in self.conflicts))
+
+
+class TermCount(_Wire):
+    """In how many live memories of the space one term occurs."""
+
+    term: str
+    count: int = Field(ge=0)
+
+
+class RecallRecord(SearchRecord):
+    """A prompt's search and what the prompt hook's gate weighs it with (empty terms,
+    ``live`` 0 and a null background when nothing was found)."""
+
+    terms: list[TermCount] = Field(default_factory=list)
+    live: int = Field(0, ge=0)
+    background: float | None = Field(None, ge=-1.0001, le=1.0001, allow_inf_nan=False)
+
+    @classmethod
+    def of_recall(cls, got: Recall) -> RecallRecord:
+        """The record of ``got``."""
+        terms = [TermCount.model_construct(term=t, count=c) for t, c in got.term_counts]
+        return cls.model_construct(**dict(SearchRecord.of(got.result)), live=got.live,
+                                   background=got.background, terms=terms)
+
+    def recall(self) -> Recall:
+        """The :class:`~bli_memory.core.models.Recall` this record holds."""
+        return Recall(result=self.result(), term_counts=tuple((t.term, t.count) for t in self.terms),
+                      live=self.live, background=self.background)
 
 
 def search_of(d: Any) -> SearchResult:

@@ -60,3 +60,30 @@ def test_browse_reads_a_space_as_the_person_sees_it(subject, space: str) -> None
     assert browse.get(first.id) == first and browse.writable(first)
     assert [m.id for m in browse.history(first.id)] == [first.id]
     assert browse.get("0b6f6c1e-4f1e-4c4a-9d61-3a6f2e8b7c10") is None
+
+
+GITHUB_TOKEN = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+
+
+def test_a_recorded_turn_and_a_queued_job_keep_no_secret(subject, space: str) -> None:
+    """Whoever calls (the stop hook masks first; another client of the doors may not), a
+    recorded turn keeps its text and labels masked and a job its labels, and a container
+    tag that looks like a secret is refused."""
+    from bli_memory.core.errors import InvalidInputError
+
+    backend = subject.backend
+    backend.record_turn(f"User: the CI token is {GITHUB_TOKEN}\n\nAssistant: Noted.", space=space,
+                        source=f"hook:{GITHUB_TOKEN}", session_id=f"s-{GITHUB_TOKEN}")
+    [kept] = backend.recordings(space=space)
+    assert GITHUB_TOKEN not in str(kept) and "[REDACTED" in kept["text"]
+    backend.enqueue_extract("User: we ship on Fridays.\n\nAssistant: Noted.", space=space,
+                            source=f"hook:{GITHUB_TOKEN}", session_id=f"s-{GITHUB_TOKEN}")
+    if subject.kind == "embedded":  # the file holds this test's job alone
+        job = backend.job_queue.claim_job("w-1", lease_seconds=60, max_attempts=3)
+        assert job is not None and GITHUB_TOKEN not in f"{job.source} {job.session_id}"
+    for call in (lambda: backend.record_turn("User: hi\n\nAssistant: hello", space=GITHUB_TOKEN,
+                                             source="hook:claude"),
+                 lambda: backend.enqueue_extract("User: hi\n\nAssistant: hello", space=GITHUB_TOKEN,
+                                                 source="hook:claude")):
+        with pytest.raises(InvalidInputError, match="looks like a secret"):
+            call()

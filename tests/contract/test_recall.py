@@ -69,3 +69,36 @@ def test_one_prompt_on_the_team_store_is_one_http_request(pg_admin, service_url:
         assert backend.recall("When do we deploy billing?", space=space, limit=9).background is not None
     finally:
         backend.close()
+
+
+@pytest.mark.e2e
+def test_a_service_from_before_the_recall_door_is_asked_apart(pg_admin, service_url: str) -> None:
+    """A new client on an older service: the recall door answers 404 there (the real
+    service's own answer for a door it does not have), so the client asks for the search,
+    the term counts and the background apart, and keeps doing so without asking again."""
+    from bli_memory.core.team.client.remote import RemoteBackend
+
+    sent: list[str] = []
+
+    class OldService(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            sent.append(request.url.path)
+            if request.url.path == "/api/memory/recall":  # a door this service does not have yet
+                request.url = request.url.copy_with(path="/api/memory/recall-is-not-here-yet")
+            return super().handle_request(request)
+
+    _, token = pg_admin.create_token(f"person-{uuid.uuid4().hex[:12]}", "laptop")
+    space = f"repo_contract__{uuid.uuid4().hex[:16]}"
+    backend = RemoteBackend(service_url, token=token, transport=OldService())
+    try:
+        _fill(backend, space)
+        sent.clear()
+        got = backend.recall(PROMPT, space=space, limit=5)
+        assert sent == ["/api/memory/recall", "/api/memory/search", "/api/memory/terms",
+                        "/api/memory/background"]
+        assert got.live == 2 and dict(got.term_counts)["fridays"] == 2 and got.result.hits
+        sent.clear()
+        backend.recall(PROMPT, space=space, limit=5)
+        assert sent == ["/api/memory/search", "/api/memory/terms", "/api/memory/background"]
+    finally:
+        backend.close()

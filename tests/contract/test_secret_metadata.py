@@ -49,3 +49,29 @@ def test_an_update_says_what_it_masked_as_a_save_does(backend, space: str) -> No
     assert again.status == "unchanged" and again.masked == 2  # masked, then found already there
     plain = backend.update("CI pushes with the deploy key.", space=space, id=updated.memory.id)
     assert plain.status == "updated" and plain.masked == 0
+
+
+def test_a_memory_saved_with_a_secret_is_forgotten_by_the_text_as_pasted(backend, space: str) -> None:
+    """The store keeps the text masked; the person pastes it with the secret. A forget by
+    exact text compares the masked forms, so the paste still finds the memory."""
+    said = f"The CI token for the release job is {GITHUB_TOKEN}."
+    saved = backend.save(said, space=space)
+    assert GITHUB_TOKEN not in saved.memory.content and saved.masked == 1
+    gone = backend.forget(space=space, content=said)
+    assert gone.matched_by == "content" and gone.memory.id == saved.memory.id
+    assert backend.list_memories(space=space) == []
+
+
+def test_refusals_never_repeat_a_secret_given_where_a_key_or_time_goes(backend, space: str) -> None:
+    import pytest
+
+    from bli_memory.core.errors import InvalidInputError, NotFoundError
+
+    with pytest.raises(NotFoundError) as missing:
+        backend.update("The release job runs at noon.", space=space, custom_id=GITHUB_TOKEN)
+    assert GITHUB_TOKEN not in missing.value.message and "customId" in missing.value.message
+    record = {"id": "6a3c1e0e-8f1b-4c51-9a53-2b9f0d3c5e71", "space": space, "content": "Noon.",
+              "createdAt": GITHUB_TOKEN, "updatedAt": "2026-01-01T00:00:00.000000Z"}
+    with pytest.raises(InvalidInputError) as refused:
+        backend.import_records([record])
+    assert GITHUB_TOKEN not in refused.value.message and "createdAt" in refused.value.message

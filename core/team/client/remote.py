@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.errors import InvalidInputError, ServiceError
+from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
 from bli_memory.core.hookspecs import hookimpl
 from bli_memory.core.models import (
     ForgetResult,
@@ -45,6 +45,7 @@ from bli_memory.core.team.client.service_client import (
 )
 
 if TYPE_CHECKING:
+    from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.memory.browse import BrowseReads
     from bli_memory.core.memory.job_queue import ShipReport
     from bli_memory.core.memory.redaction import Redacted
@@ -139,6 +140,8 @@ class RemoteBackend:
         self.base_url = base_url.rstrip("/")
         self._token = token
         self._service = ServiceClient(self.base_url, token=token, timeout=timeout, transport=transport)
+        #: False once the service answered 404 for the recall door (a service from before it).
+        self._recall_door = True
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.base_url!r})"
@@ -172,17 +175,24 @@ class RemoteBackend:
         return parsed(search_of, data)
 
     def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
-        """A prompt's search and the gate's inputs in one request (``POST /api/memory/recall``)."""
-        data = self._call("POST", "/api/memory/recall", {"q": query, "containerTag": space, "limit": limit})
+        """A prompt's search and the gate's inputs in one request (``POST /api/memory/recall``).
 
-        def parse(d: dict[str, Any]) -> Recall:
-            background = d.get("background")
-            return Recall(result=search_of(d),
-                          term_counts=tuple((str(t["term"]), int(t["count"])) for t in d.get("terms") or ()),
-                          live=int(d.get("live") or 0),
-                          background=None if background is None else float(background))
+        A service from before that door answers 404: then the search, the term counts and
+        the background are asked for apart, as that service's clients did (three requests),
+        and this client asks so from then on.
+        """
+        from bli_memory.core.memory.recall import gather
+        from bli_memory.core.memory.wire import RecallRecord
 
-        return parsed(parse, data)
+        if self._recall_door:
+            try:
+                data = self._call("POST", "/api/memory/recall",
+                                  {"q": query, "containerTag": space, "limit": limit})
+            except NotFoundError:
+                self._recall_door = False
+            else:
+                return parsed(lambda d: RecallRecord.model_validate(d).recall(), data)
+        return gather(self, query, space=space, limit=limit)
 
     def save(
         self,
@@ -232,9 +242,11 @@ class RemoteBackend:
 
     def forget(self, *, space: str, id: str | None = None, content: str | None = None,
                query: str | None = None) -> ForgetResult:
-        """Tombstone a memory on the service (``POST /api/memory/forget``)."""
+        """Tombstone a memory on the service (``POST /api/memory/forget``); exact text is
+        sent masked, as it was saved."""
         body: dict[str, Any] = {"containerTag": space}
-        for key, value in (("id", id), ("content", content), ("query", query)):
+        text = _masked(content).text if isinstance(content, str) and content.strip() else content
+        for key, value in (("id", id), ("content", text), ("query", query)):
             if value is not None:
                 body[key] = value
         data = self._call("POST", "/api/memory/forget", body)
@@ -474,8 +486,9 @@ class RemoteBackend:
 
 
 @hookimpl(tryfirst=True)
-def memory_backend(settings: Settings) -> RemoteBackend | None:
-    """Offer the remote backend when a memory service is configured; else let the engine answer.
+def memory_backend(settings: Settings) -> MemoryBackend | None:
+    """Offer the remote backend when a memory service is configured; else let the engine answer
+    (typed as the contract, so the type checker proves the client implements it whole).
 
     Raises:
         ServiceError: reason ``unpaired`` (hooks report it; the server exits 1).
@@ -484,10 +497,3 @@ def memory_backend(settings: Settings) -> RemoteBackend | None:
     if target is None:
         return None
     return RemoteBackend(target[0], token=target[1])
-
-
-if TYPE_CHECKING:  # the type checker proves the contract is implemented whole
-    from bli_memory.core.memory.backend import MemoryBackend
-
-    def _implements_the_contract(backend: RemoteBackend) -> MemoryBackend:
-        return backend

@@ -43,12 +43,15 @@ class JobsMixin(PgCore):
         """
         from bli_memory.core.extraction.job_ids import checked_job_id
         from bli_memory.core.memory.records import key_problem
-        from bli_memory.core.memory.stored_secrets import check_container_tag
+        from bli_memory.core.memory.stored_secrets import checked_turn
 
-        check_container_tag(space)
         problem = key_problem({"sessionId": session_id, "source": source})
         if problem:  # the job's saves would carry them
             raise InvalidInputError(f"{problem}; nothing was queued")
+        # A secret container tag is refused, secrets in the labels masked (the text was
+        # masked by whoever queued it).
+        _, source, session_id, _ = checked_turn("", space=space, source=source, session_id=session_id,
+                                                mask_text=False)
 
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")

@@ -21,9 +21,10 @@ class RecordingsMixin(PgCore):
         The service side of :meth:`EmbeddedBackend.record_turn`: one
         ``memory_session_recordings`` row in this person's own canonical space (where a
         save lands), with the device the request came from. The text is stored as
-        given, as the embedded store does (the stop hook bounds it to
-        ``MAX_EXCHANGE_BYTES`` and redacts it first); only NUL characters, which a
-        Postgres ``text`` cannot hold, are dropped. A recording is never embedded,
+        given, its secrets and labels masked as the embedded store masks them (the stop
+        hook bounds it to ``MAX_EXCHANGE_BYTES`` and redacts it first; another client of the
+        record door may not); only NUL characters, which a Postgres ``text`` cannot hold,
+        are dropped. A recording is never embedded,
         indexed, searched, listed, exported or injected; :meth:`info` counts it.
 
         Args:
@@ -36,6 +37,9 @@ class RecordingsMixin(PgCore):
         """
         if not isinstance(text, str) or not isinstance(source, str) or not text.strip():
             raise InvalidInputError("a recording needs text and a source")
+        from bli_memory.core.memory.stored_secrets import checked_turn
+
+        text, source, session_id, _ = checked_turn(text, space=space, source=source, session_id=session_id)
         rec_id = record_id or str(uuid.uuid4())
         me = self._me()
         with self._tx("record a session turn") as conn:

@@ -28,8 +28,10 @@ from bli_memory.core.memory.retrieval_writes import (
     is_unchanged,
     require_forget_similarity,
     require_one_of_id_or_custom_id,
+    stored_hash,
     upserted_version,
 )
+from bli_memory.core.memory.storable_text import shown_value
 from bli_memory.core.memory.version_ids import live_head, shown_id
 from bli_memory.core.models import ForgetResult, Memory, SaveResult, UpdateResult
 from bli_memory.core.team.postgres.base import (
@@ -239,7 +241,7 @@ class PostgresWrites(PgCore):
             else:
                 found = self._find_live(conn, view, custom_id=custom_id)
             if found is None:
-                which = f"id {shown_id(id)}" if id is not None else f"customId {custom_id!r}"
+                which = f"id {shown_id(id)}" if id is not None else f"customId {shown_value(custom_id)}"
                 raise NotFoundError(f"no live memory with {which} in space {view.canonical}")
             previous = self._writable(view, found)
             if is_unchanged(previous.content, text):
@@ -291,7 +293,7 @@ class PostgresWrites(PgCore):
                                         f"in space {view.canonical}")
                 matched_by = "id"
             elif selector == "content" and content is not None:
-                found = self._find_live(conn, view, sha=content_hash(content))
+                found = self._find_live(conn, view, sha=stored_hash(content))
                 if found is None:
                     raise NotFoundError(f"no live memory with exactly that text in space {view.canonical}")
                 matched_by = "content"

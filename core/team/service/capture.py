@@ -98,7 +98,9 @@ def experience_entry(body: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInputError(f"verdict must be one of {', '.join(EXPERIENCE_VERDICTS)}")
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInputError("reason is required")
-    reason = reason.strip()
+    from bli_memory.core.memory.redaction import redact
+
+    reason = redact(reason.strip()).text  # everyone the log is shared with reads it
     if len(reason) > 500 or "\n" in reason or "\r" in reason:
         raise InvalidInputError("reason must be one line of at most 500 characters")
     created = body.get("created_at", body.get("createdAt"))

@@ -84,9 +84,21 @@ def _key(loc: tuple[Any, ...]) -> str:
 
 
 def _bounds(model: type[BaseModel], name: str) -> tuple[Any, Any]:
+    """The ``ge`` and ``le`` of a model's field, also inside ``Annotated[...] | None``."""
+    import typing
+
     field = model.model_fields.get(name)
     lo = hi = None
-    for rule in field.metadata if field is not None else ():
+    if field is None:
+        return lo, hi
+    rules: list[Any] = list(field.metadata)
+    stack: list[Any] = [field.annotation]
+    while stack:
+        kind = stack.pop()
+        stack.extend(typing.get_args(kind))
+        for meta in getattr(kind, "__metadata__", ()):
+            rules.extend(getattr(meta, "metadata", [meta]))
+    for rule in rules:
         lo = getattr(rule, "ge", lo)
         hi = getattr(rule, "le", hi)
     return lo, hi

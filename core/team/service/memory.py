@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.core.memory.records import check_key_lengths
 from bli_memory.core.memory.redaction import redact
 from bli_memory.core.memory.retrieval_writes import check_extract_size
-from bli_memory.core.memory.wire import MemoryRecord, ProfileRecord, SearchRecord
+from bli_memory.core.memory.wire import MemoryRecord, ProfileRecord, RecallRecord, SearchRecord
 from bli_memory.core.team.service import models as m
 from bli_memory.core.team.service.door import acting, service_state
 
@@ -57,9 +57,7 @@ def search(request: Request, p: Principal, req: m.SearchRequest) -> tuple[int, m
 def recall(request: Request, p: Principal, req: m.RecallRequest) -> tuple[int, m.RecallAnswer]:
     """``POST /api/memory/recall``: a prompt's search and the gate's inputs, one request."""
     got = acting(request, p).recall(req.text, space=req.containerTag, limit=req.limit)
-    return 200, m.RecallAnswer.model_construct(
-        **dict(SearchRecord.of(got.result)), live=got.live, background=got.background,
-        terms=[m.TermCount.model_construct(term=t, count=c) for t, c in got.term_counts])
+    return 200, m.RecallAnswer.model_construct(**dict(RecallRecord.of_recall(got)))
 
 
 def save(request: Request, p: Principal, req: m.SaveRequest) -> tuple[int, m.SaveAnswer, Any]:

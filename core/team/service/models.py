@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from bli_memory.core.memory.wire import HitRecord, MemoryRecord, ProfileRecord, SearchRecord
+from bli_memory.core.memory.wire import HitRecord, MemoryRecord, ProfileRecord, RecallRecord, SearchRecord
+from bli_memory.core.memory.wire import TermCount as WireTermCount
 from bli_memory.core.team.service.door import MAX_IMPORT_RECORDS
 
 __all__ = [
@@ -322,11 +323,8 @@ class InfoAnswer(_Answer):
     extractJobs: dict[str, int]
 
 
-class TermCount(_Answer):
-    """In how many live memories of the space one term occurs."""
-
-    term: str
-    count: int
+#: In how many live memories of the space one term occurs.
+TermCount = WireTermCount
 
 
 class TermsAnswer(_Answer):
@@ -336,13 +334,11 @@ class TermsAnswer(_Answer):
     live: int
 
 
-class RecallAnswer(SearchAnswer):
+class RecallAnswer(RecallRecord):
     """The search, and what the prompt hook's gate weighs it with (empty terms, ``live`` 0
     and null background when nothing was found)."""
 
-    terms: list[TermCount]
-    live: int
-    background: float | None
+    model_config = ConfigDict(extra="forbid")
 
 
 class BackgroundAnswer(_Answer):
