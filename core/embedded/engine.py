@@ -59,7 +59,8 @@ from bli_memory.core.models import (
 )
 
 if TYPE_CHECKING:
-    from bli_memory.core.embedded.store import SQLiteStore
+    from bli_memory.core.embedded.store_browse import SQLiteBrowse
+    from bli_memory.core.embedded.store_jobs import SQLiteJobs
     from bli_memory.core.settings import Settings
 
 __all__ = [
@@ -443,7 +444,7 @@ class EmbeddedBackend(EngineControls):
         canonical, _ = self.store.resolve_space(space)
         from bli_memory.core.extraction.job_ids import checked_job_id
 
-        return self.store.enqueue_job(body, space=canonical, source=source, session_id=session_id,
+        return self.store.jobs.enqueue_job(body, space=canonical, source=source, session_id=session_id,
                                       job_id=checked_job_id(job_id))
 
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
@@ -458,17 +459,16 @@ class EmbeddedBackend(EngineControls):
 
     def ship_spool(self) -> None:
         """Nothing is spooled for the embedded store."""
-        return None
 
     @property
-    def browse(self) -> SQLiteStore:
-        """The browser's reads: the store (every space of the file is the person's)."""
-        return self.store
+    def browse(self) -> SQLiteBrowse:
+        """The browser's reads (every space of the file is the person's)."""
+        return self.store.browse
 
     @property
-    def job_queue(self) -> SQLiteStore:
-        """The file's extract-job queue (the store)."""
-        return self.store
+    def job_queue(self) -> SQLiteJobs:
+        """The file's extract-job queue."""
+        return self.store.jobs
 
 
 @hookimpl(trylast=True)

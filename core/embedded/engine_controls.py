@@ -32,10 +32,10 @@ class EngineControls(EngineBase):
             "space": canonical,
             "aliases": [t for t in spaces if t != canonical],
             "counts": self.store.count_by_state(spaces),
-            "recordings": self.store.recording_count(spaces),
+            "recordings": self.store.recordings.recording_count(spaces),
             "store": {"kind": "embedded", "path": str(self.store_path)},
             "embeddingModel": self._model_name,
-            "extractJobs": self.store.job_counts(),
+            "extractJobs": self.store.jobs.job_counts(),
         }
         recorded = self.store.meta().get("embedding_model")
         try:
@@ -88,13 +88,13 @@ class EngineControls(EngineBase):
 
     def audit(self, *, repair: bool = False) -> dict[str, Any]:
         """Integrity of the store's derived indexes; with ``repair`` rebuild them from the rows."""
-        report = self.store.audit(repair=repair)
+        report = self.store.integrity.audit(repair=repair)
         if repair and report["needs_embedding"]:
             for seq in report["needs_embedding"]:
-                self.store.set_vector(seq, self._embed_one(self.store.content_of(seq)))
+                self.store.integrity.set_vector(seq, self._embed_one(self.store.integrity.content_of(seq)))
             report["repaired"] = True
         if repair:
-            after = self.store.audit(repair=False)
+            after = self.store.integrity.audit(repair=False)
             report["after"] = {k: after[k] for k in ("ok", "missing_keyword", "stale_keyword",
                                                      "missing_vector", "wrong_model")}
         report.pop("needs_embedding", None)
@@ -103,7 +103,7 @@ class EngineControls(EngineBase):
     def export(self, *, space: str | None = None) -> Any:
         """Iterator of JSON-ready rows (all versions); every space when ``space`` is None."""
         spaces = self.store.resolve_space(space)[1] if space else None
-        return self.store.export_rows(spaces)
+        return self.store.transfer.export_rows(spaces)
 
     def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
         """Import exported rows exactly; rows without a usable vector are re-embedded.
@@ -151,7 +151,7 @@ class EngineControls(EngineBase):
                 vector = self._embed_one(r["content"])
             if vector is not None:
                 vectors[r["id"]] = vector
-        res = self.store.import_rows(writing, vectors)
+        res = self.store.transfer.import_rows(writing, vectors)
         kept = sum(m for i, (r, m) in enumerate(zip(records, masked, strict=True))
                    if r["id"] not in present and i not in left_out)
         return {**res, "forgotten": len(left_out), "masked": kept}
@@ -182,7 +182,8 @@ class EngineControls(EngineBase):
 
         text, source, session_id, _ = checked_turn(text, space=space, source=source, session_id=session_id)
         canonical, _ = self.store.resolve_space(space)
-        return self.store.add_recording(text, space=canonical, source=source, session_id=session_id)
+        return self.store.recordings.add_recording(text, space=canonical, source=source,
+                                                   session_id=session_id)
 
     def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
         """Recorded turns of a space and its aliases, newest first (``limit`` 1..100).
@@ -191,11 +192,11 @@ class EngineControls(EngineBase):
             ``[{"id", "space", "sessionId", "source", "createdAt", "text"}, ...]``.
         """
         _, spaces = self.store.resolve_space(space)
-        return self.store.list_recordings(spaces, limit=max(1, min(int(limit), 100)))
+        return self.store.recordings.list_recordings(spaces, limit=max(1, min(int(limit), 100)))
 
     def clear_recordings(self, *, space: str) -> int:
         """Erase every recorded turn of a space and its aliases; returns how many."""
         _, spaces = self.store.resolve_space(space)
-        return self.store.delete_recordings(spaces)
+        return self.store.recordings.delete_recordings(spaces)
 
 

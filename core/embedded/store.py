@@ -9,26 +9,29 @@ cache that is refreshed when the space's write generation moves.
 The store knows nothing about embedding models beyond the name and dimension it
 records; :mod:`bli_memory.core.embedded.engine` computes vectors and ranks.
 
-:class:`SQLiteStore` is :class:`~bli_memory.core.embedded.store_base.StoreBase` (the
-connection) plus one part per job: aliases (:mod:`.store_aliases`), row reads
-(:mod:`.store_reads`), the FTS5 index (:mod:`.store_fts`), the vector cache
-(:mod:`.vector_cache`, blobs in :mod:`.vector_codec`), writes (:mod:`.store_writes`), the
-extract-job queue (:mod:`.store_jobs`), audit (:mod:`.store_audit`), export and import
-(:mod:`.store_transfer`), recordings (:mod:`.store_recordings`), the experience log
-(:mod:`.store_experience`) and the browser's reads (:mod:`.store_browse`).
+:class:`SQLiteStore` is the memories over one connection
+(:class:`~bli_memory.core.embedded.store_base.StoreBase`): aliases (:mod:`.store_aliases`),
+row reads (:mod:`.store_reads`), writes (:mod:`.store_writes`), the FTS5 index
+(:mod:`.store_fts`) and the vector cache (:mod:`.vector_cache`, blobs in
+:mod:`.vector_codec`). Every other job is a part it holds over the same connection, not a
+slice of the class: the extract-job queue (``jobs``, :mod:`.store_jobs`), recordings
+(:mod:`.store_recordings`), the experience log (:mod:`.store_experience`), export and
+import (``transfer``), audit and repair (``integrity``, :mod:`.store_audit`) and the
+browser's reads (``browse``, :mod:`.store_browse`).
 """
 
 from __future__ import annotations
 
-from bli_memory.core.embedded.store_aliases import SpaceAliases
-from bli_memory.core.embedded.store_audit import StoreAudit
+from pathlib import Path
+
+from bli_memory.core.embedded.store_audit import SQLiteIntegrity
 from bli_memory.core.embedded.store_base import now_iso
-from bli_memory.core.embedded.store_browse import StoreBrowse
-from bli_memory.core.embedded.store_experience import StoreExperience
+from bli_memory.core.embedded.store_browse import SQLiteBrowse
+from bli_memory.core.embedded.store_experience import SQLiteExperience
 from bli_memory.core.embedded.store_fts import KeywordReads
-from bli_memory.core.embedded.store_jobs import JobQueueStore
-from bli_memory.core.embedded.store_recordings import StoreRecordings
-from bli_memory.core.embedded.store_transfer import StoreTransfer
+from bli_memory.core.embedded.store_jobs import SQLiteJobs
+from bli_memory.core.embedded.store_recordings import SQLiteRecordings
+from bli_memory.core.embedded.store_transfer import SQLiteTransfer
 from bli_memory.core.embedded.store_writes import StoreWrites
 from bli_memory.core.embedded.vector_cache import VectorCache
 from bli_memory.core.embedded.vector_codec import VectorSet, decode_vector, encode_vector
@@ -48,18 +51,7 @@ __all__ = [
 ]
 
 
-class SQLiteStore(
-    SpaceAliases,
-    StoreWrites,
-    StoreAudit,
-    KeywordReads,
-    VectorCache,
-    JobQueueStore,
-    StoreTransfer,
-    StoreRecordings,
-    StoreExperience,
-    StoreBrowse,
-):
+class SQLiteStore(StoreWrites, KeywordReads, VectorCache):
     """One embedded store file.
 
     Args:
@@ -75,4 +67,25 @@ class SQLiteStore(
     A store whose vectors were made by another model opens (to inspect, list, export
     and re-embed it); searching and writing vectors raise ``ModelMismatchError``
     (:meth:`require_model`).
+
+    The memories themselves (rows, aliases, the FTS5 index, the vector cache, writes) are
+    this class; every other job is a part over the same connection: :attr:`jobs`,
+    :attr:`recordings`, :attr:`experience`, :attr:`transfer`, :attr:`integrity` and
+    :attr:`browse`.
     """
+
+    def __init__(self, path: Path, *, model_name: str, dimensions: int,
+                 busy_timeout_ms: int = 10_000) -> None:
+        super().__init__(path, model_name=model_name, dimensions=dimensions, busy_timeout_ms=busy_timeout_ms)
+        #: The extract-job queue (:class:`~bli_memory.core.memory.job_queue.JobQueue`).
+        self.jobs = SQLiteJobs(self)
+        #: Recorded session turns.
+        self.recordings = SQLiteRecordings(self)
+        #: The local experience log.
+        self.experience = SQLiteExperience(self)
+        #: Export and import of rows.
+        self.transfer = SQLiteTransfer(self)
+        #: Audit and repair of the derived indexes.
+        self.integrity = SQLiteIntegrity(self)
+        #: The memory browser's reads.
+        self.browse = SQLiteBrowse(self)

@@ -15,12 +15,20 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "StoreAudit",
+    "SQLiteIntegrity",
 ]
 
 
-class StoreAudit(StoreReads):
-    """Audit and repair of the derived indexes."""
+class SQLiteIntegrity:
+    """Audit and repair of the derived indexes: a part of
+    :class:`~bli_memory.core.embedded.store.SQLiteStore` (``store.integrity``) over its connection.
+
+    Args:
+        db: The store whose connection and transactions it uses.
+    """
+
+    def __init__(self, db: StoreReads) -> None:
+        self._db = db
 
     def audit(self, *, repair: bool = False) -> dict[str, Any]:
         """Check that the derived indexes agree with the rows; optionally rebuild them.
@@ -36,7 +44,7 @@ class StoreAudit(StoreReads):
             "needs_embedding": [seq, ...]}`` (``needs_embedding``: live rows whose vector
             must be recomputed by the engine).
         """
-        with self._read() as conn:
+        with self._db._read() as conn:
             live = {r[0] for r in conn.execute("SELECT seq FROM memories WHERE state = 'active'")}
             indexed = {r[0] for r in conn.execute("SELECT rowid FROM memory_fts")}
             no_vec = [r[0] for r in conn.execute(
@@ -44,10 +52,10 @@ class StoreAudit(StoreReads):
             wrong = [r[0] for r in conn.execute(
                 "SELECT seq FROM memories WHERE state = 'active' AND embedding IS NOT NULL "
                 "AND (embedding_model IS NOT ? OR length(embedding) != ?)",
-                (self.model_name, 4 * self.dimensions))]
+                (self._db.model_name, 4 * self._db.dimensions))]
             wrong += self._unusable_vectors(conn)
         report: dict[str, Any] = {
-            "counts": self.count_by_state(),
+            "counts": self._db.count_by_state(),
             "missing_keyword": len(live - indexed),
             "stale_keyword": len(indexed - live),
             "missing_vector": len(no_vec),
@@ -58,7 +66,7 @@ class StoreAudit(StoreReads):
                                                     "wrong_model"))
         report["repaired"] = False
         if repair and not report["ok"]:
-            with self._write() as conn:
+            with self._db._write() as conn:
                 conn.execute("DELETE FROM memory_fts")
                 for seq, content in conn.execute(
                     "SELECT seq, content FROM memories WHERE state = 'active'"
@@ -82,7 +90,8 @@ class StoreAudit(StoreReads):
         bad: list[int] = []
         cur = conn.execute(
             "SELECT seq, embedding FROM memories WHERE state = 'active' AND embedding IS NOT NULL "
-            "AND embedding_model IS ? AND length(embedding) = ?", (self.model_name, 4 * self.dimensions))
+            "AND embedding_model IS ? AND length(embedding) = ?",
+            (self._db.model_name, 4 * self._db.dimensions))
         while rows := cur.fetchmany(10_000):
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
             with np.errstate(all="ignore"):
@@ -94,20 +103,20 @@ class StoreAudit(StoreReads):
 
     def set_vector(self, seq: int, vector: np.ndarray) -> None:
         """Store a recomputed vector for a row (audit repair)."""
-        with self._write() as conn:
-            self.claim_model(conn)
+        with self._db._write() as conn:
+            self._db.claim_model(conn)
             row = conn.execute("SELECT space FROM memories WHERE seq = ?", (seq,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no row {seq}")
             conn.execute(
                 "UPDATE memories SET embedding = ?, embedding_model = ? WHERE seq = ?",
-                (encode_vector(vector), self.model_name, seq),
+                (encode_vector(vector), self._db.model_name, seq),
             )
-            self._bump(conn, row[0], removal=True)
+            self._db._bump(conn, row[0], removal=True)
 
     def content_of(self, seq: int) -> str:
         """The content of a row by sequence number."""
-        with self._read() as conn:
+        with self._db._read() as conn:
             row = conn.execute("SELECT content FROM memories WHERE seq = ?", (seq,)).fetchone()
         if row is None:
             raise NotFoundError(f"no row {seq}")

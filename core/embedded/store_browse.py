@@ -6,16 +6,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bli_memory.core.embedded.store_base import COLUMNS, StoreBase, now_iso, row_to_memory
+from bli_memory.core.embedded.store_base import COLUMNS, now_iso, row_to_memory
+from bli_memory.core.embedded.store_reads import StoreReads
 from bli_memory.core.models import Memory
 
 __all__ = [
-    "StoreBrowse",
+    "SQLiteBrowse",
 ]
 
 
-class StoreBrowse(StoreBase):
-    """Browsing reads (:class:`~bli_memory.core.memory.browse.BrowseReads`)."""
+class SQLiteBrowse:
+    """The memory browser's reads (:class:`~bli_memory.core.memory.browse.BrowseReads`): a
+    part of :class:`~bli_memory.core.embedded.store.SQLiteStore` (``store.browse``) over its
+    connection; every space of the file is the one person's.
+
+    Args:
+        db: The store whose connection and transactions it uses.
+    """
+
+    def __init__(self, db: StoreReads) -> None:
+        self._db = db
+
+    def resolve_space(self, tag: str) -> tuple[str, tuple[str, ...]]:
+        """``(canonical tag, every tag naming the space)``."""
+        return self._db.resolve_space(tag)
+
+    def aliases(self) -> dict[str, list[str]]:
+        """``{canonical tag: [alias, ...]}``."""
+        return self._db.aliases()
+
+    def count_by_state(self, spaces: Sequence[str]) -> dict[str, int]:
+        """Memories per state of one space."""
+        return self._db.count_by_state(spaces)
+
+    def get(self, id: str) -> Memory | None:
+        """Exactly the version ``id`` names, or None."""
+        return self._db.get(id)
+
+    def history(self, id: str) -> list[Memory]:
+        """Every version of the memory ``id`` belongs to, newest first."""
+        return self._db.history(id)
 
     def owners(self, tag: str) -> list[str]:
         """``[]``: every memory of the file is the one person's."""
@@ -42,7 +72,7 @@ class StoreBrowse(StoreBase):
         marks = ",".join("?" * len(spaces))
         bound = "" if before_seq is None else "AND seq < ? "
         args: list[Any] = [*spaces, now_iso(), *([] if before_seq is None else [int(before_seq)])]
-        with self._read() as conn:
+        with self._db._read() as conn:
             rows = conn.execute(
                 f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND space IN ({marks}) "
                 f"AND (expires_at IS NULL OR expires_at > ?) {bound}ORDER BY seq DESC LIMIT ?",
@@ -58,7 +88,7 @@ class StoreBrowse(StoreBase):
         Returns:
             ``[(space, {"active": n, "superseded": n, "forgotten": n}), ...]``, at most ``limit``.
         """
-        with self._read() as conn:
+        with self._db._read() as conn:
             rows = conn.execute(
                 "SELECT space, state, count(*) FROM memories GROUP BY space, state"
             ).fetchall()

@@ -8,12 +8,20 @@ from typing import Any
 from bli_memory.core.embedded.store_base import StoreBase, now_iso
 
 __all__ = [
-    "StoreExperience",
+    "SQLiteExperience",
 ]
 
 
-class StoreExperience(StoreBase):
-    """The experience log."""
+class SQLiteExperience:
+    """The local experience log: a part of
+    :class:`~bli_memory.core.embedded.store.SQLiteStore` (``store.experience``) over its connection.
+
+    Args:
+        db: The store whose connection and transactions it uses.
+    """
+
+    def __init__(self, db: StoreBase) -> None:
+        self._db = db
 
     _EXPERIENCE_KEYS = ("store", "verdict", "reason", "created_at")
 
@@ -34,7 +42,7 @@ class StoreExperience(StoreBase):
         """
         values = [str(entry[k]) for k in ("id", *self._EXPERIENCE_KEYS)]
         extra = [str(entry.get(k) or "") for k in ("person", "device", "agent", "project")]
-        with self._write() as conn:
+        with self._db._write() as conn:
             row = conn.execute(
                 "SELECT store, verdict, reason, created_at FROM memory_experience WHERE id = ?",
                 (values[0],),
@@ -75,5 +83,5 @@ class StoreExperience(StoreBase):
         sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
         args.append(int(limit))
         keys = ("id", "store", "verdict", "reason", "created_at", "person", "device", "agent", "project")
-        with self._read() as conn:
+        with self._db._read() as conn:
             return [dict(zip(keys, row, strict=True)) for row in conn.execute(sql, args)]

@@ -12,11 +12,19 @@ from typing import Any
 from bli_memory.core.embedded.store_base import StoreBase, iso, now_iso
 from bli_memory.core.memory.job_queue import ExtractJob  # the one job record, shared with the team store
 
-__all__ = ["JobQueueStore"]
+__all__ = ["SQLiteJobs"]
 
 
-class JobQueueStore(StoreBase):
-    """The extract-job queue of the store."""
+class SQLiteJobs:
+    """The file's extract-job queue (:class:`~bli_memory.core.memory.job_queue.JobQueue`): a part of
+    :class:`~bli_memory.core.embedded.store.SQLiteStore` (``store.jobs``) over its connection.
+
+    Args:
+        db: The store whose connection and transactions it uses.
+    """
+
+    def __init__(self, db: StoreBase) -> None:
+        self._db = db
 
     def enqueue_job(self, text: str, *, space: str, source: str, session_id: str | None,
                     job_id: str | None = None) -> str:
@@ -25,7 +33,7 @@ class JobQueueStore(StoreBase):
         A ``job_id`` already queued (a retried capture) writes nothing.
         """
         job_id = job_id or str(uuid.uuid4())
-        with self._write() as conn:
+        with self._db._write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO memory_extract_jobs (id, space, text, source, session_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -35,7 +43,7 @@ class JobQueueStore(StoreBase):
 
     def job_counts(self) -> dict[str, int]:
         """Extract jobs per state."""
-        with self._read() as conn:
+        with self._db._read() as conn:
             return dict(
                 conn.execute("SELECT state, count(*) FROM memory_extract_jobs GROUP BY state").fetchall()
             )
@@ -65,11 +73,11 @@ class JobQueueStore(StoreBase):
             "(state = 'queued' AND (not_before IS NULL OR not_before <= ?)) "
             "OR (state = 'running' AND lease_expires_at <= ?)"
         )
-        with self._read() as conn:  # an idle poll costs a read, not the write lock
+        with self._db._read() as conn:  # an idle poll costs a read, not the write lock
             found = conn.execute(f"SELECT 1 FROM memory_extract_jobs WHERE {ready} LIMIT 1", (at, at))
             if found.fetchone() is None:
                 return None
-        with self._write() as conn:
+        with self._db._write() as conn:
             while True:
                 row = conn.execute(
                     "SELECT id, space, text, source, session_id, attempts, created_at, state "
@@ -103,7 +111,7 @@ class JobQueueStore(StoreBase):
             another worker took it over).
         """
         until = iso(datetime.now(UTC) + timedelta(seconds=lease_seconds))
-        with self._write() as conn:
+        with self._db._write() as conn:
             cur = conn.execute(
                 "UPDATE memory_extract_jobs SET lease_expires_at = ? "
                 "WHERE id = ? AND claimed_by = ? AND state = 'running'",
@@ -118,7 +126,7 @@ class JobQueueStore(StoreBase):
             False when the job is no longer this worker's; nothing is changed then.
         """
         at = now_iso()
-        with self._write() as conn:
+        with self._db._write() as conn:
             cur = conn.execute(
                 # The raw exchange is not kept once distilled: what was worth keeping now
                 # lives in memories, and a secret the redactor missed must not linger.
@@ -140,7 +148,7 @@ class JobQueueStore(StoreBase):
             False when the job is no longer this worker's.
         """
         at = now_iso()
-        with self._write() as conn:
+        with self._db._write() as conn:
             if retry_at is not None:
                 cur = conn.execute(
                     "UPDATE memory_extract_jobs SET state = 'queued', not_before = ?, error = ?, "
@@ -158,7 +166,7 @@ class JobQueueStore(StoreBase):
 
     def get_job(self, job_id: str) -> dict[str, Any] | None:
         """One job row as a dict (``outcome`` decoded), or None."""
-        with self._read() as conn:
+        with self._db._read() as conn:
             cur = conn.execute("SELECT * FROM memory_extract_jobs WHERE id = ?", (job_id,))
             row = cur.fetchone()
             if row is None:
@@ -170,7 +178,7 @@ class JobQueueStore(StoreBase):
 
     def prune_jobs(self, *, finished_before: str) -> int:
         """Delete ``done`` jobs finished before this UTC ISO time; returns how many."""
-        with self._write() as conn:
+        with self._db._write() as conn:
             cur = conn.execute(
                 "DELETE FROM memory_extract_jobs WHERE state = 'done' AND finished_at < ?",
                 (finished_before,),
@@ -187,7 +195,7 @@ class JobQueueStore(StoreBase):
         """
         keys = ("id", "space", "source", "session_id", "state", "attempts", "created_at",
                 "finished_at", "error", "outcome")
-        with self._read() as conn:
+        with self._db._read() as conn:
             rows = conn.execute(
                 f"SELECT {', '.join(keys)} FROM memory_extract_jobs "
                 "ORDER BY created_at DESC, id DESC LIMIT ?",

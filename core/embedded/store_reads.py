@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bli_memory.core.embedded.store_base import COLUMNS, StoreBase, now_iso, row_to_memory
+from bli_memory.core.embedded.store_aliases import SpaceAliases
+from bli_memory.core.embedded.store_base import COLUMNS, now_iso, row_to_memory
 from bli_memory.core.errors import NotFoundError
 from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.models import Memory
@@ -18,7 +19,7 @@ __all__ = [
 ]
 
 
-class StoreReads(StoreBase):
+class StoreReads(SpaceAliases):
     """Reads of memory rows."""
 
     def get(self, id: str) -> Memory | None:

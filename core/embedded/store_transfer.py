@@ -16,12 +16,20 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "StoreTransfer",
+    "SQLiteTransfer",
 ]
 
 
-class StoreTransfer(StoreBase):
-    """Export and import of rows."""
+class SQLiteTransfer:
+    """Export and import of rows: a part of
+    :class:`~bli_memory.core.embedded.store.SQLiteStore` (``store.transfer``) over its connection.
+
+    Args:
+        db: The store whose connection and transactions it uses.
+    """
+
+    def __init__(self, db: StoreBase) -> None:
+        self._db = db
 
     def export_rows(self, spaces: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
         """Every row (all states, history included) as JSON-ready dicts, oldest first.
@@ -37,7 +45,7 @@ class StoreTransfer(StoreBase):
         args: tuple[str, ...] = ()
         if spaces:
             where, args = f"WHERE space IN ({','.join('?' * len(spaces))})", tuple(spaces)
-        with self._read() as conn:
+        with self._db._read() as conn:
             rows = conn.execute(
                 f"SELECT {COLUMNS}, embedding, embedding_model FROM memories {where} ORDER BY seq", args
             ).fetchall()
@@ -62,9 +70,9 @@ class StoreTransfer(StoreBase):
             ``{"imported": n, "skipped": n}``; a record whose id already exists is skipped.
         """
         imported = skipped = 0
-        with self._write() as conn:
+        with self._db._write() as conn:
             if vectors:
-                self.claim_model(conn)
+                self._db.claim_model(conn)
             for rec in records:
                 if conn.execute("SELECT 1 FROM memories WHERE id = ?", (rec["id"],)).fetchone():
                     skipped += 1
@@ -84,12 +92,12 @@ class StoreTransfer(StoreBase):
                         rec.get("source") or "import", rec.get("sessionId"), rec["createdAt"],
                         rec["updatedAt"], int(rec.get("version") or 1), rec.get("supersedes"),
                         rec.get("state") or "active", rec.get("forgottenAt"), rec.get("expiresAt"),
-                        content_hash(rec["content"]), blob, self.model_name if blob else None,
+                        content_hash(rec["content"]), blob, self._db.model_name if blob else None,
                     ),
                 )
                 if live:
                     conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)",
                                  (cur.lastrowid, index_text(rec["content"])))
-                self._bump(conn, rec["space"], removal=False)
+                self._db._bump(conn, rec["space"], removal=False)
                 imported += 1
         return {"imported": imported, "skipped": skipped}

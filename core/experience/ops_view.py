@@ -86,7 +86,7 @@ def _read_store(
             want = min(page_size, max_rows + 1 - len(rows))
             stats.requested += want
             try:
-                page = store.experience_page(since=since, before=before, limit=want)
+                page = store.experience.experience_page(since=since, before=before, limit=want)
             except BliMemoryError as exc:
                 stats.failed = f"{exc.reason}: {exc.message}"
                 break

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bli_memory.core.errors import ServiceError
 
 if TYPE_CHECKING:
+    from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.settings import Settings
 
 __all__ = ["DOOR_PATH", "HTTP_TIMEOUT_S", "HttpSink", "LocalSink", "Sink", "choose_sink"]
@@ -93,7 +94,7 @@ class LocalSink:
     def __init__(self, store_path: Path) -> None:
         self.path = store_path
         self.target = "local"
-        self._store: Any = None
+        self._store: SQLiteStore | None = None
 
     def put(self, payload: dict[str, str], extra: Mapping[str, Any]) -> int:
         """Add one entry to the table: 201 created, 200 identical retry, 409 other content."""
@@ -103,8 +104,8 @@ class LocalSink:
 
             self._store = SQLiteStore(self.path, model_name=embeddings.MODEL_NAME,
                                       dimensions=embeddings.DIMENSIONS)
-        status = self._store.add_experience({**payload, **{k: extra.get(k) for k in
-                                                            ("person", "device", "agent", "project")}})
+        labels = {k: extra.get(k) for k in ("person", "device", "agent", "project")}
+        status = self._store.experience.add_experience({**payload, **labels})
         return {"created": 201, "identical": 200, "conflict": 409}[status]
 
     def close(self) -> None:

@@ -58,7 +58,7 @@ async def captures(request: Request) -> Response:
     store = _machine(request).store
 
     def read() -> dict[str, Any]:
-        return {"jobs": store.recent_jobs(limit=CAPTURES_SHOWN), "job_counts": store.job_counts()}
+        return {"jobs": store.jobs.recent_jobs(limit=CAPTURES_SHOWN), "job_counts": store.jobs.job_counts()}
 
     return render(request, "captures.html", nav="captures", **await run_in_threadpool(read))
 
@@ -108,7 +108,7 @@ async def ops(request: Request) -> Response:
         before = (created, entry_id)
 
     def read() -> dict[str, Any]:
-        page = store.experience_page(since="", before=before, limit=EXPERIENCE_PAGE + 1)
+        page = store.experience.experience_page(since="", before=before, limit=EXPERIENCE_PAGE + 1)
         more = len(page) > EXPERIENCE_PAGE
         page = page[:EXPERIENCE_PAGE]
         return {"view": build_view(), "entries": page,

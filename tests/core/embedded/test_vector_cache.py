@@ -72,7 +72,7 @@ def test_compaction_drops_tombstones_and_a_reembedded_row_reloads(tmp_path: Path
     # append: the set is read again, with the new vector.
     seq = int(compacted.seqs[0])
     new = unit_vectors(1, 99)[0]
-    store.set_vector(seq, new)
+    store.integrity.set_vector(seq, new)
     again = store.vectors((SPACE,))
     assert not np.shares_memory(again.matrix, compacted.matrix)
     assert np.allclose(again.matrix[again.position(seq)], new)

@@ -365,18 +365,18 @@ def test_embedded_mode_keeps_entries_in_the_local_store(temp_home: Path) -> None
     store = SQLiteStore(settings.store_path, model_name=embeddings.MODEL_NAME,
                         dimensions=embeddings.DIMENSIONS)
     try:
-        rows = store.experience_page(since="2000-01-01T00:00:00Z", limit=100)
+        rows = store.experience.experience_page(since="2000-01-01T00:00:00Z", limit=100)
         assert [r["id"] for r in rows] == [e.id for e in reversed(entries)]  # newest first
         assert rows[-1] == {"id": entries[0].id, "store": "bli", "verdict": "win",
                             "reason": entries[0].reason, "created_at": entries[0].created_at,
                             "person": "edward", "device": entries[0].device, "agent": "claude-code",
                             "project": "bli-memory"}
-        page = store.experience_page(since="2000-01-01T00:00:00Z", limit=5,
+        page = store.experience.experience_page(since="2000-01-01T00:00:00Z", limit=5,
                                      before=(rows[4]["created_at"], rows[4]["id"]))
         assert [r["id"] for r in page] == [r["id"] for r in rows[5:10]]
         # The store keeps the door's retry rules.
-        assert store.add_experience(entries[0].payload()) == "identical"
-        assert store.add_experience({**entries[0].payload(), "reason": "other"}) == "conflict"
+        assert store.experience.add_experience(entries[0].payload()) == "identical"
+        assert store.experience.add_experience({**entries[0].payload(), "reason": "other"}) == "conflict"
     finally:
         store.close()
     assert all(sidecar(temp_home, e.id)["shipped_to"] == "local" for e in entries)

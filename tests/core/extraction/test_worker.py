@@ -374,14 +374,14 @@ def _let_backoff_pass(job_id: str) -> None:
         conn.execute("UPDATE memory_extract_jobs SET not_before = NULL WHERE id = ?", (job_id,))
 
 
-def test_the_embedded_store_is_the_drains_job_queue(project: Path) -> None:
+def test_the_embedded_stores_job_part_is_the_drains_job_queue(project: Path) -> None:
     from bli_memory.core.extraction.worker import job_queue
     from bli_memory.core.memory.job_queue import JobQueue
 
     b = backend()
     try:
         queue = job_queue(b)
-        assert queue is b.store and isinstance(queue, JobQueue)
+        assert queue is b.store.jobs and isinstance(queue, JobQueue)
     finally:
         b.close()
 
@@ -394,7 +394,7 @@ def test_a_failing_job_is_retried_with_backoff_then_given_up(project: Path, caps
     broken = _Failing(RuntimeError("bug"))
     try:
         assert drain(b, max_jobs=5, worker_id="w", extractor=broken) == 1
-        row = b.store.get_job(job_id)
+        row = b.store.jobs.get_job(job_id)
         assert row["state"] == "queued" and row["attempts"] == 1
         assert row["error"].startswith("unknown_internal:RuntimeError")
         assert row["not_before"] > row["created_at"]
@@ -405,8 +405,8 @@ def test_a_failing_job_is_retried_with_backoff_then_given_up(project: Path, caps
         for attempt in range(2, MAX_ATTEMPTS + 1):
             _let_backoff_pass(job_id)
             assert drain(b, max_jobs=5, worker_id="w", extractor=broken) == 1
-            assert b.store.get_job(job_id)["attempts"] == attempt
-        row = b.store.get_job(job_id)
+            assert b.store.jobs.get_job(job_id)["attempts"] == attempt
+        row = b.store.jobs.get_job(job_id)
         assert row["state"] == "failed" and broken.calls == MAX_ATTEMPTS and row["outcome"] is None
         _let_backoff_pass(job_id)
         assert drain(b, max_jobs=5, worker_id="w", extractor=broken) == 0  # given up for good
@@ -425,8 +425,8 @@ def test_an_endpoint_that_stays_down_falls_back_to_the_rules_on_the_last_attempt
         for attempt in range(1, MAX_ATTEMPTS + 1):
             _let_backoff_pass(job_id)
             assert drain(b, max_jobs=5, worker_id="w", extractor=down) == 1
-            assert b.store.get_job(job_id)["attempts"] == attempt
-        row = b.store.get_job(job_id)
+            assert b.store.jobs.get_job(job_id)["attempts"] == attempt
+        row = b.store.jobs.get_job(job_id)
         assert row["state"] == "done" and down.calls == MAX_ATTEMPTS and row["outcome"]["added"] == 1
         assert any("mkdocs" in m.content for m in live(project))
     finally:
@@ -438,17 +438,17 @@ def test_lease_and_ownership_rules_of_the_queue(project: Path) -> None:
     b = backend()
     try:
         store = b.store
-        job = store.claim_job("a", lease_seconds=60, max_attempts=5)
+        job = store.jobs.claim_job("a", lease_seconds=60, max_attempts=5)
         assert job.id == job_id and job.attempts == 1 and not job.reclaimed
-        assert store.claim_job("b", lease_seconds=60, max_attempts=5) is None  # held by a
-        assert store.finish_job(job_id, "b", {"added": 1}) is False  # not b's to finish
-        assert store.extend_lease(job_id, "a", lease_seconds=-1) is True  # a's lease "expires"
-        again = store.claim_job("b", lease_seconds=60, max_attempts=5)
+        assert store.jobs.claim_job("b", lease_seconds=60, max_attempts=5) is None  # held by a
+        assert store.jobs.finish_job(job_id, "b", {"added": 1}) is False  # not b's to finish
+        assert store.jobs.extend_lease(job_id, "a", lease_seconds=-1) is True  # a's lease "expires"
+        again = store.jobs.claim_job("b", lease_seconds=60, max_attempts=5)
         assert again.id == job_id and again.attempts == 2 and again.reclaimed
-        assert store.finish_job(job_id, "a", {"added": 1}) is False  # a lost it
-        assert store.finish_job(job_id, "b", {"added": 1}) is True
-        assert store.get_job(job_id)["outcome"] == {"added": 1}
-        assert store.claim_job("c", lease_seconds=60, max_attempts=5) is None
+        assert store.jobs.finish_job(job_id, "a", {"added": 1}) is False  # a lost it
+        assert store.jobs.finish_job(job_id, "b", {"added": 1}) is True
+        assert store.jobs.get_job(job_id)["outcome"] == {"added": 1}
+        assert store.jobs.claim_job("c", lease_seconds=60, max_attempts=5) is None
     finally:
         b.close()
 

@@ -360,15 +360,17 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
 
     store = ui_server.store()
     try:
-        done = store.enqueue_job("user: ...", space=ui_server.space, source="hook:claude", session_id="s-2")
-        store.enqueue_job("user: later", space=ui_server.space, source="hook:codex", session_id="s-3")
-        job = store.claim_job("w", lease_seconds=60, max_attempts=3)
+        jobs = store.jobs
+        done = jobs.enqueue_job("user: ...", space=ui_server.space, source="hook:claude", session_id="s-2")
+        jobs.enqueue_job("user: later", space=ui_server.space, source="hook:codex", session_id="s-3")
+        job = jobs.claim_job("w", lease_seconds=60, max_attempts=3)
         assert job is not None and job.id == done
-        store.finish_job(done, "w", {"added": 2, "updated": 1, "unchanged": 0, "conflicted": 1,
-                                     "memories": [{"id": ui_server.ids["deploy"], "action": "added"}]})
-        store.add_experience({"id": "0b9c6a52-4f7e-4c55-9a39-0d1c8a3e5f10", "store": "bli", "verdict": "win",
-                              "reason": "recalled the <b>region</b> before I asked",
-                              "created_at": "2026-11-30T10:00:00.000000Z", "person": "ana"})
+        jobs.finish_job(done, "w", {"added": 2, "updated": 1, "unchanged": 0, "conflicted": 1,
+                                    "memories": [{"id": ui_server.ids["deploy"], "action": "added"}]})
+        store.experience.add_experience({
+            "id": "0b9c6a52-4f7e-4c55-9a39-0d1c8a3e5f10", "store": "bli", "verdict": "win",
+            "reason": "recalled the <b>region</b> before I asked",
+            "created_at": "2026-11-30T10:00:00.000000Z", "person": "ana"})
     finally:
         store.close()
     stats = ui_server.home / ".local" / "state" / "bli-cockpit" / "memory-hook-stats.json"

@@ -30,7 +30,7 @@ def test_pages_cover_every_live_row_once_newest_first(tmp_path: Path) -> None:
         store.forget(gone)
         seen, before = [], None
         while True:
-            page = store.page_live(("a",), before_seq=before, limit=10)
+            page = store.browse.page_live(("a",), before_seq=before, limit=10)
             if not page:
                 break
             seen += [m.content for _, m in page]
@@ -48,9 +48,9 @@ def test_space_counts_and_aliases(tmp_path: Path) -> None:
         _, first, _ = store.save("b 0", _vec(0), space="b", spaces=("b",))
         store.supersede(first, "b 1", _vec(1))
         store.add_alias("b_old", "b")
-        assert store.space_counts() == [("a", {"active": 3, "superseded": 0, "forgotten": 0}),
+        assert store.browse.space_counts() == [("a", {"active": 3, "superseded": 0, "forgotten": 0}),
                                         ("b", {"active": 1, "superseded": 1, "forgotten": 0})]
-        assert store.space_counts(limit=1)[0][0] == "a"
+        assert store.browse.space_counts(limit=1)[0][0] == "a"
         assert store.aliases() == {"b": ["b_old"]}
     finally:
         store.close()
@@ -59,13 +59,13 @@ def test_space_counts_and_aliases(tmp_path: Path) -> None:
 def test_recent_jobs_never_carry_the_text(tmp_path: Path) -> None:
     store = _store(tmp_path)
     try:
-        first = store.enqueue_job("user: secret-ish raw exchange", space="a", source="hook:claude",
+        first = store.jobs.enqueue_job("user: secret-ish raw exchange", space="a", source="hook:claude",
                                   session_id="s")
-        store.enqueue_job("user: second", space="a", source="hook:codex", session_id=None)
-        job = store.claim_job("w", lease_seconds=30, max_attempts=3)
+        store.jobs.enqueue_job("user: second", space="a", source="hook:codex", session_id=None)
+        job = store.jobs.claim_job("w", lease_seconds=30, max_attempts=3)
         assert job is not None and job.id == first
-        store.finish_job(first, "w", {"added": 1, "updated": 0, "unchanged": 2, "conflicted": 0})
-        jobs = store.recent_jobs()
+        store.jobs.finish_job(first, "w", {"added": 1, "updated": 0, "unchanged": 2, "conflicted": 0})
+        jobs = store.jobs.recent_jobs()
         assert [j["state"] for j in jobs] == ["queued", "done"]
         assert jobs[1]["outcome"]["unchanged"] == 2 and jobs[0]["outcome"] is None
         assert all("text" not in j for j in jobs)
