@@ -28,7 +28,7 @@ Reconciling twice is harmless (a statement already stored is ``unchanged``), so 
 the rare double run after a lease expired under a stalled worker writes nothing twice.
 
 The same loop works the team service's Postgres queue
-(:class:`~bli_memory.core.team.postgres.jobs.JobsMixin`): both stores satisfy
+(:class:`~bli_memory.core.team.postgres.jobs.PostgresJobs`): both stores satisfy
 :class:`~bli_memory.core.memory.job_queue.JobQueue`, and the service passes
 ``backend_for`` so each job is distilled as the person whose space it is.
 

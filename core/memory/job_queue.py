@@ -4,7 +4,7 @@ An extract job is one exchange (or ``save_memory`` text with ``extract: true``) 
 to be distilled. Both stores keep jobs as durable rows and hand them out under a lease:
 the embedded store (:class:`~bli_memory.core.embedded.store.SQLiteStore`, ``BEGIN
 IMMEDIATE``) and the team store
-(:class:`~bli_memory.core.team.postgres.jobs.JobsMixin`, ``FOR UPDATE SKIP LOCKED``).
+(:class:`~bli_memory.core.team.postgres.jobs.PostgresJobs`, ``FOR UPDATE SKIP LOCKED``).
 :func:`bli_memory.core.extraction.worker.drain` is the one loop that works either.
 
 Standard library only: the embedded store imports :class:`ExtractJob` on every hook run. It

@@ -9,11 +9,20 @@ from bli_memory.core.team.postgres.base import PgCore, one_row, tsvector_text, v
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["AuditMixin"]
+__all__ = ["PostgresIntegrity"]
 
 
-class AuditMixin(PgCore):
-    """Audit and repair (part of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`)."""
+class PostgresIntegrity:
+    """Audit and repair of the person's own rows: a part of
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (``backend.integrity``) over one
+    person's handle.
+
+    Args:
+        pg: The person's handle (its pool, view and transactions).
+    """
+
+    def __init__(self, pg: PgCore) -> None:
+        self._pg = pg
 
     _AUDIT_CHECKS = {
         "missing_keyword": "state = 'active' AND terms IS NULL",
@@ -25,7 +34,7 @@ class AuditMixin(PgCore):
     }
 
     def _audit_counts(self, conn: psycopg.Connection[Any], spaces: list[str]) -> dict[str, Any]:
-        args = {"spaces": spaces, "me": self._me(), "model": self.model_name}
+        args = {"spaces": spaces, "me": self._pg._me(), "model": self._pg.model_name}
         own = "space = ANY(%(spaces)s) AND owner_id = %(me)s"
         counts = {"active": 0, "superseded": 0, "forgotten": 0}
         counts.update({r[0]: int(r[1]) for r in conn.execute(
@@ -56,9 +65,9 @@ class AuditMixin(PgCore):
             ``{"ok", "counts", "missing_keyword", "stale_keyword", "missing_vector",
             "wrong_model", "repaired"}`` plus ``after`` when ``repair`` was asked.
         """
-        me = self._me()
-        with self._tx("audit the store", bulk=True) as conn:
-            spaces = self._own_spaces(conn)
+        me = self._pg._me()
+        with self._pg._tx("audit the store", bulk=True) as conn:
+            spaces = self._pg._own_spaces(conn)
             report = self._audit_counts(conn, spaces)
         report["repaired"] = False
         if not repair:
@@ -66,16 +75,16 @@ class AuditMixin(PgCore):
         if not report["ok"]:
             self._repair(spaces, me)
             report["repaired"] = True
-        with self._tx("audit the store", bulk=True) as conn:
+        with self._pg._tx("audit the store", bulk=True) as conn:
             after = self._audit_counts(conn, spaces)
         report["after"] = {k: after[k] for k in ("ok", *self._AUDIT_CHECKS)}
         return report
 
     def _repair(self, spaces: list[str], me: int, batch: int = 64) -> None:
-        args = {"spaces": spaces, "me": me, "model": self.model_name}
+        args = {"spaces": spaces, "me": me, "model": self._pg.model_name}
         own = "space = ANY(%(spaces)s) AND owner_id = %(me)s"
         checks = self._AUDIT_CHECKS
-        with self._tx("repair the keyword index", bulk=True) as conn:
+        with self._pg._tx("repair the keyword index", bulk=True) as conn:
             conn.execute(f"UPDATE memories SET terms = NULL WHERE {own} AND {checks['stale_keyword']}", args)
             rows = conn.execute(
                 f"SELECT space, seq, content FROM memories WHERE {own} AND {checks['missing_keyword']}", args
@@ -86,18 +95,18 @@ class AuditMixin(PgCore):
                     "WHERE space = %s AND seq = %s AND state = 'active'",
                     [(tsvector_text(content), space, seq) for space, seq, content in rows],
                 )
-        with self._tx("find rows to embed", bulk=True) as conn:
+        with self._pg._tx("find rows to embed", bulk=True) as conn:
             todo = conn.execute(
                 f"SELECT space, seq, content FROM memories WHERE {own} AND "
                 f"(({checks['missing_vector']}) OR ({checks['wrong_model']})) ORDER BY seq", args,
             ).fetchall()
         for start in range(0, len(todo), batch):
             part = todo[start:start + batch]
-            vectors = self.embedder.embed([content for _, _, content in part])
-            with self._tx("store recomputed vectors", bulk=True) as conn, conn.cursor() as cur:
+            vectors = self._pg.embedder.embed([content for _, _, content in part])
+            with self._pg._tx("store recomputed vectors", bulk=True) as conn, conn.cursor() as cur:
                 cur.executemany(
                     "UPDATE memories SET embedding = %s::vector, embedding_model = %s "
                     "WHERE space = %s AND seq = %s AND state = 'active'",
-                    [(vector_literal(v), self.model_name, space, seq)
+                    [(vector_literal(v), self._pg.model_name, space, seq)
                      for (space, seq, _), v in zip(part, vectors, strict=True)],
                 )

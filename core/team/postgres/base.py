@@ -1,11 +1,9 @@
 """What every part of the team store shares: SQL helpers, the pool, the person's view.
 
-The Postgres store (:class:`~bli_memory.core.team.postgres.store.PostgresBackend`) is composed
-of mixins, one per job (:mod:`~bli_memory.core.team.postgres.access`,
-:mod:`~bli_memory.core.team.postgres.controls`, :mod:`~bli_memory.core.team.postgres.audit`,
-:mod:`~bli_memory.core.team.postgres.transfer`, :mod:`~bli_memory.core.team.postgres.jobs`,
-:mod:`~bli_memory.core.team.postgres.recordings`, :mod:`~bli_memory.core.team.postgres.experience`);
-each builds on :class:`PgCore` here: the connection pool and model of one database,
+The Postgres store (:class:`~bli_memory.core.team.postgres.store.PostgresBackend`) and each
+part it holds (:mod:`~bli_memory.core.team.postgres.jobs`, ``recordings``, ``experience``,
+``transfer``, ``audit``, ``browse``) build on :class:`PgCore` here: the connection pool and
+model of one database,
 transactions that turn psycopg failures into :class:`~bli_memory.core.errors.StoreError`,
 and :meth:`PgCore._view`, what one person sees of a container tag.
 
@@ -305,9 +303,11 @@ class PgCore:
     person_id: int | None
     device_id: str | None
 
-    if TYPE_CHECKING:  # written with the search and save methods of PostgresBackend
+    if TYPE_CHECKING:  # written with the search, save and capture methods of PostgresBackend
         def _chain(self, conn: psycopg.Connection[Any], id: str) -> tuple[list[Memory], int]: ...
         def _lock_space(self, conn: psycopg.Connection[Any], owner_id: int, space: str) -> None: ...
+        def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]: ...
+        def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]: ...
 
     @property
     def ranking(self) -> RankingConfig:

@@ -6,11 +6,20 @@ from typing import Any
 
 from bli_memory.core.team.postgres.base import PgCore, iso_utc, one_row
 
-__all__ = ["ExperienceMixin"]
+__all__ = ["PostgresExperience"]
 
 
-class ExperienceMixin(PgCore):
-    """The experience log (part of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`)."""
+class PostgresExperience:
+    """The shared experience log: a part of
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (``backend.experience``) over one
+    person's handle.
+
+    Args:
+        pg: The person's handle (its pool, view and transactions).
+    """
+
+    def __init__(self, pg: PgCore) -> None:
+        self._pg = pg
 
     def record_experience(self, entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """Insert one experience opinion for this person; idempotent by id.
@@ -22,14 +31,14 @@ class ExperienceMixin(PgCore):
             ``(status, stored)``: ``created``, ``identical`` (a retry with the same
             content), or ``conflict`` (the id exists with other content or person).
         """
-        me = self._me()
-        with self._tx("record an experience opinion") as conn:
+        me = self._pg._me()
+        with self._pg._tx("record an experience opinion") as conn:
             conn.execute("SELECT set_config('bli.person_id', %s, true)", (str(me),))
             cur = conn.execute(
                 "INSERT INTO memory_experience (id, person_id, device_id, store, verdict, reason, "
                 "created_at) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (entry["id"], me, self.device_id, entry["store"], entry["verdict"], entry["reason"],
+                (entry["id"], me, self._pg.device_id, entry["store"], entry["verdict"], entry["reason"],
                  entry["created_at"]),
             )
             inserted = cur.rowcount == 1

@@ -2,7 +2,7 @@
 
 Any number of service processes work one queue; a claim is a lease (default
 :data:`JOB_LEASE`, extended by the drain's heartbeat), so a job whose worker died is
-claimed again. :class:`JobsMixin` is a
+claimed again. :class:`PostgresJobs` is a
 :class:`~bli_memory.core.memory.job_queue.JobQueue`: the service works it with the
 one drain, :func:`bli_memory.core.extraction.worker.drain`.
 """
@@ -17,7 +17,7 @@ from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.job_queue import ExtractJob
 from bli_memory.core.team.postgres.base import PgCore, iso_utc
 
-__all__ = ["JOB_LEASE", "JOB_MAX_ATTEMPTS", "JobsMixin"]
+__all__ = ["JOB_LEASE", "JOB_MAX_ATTEMPTS", "PostgresJobs"]
 
 #: Extract job lease: a claimed job not finished by then is claimed again.
 JOB_LEASE = timedelta(minutes=5)
@@ -25,8 +25,17 @@ JOB_LEASE = timedelta(minutes=5)
 JOB_MAX_ATTEMPTS = 5
 
 
-class JobsMixin(PgCore):
-    """The extract-job queue (part of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`)."""
+class PostgresJobs:
+    """The database's extract-job queue (:class:`~bli_memory.core.memory.job_queue.JobQueue`): a part of
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (``backend.jobs``) over one
+    person's handle.
+
+    Args:
+        pg: The person's handle (its pool, view and transactions).
+    """
+
+    def __init__(self, pg: PgCore) -> None:
+        self._pg = pg
 
     def enqueue_extract(
         self, text: str, *, space: str, source: str, session_id: str | None = None,
@@ -56,17 +65,17 @@ class JobsMixin(PgCore):
         if not text or not text.strip():
             raise InvalidInputError("nothing to extract: the text is empty")
         job_id = checked_job_id(job_id) or str(uuid.uuid4())
-        with self._tx("queue an extract job") as conn:
-            view = self._view(conn, space)
+        with self._pg._tx("queue an extract job") as conn:
+            view = self._pg._view(conn, space)
             cur = conn.execute(
                 "INSERT INTO memory_extract_jobs (id, space, owner_id, device_id, text, source, session_id) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (job_id, view.canonical, self._me(), self.device_id, text, source, session_id),
+                (job_id, view.canonical, self._pg._me(), self._pg.device_id, text, source, session_id),
             )
             if cur.rowcount == 0:
                 owner = conn.execute("SELECT owner_id FROM memory_extract_jobs WHERE id = %s",
                                      (job_id,)).fetchone()
-                if owner is None or owner[0] != self._me():
+                if owner is None or owner[0] != self._pg._me():
                     raise InvalidInputError("jobId is already in use; choose another")
         return job_id
 
@@ -80,7 +89,7 @@ class JobsMixin(PgCore):
         marked ``failed`` instead of claimed again (as the embedded store does).
         """
         lease = timedelta(seconds=lease_seconds)
-        with self._tx("claim an extract job") as conn:
+        with self._pg._tx("claim an extract job") as conn:
             conn.execute(
                 "UPDATE memory_extract_jobs SET state = 'failed', finished_at = now(), "
                 "lease_expires_at = NULL, error = 'lease_expired: the worker stopped during every attempt' "
@@ -112,7 +121,7 @@ class JobsMixin(PgCore):
     def extend_lease(self, job_id: str, worker_id: str, *, lease_seconds: float) -> bool:
         """Push a running job's lease ``lease_seconds`` into the future; False when the job
         is no longer ``worker_id``'s."""
-        with self._tx("extend an extract job's lease") as conn:
+        with self._pg._tx("extend an extract job's lease") as conn:
             cur = conn.execute(
                 "UPDATE memory_extract_jobs SET lease_expires_at = now() + %s "
                 "WHERE id = %s AND claimed_by = %s AND state = 'running'",
@@ -124,7 +133,7 @@ class JobsMixin(PgCore):
         """Record a job's outcome (``done``); False when the job is no longer ``worker_id``'s."""
         from psycopg.types.json import Jsonb
 
-        with self._tx("finish an extract job") as conn:
+        with self._pg._tx("finish an extract job") as conn:
             cur = conn.execute(
                 "UPDATE memory_extract_jobs SET state = 'done', outcome = %s, error = NULL, "
                 "finished_at = now(), lease_expires_at = NULL "
@@ -137,7 +146,7 @@ class JobsMixin(PgCore):
         """Record a failed attempt: ``queued`` again until ``retry_at`` (UTC ISO 8601), or
         ``failed`` for good when it is None; False when the job is no longer ``worker_id``'s."""
         final = retry_at is None
-        with self._tx("record an extract job failure") as conn:
+        with self._pg._tx("record an extract job failure") as conn:
             cur = conn.execute(
                 "UPDATE memory_extract_jobs SET state = %s, error = %s, lease_expires_at = NULL, "
                 "not_before = %s::timestamptz, "
@@ -149,7 +158,7 @@ class JobsMixin(PgCore):
 
     def release_job(self, job: ExtractJob, *, delay: timedelta = timedelta(seconds=30)) -> None:
         """Put a claimed job back unchanged (its attempt not counted), ready after ``delay``."""
-        with self._tx("release an extract job") as conn:
+        with self._pg._tx("release an extract job") as conn:
             conn.execute(
                 "UPDATE memory_extract_jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), "
                 "lease_expires_at = NULL, not_before = now() + %s WHERE id = %s",
@@ -158,7 +167,7 @@ class JobsMixin(PgCore):
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         """One job's state, attempts, outcome and error (for tests and operators)."""
-        with self._conn("read an extract job") as conn:
+        with self._pg._conn("read an extract job") as conn:
             row = conn.execute(
                 "SELECT state, attempts, outcome, error, space, owner_id FROM memory_extract_jobs "
                 "WHERE id = %s",
@@ -171,7 +180,7 @@ class JobsMixin(PgCore):
 
     def job_counts(self) -> dict[str, int]:
         """Extract jobs per state."""
-        with self._conn("count extract jobs") as conn:
+        with self._pg._conn("count extract jobs") as conn:
             return {r[0]: int(r[1]) for r in conn.execute(
                 "SELECT state, count(*) FROM memory_extract_jobs GROUP BY state")}
 

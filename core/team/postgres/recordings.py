@@ -8,11 +8,20 @@ from typing import Any
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.team.postgres.base import PgCore, iso_utc
 
-__all__ = ["RecordingsMixin"]
+__all__ = ["PostgresRecordings"]
 
 
-class RecordingsMixin(PgCore):
-    """Recorded session turns (part of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`)."""
+class PostgresRecordings:
+    """Recorded session turns, capture-only: a part of
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (``backend.recordings``) over one
+    person's handle.
+
+    Args:
+        pg: The person's handle (its pool, view and transactions).
+    """
+
+    def __init__(self, pg: PgCore) -> None:
+        self._pg = pg
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None,
                     record_id: str | None = None) -> str:
@@ -41,13 +50,14 @@ class RecordingsMixin(PgCore):
 
         text, source, session_id, _ = checked_turn(text, space=space, source=source, session_id=session_id)
         rec_id = record_id or str(uuid.uuid4())
-        me = self._me()
-        with self._tx("record a session turn") as conn:
-            view = self._view(conn, space)
+        me = self._pg._me()
+        with self._pg._tx("record a session turn") as conn:
+            view = self._pg._view(conn, space)
             conn.execute(
                 "INSERT INTO memory_session_recordings (id, space, owner_id, device_id, source, session_id, "
                 "text) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (rec_id, view.canonical, me, self.device_id, source, session_id, text.replace("\x00", "")),
+                (rec_id, view.canonical, me, self._pg.device_id, source, session_id,
+                 text.replace("\x00", "")),
             )
         return rec_id
 
@@ -58,23 +68,23 @@ class RecordingsMixin(PgCore):
         memories, never another person's recordings.
         """
         limit = max(1, min(int(limit), 100))
-        with self._conn("list recordings") as conn:
-            view = self._view(conn, space)
+        with self._pg._conn("list recordings") as conn:
+            view = self._pg._view(conn, space)
             rows = conn.execute(
                 "SELECT id, space, session_id, source, created_at, text FROM memory_session_recordings "
                 "WHERE space = ANY(%s) AND owner_id = %s ORDER BY created_at DESC, id DESC LIMIT %s",
-                (list(view.spaces), self._me(), limit),
+                (list(view.spaces), self._pg._me(), limit),
             ).fetchall()
         return [{"id": str(r[0]), "space": r[1], "sessionId": r[2], "source": r[3],
                  "createdAt": iso_utc(r[4]), "text": r[5]} for r in rows]
 
     def clear_recordings(self, *, space: str) -> int:
         """Erase this person's recorded turns of a space and its aliases; returns how many."""
-        with self._tx("clear recordings") as conn:
-            view = self._view(conn, space)
+        with self._pg._tx("clear recordings") as conn:
+            view = self._pg._view(conn, space)
             cur = conn.execute(
                 "DELETE FROM memory_session_recordings WHERE space = ANY(%s) AND owner_id = %s",
-                (list(view.spaces), self._me()),
+                (list(view.spaces), self._pg._me()),
             )
             return int(cur.rowcount)
 

@@ -39,40 +39,36 @@ The schema is migrated with Alembic (revisions in ``migrations/versions``). psyc
 and psycopg-pool errors are converted to :class:`~bli_memory.core.errors.StoreError`
 here, the one module that calls them.
 
-:class:`PostgresBackend` is composed of one mixin per job over
+:class:`PostgresBackend` is the memories of one person's handle over
 :class:`~bli_memory.core.team.postgres.base.PgCore` (pool, model, transactions, the person's
-view): :mod:`~bli_memory.core.team.postgres.access` (people, tokens, shares, aliases),
-:mod:`~bli_memory.core.team.postgres.controls` (info, list, get, purge),
-:mod:`~bli_memory.core.team.postgres.audit`, :mod:`~bli_memory.core.team.postgres.transfer`
-(export, import), :mod:`~bli_memory.core.team.postgres.jobs` (the extract-job queue),
-:mod:`~bli_memory.core.team.postgres.recordings`, :mod:`~bli_memory.core.team.postgres.experience`,
-:mod:`~bli_memory.core.team.postgres.search` (search, profile, term counts: the channels of the one
-retrieval, :mod:`bli_memory.core.memory.retrieval`) and :mod:`~bli_memory.core.team.postgres.writes`
-(save, update, forget, history);
-the schema is :mod:`~bli_memory.core.team.postgres.schema`. Mixins rather than delegation: every
-part works on the same per-person handle (``for_person`` views share one pool), so a
-method reads ``self._view`` and ``self._tx`` as it did before the split, and the class
-keeps one flat public surface.
+view), from three parts: :mod:`~bli_memory.core.team.postgres.access` (people, tokens,
+shares, aliases), :mod:`~bli_memory.core.team.postgres.search` (search, profile, term
+counts: the channels of the one retrieval, :mod:`bli_memory.core.memory.retrieval`; info,
+list, get) and :mod:`~bli_memory.core.team.postgres.writes` (save, update, forget, history,
+purge). Every other job is a part the handle holds, made on first use over the same
+handle: ``jobs`` (the extract-job queue), ``recorded_turns``, ``experience``, ``transfer``
+(export, import), ``integrity`` (audit and repair) and ``browse``; the contract's methods
+they answer are one line each here. The schema is :mod:`~bli_memory.core.team.postgres.schema`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.memory.job_queue import ExtractJob
 from bli_memory.core.memory.ranking import RankingConfig
 from bli_memory.core.memory.retrieval_writes import FORGET_MIN_SIMILARITY
 from bli_memory.core.team.postgres.access import TOKEN_PREFIX, AccessMixin, DeviceToken, Principal, hash_token
-from bli_memory.core.team.postgres.audit import AuditMixin
+from bli_memory.core.team.postgres.audit import PostgresIntegrity
 from bli_memory.core.team.postgres.base import SharedResources, converted
-from bli_memory.core.team.postgres.controls import ControlsMixin
-from bli_memory.core.team.postgres.experience import ExperienceMixin
-from bli_memory.core.team.postgres.jobs import JobsMixin
-from bli_memory.core.team.postgres.recordings import RecordingsMixin
+from bli_memory.core.team.postgres.experience import PostgresExperience
+from bli_memory.core.team.postgres.jobs import PostgresJobs
+from bli_memory.core.team.postgres.recordings import PostgresRecordings
 from bli_memory.core.team.postgres.schema import VERSION_TABLE, migrate, schema_is_current, sqlalchemy_url
 from bli_memory.core.team.postgres.search import PostgresSearch
-from bli_memory.core.team.postgres.transfer import EXPORT_PAGE, EXPORT_PAGE_MAX, TransferMixin
+from bli_memory.core.team.postgres.transfer import EXPORT_PAGE, EXPORT_PAGE_MAX, PostgresTransfer
 from bli_memory.core.team.postgres.writes import PostgresWrites
 
 if TYPE_CHECKING:
@@ -99,8 +95,7 @@ __all__ = [
 _log = logging.getLogger("bli_memory.pg_store")
 
 
-class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, JobsMixin, RecordingsMixin,
-                      ExperienceMixin, PostgresSearch, PostgresWrites):
+class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
     """Memory operations over the service's Postgres database, as one person.
 
     Args:
@@ -244,9 +239,79 @@ class PostgresBackend(AccessMixin, ControlsMixin, AuditMixin, TransferMixin, Job
         return found
 
     @property
-    def job_queue(self) -> PostgresBackend:
-        """The database's extract-job queue (this store: :class:`JobsMixin`)."""
-        return self
+    def job_queue(self) -> PostgresJobs:
+        """The database's extract-job queue (:attr:`jobs`)."""
+        return self.jobs
+
+    # --- the parts over this handle (composed, not mixed in) -------------------------
+
+    def _part(self, name: str, make: Any) -> Any:
+        """The part ``name`` of this handle, made on first use (``for_person`` handles are
+        made without ``__init__``, so parts are made when asked for)."""
+        found = self.__dict__.get(name)
+        if found is None:
+            found = self.__dict__[name] = make(self)
+        return found
+
+    @property
+    def jobs(self) -> PostgresJobs:
+        """The extract-job queue (:class:`~bli_memory.core.team.postgres.jobs.PostgresJobs`)."""
+        return self._part("_jobs", PostgresJobs)  # type: ignore[no-any-return]
+
+    @property
+    def recorded_turns(self) -> PostgresRecordings:
+        """Recorded session turns (:class:`~bli_memory.core.team.postgres.recordings.PostgresRecordings`)."""
+        return self._part("_recordings", PostgresRecordings)  # type: ignore[no-any-return]
+
+    @property
+    def experience(self) -> PostgresExperience:
+        """The experience log (:class:`~bli_memory.core.team.postgres.experience.PostgresExperience`)."""
+        return self._part("_experience", PostgresExperience)  # type: ignore[no-any-return]
+
+    @property
+    def transfer(self) -> PostgresTransfer:
+        """Export and import (:class:`~bli_memory.core.team.postgres.transfer.PostgresTransfer`)."""
+        return self._part("_transfer", PostgresTransfer)  # type: ignore[no-any-return]
+
+    @property
+    def integrity(self) -> PostgresIntegrity:
+        """Audit and repair (:class:`~bli_memory.core.team.postgres.audit.PostgresIntegrity`)."""
+        return self._part("_integrity", PostgresIntegrity)  # type: ignore[no-any-return]
+
+    # --- the contract's methods the parts answer ------------------------------------
+
+    def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                        job_id: str | None = None) -> str:
+        """Queue text for extraction (:meth:`PostgresJobs.enqueue_extract`)."""
+        return self.jobs.enqueue_extract(text, space=space, source=source, session_id=session_id,
+                                         job_id=job_id)
+
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                    record_id: str | None = None) -> str:
+        """Keep one recorded turn (:meth:`PostgresRecordings.record_turn`)."""
+        return self.recorded_turns.record_turn(text, space=space, source=source, session_id=session_id,
+                                                record_id=record_id)
+
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """This person's recorded turns of a space, newest first."""
+        return self.recorded_turns.recordings(space=space, limit=limit)
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase this person's recorded turns of a space; returns how many."""
+        return self.recorded_turns.clear_recordings(space=space)
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Integrity of this person's rows (:meth:`PostgresIntegrity.audit`)."""
+        return self.integrity.audit(repair=repair)
+
+    def export(self, *, space: str | None = None) -> Iterator[dict[str, Any]]:
+        """This person's rows, every version (:meth:`PostgresTransfer.export`)."""
+        return self.transfer.export(space=space)
+
+    def import_records(self, records: list[dict[str, Any]], *, dry_run: bool = False, offset: int = 0,
+                       chain_ids: Sequence[str] = ()) -> dict[str, int]:
+        """Import exported rows as this person's (:meth:`PostgresTransfer.import_records`)."""
+        return self.transfer.import_records(records, dry_run=dry_run, offset=offset, chain_ids=chain_ids)
 
     @property
     def store_path(self) -> None:

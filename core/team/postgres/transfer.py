@@ -21,20 +21,25 @@ from bli_memory.core.team.postgres.base import (
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["EXPORT_PAGE", "EXPORT_PAGE_MAX", "TransferMixin"]
+__all__ = ["EXPORT_PAGE", "EXPORT_PAGE_MAX", "PostgresTransfer"]
 
-#: Rows in one page of an export (:meth:`TransferMixin.export_page`), by default and at most.
+#: Rows in one page of an export (:meth:`PostgresTransfer.export_page`), by default and at most.
 EXPORT_PAGE = 500
 EXPORT_PAGE_MAX = 1000
 
 
-class TransferMixin(PgCore):
-    """Export and import (part of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`)."""
+class PostgresTransfer:
+    """Export and import of the person's own rows: a part of
+    :class:`~bli_memory.core.team.postgres.store.PostgresBackend` (``backend.transfer``) over one
+    person's handle.
 
-    if TYPE_CHECKING:  # the class this part is composed into answers them (ForgottenSource)
-        def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]: ...
+    Args:
+        pg: The person's handle (its pool, view and transactions).
+    """
 
-        def purge_marks(self, space: str, *, limit: int | None = 500) -> list[dict[str, Any]]: ...
+    def __init__(self, pg: PgCore) -> None:
+        self._pg = pg
+
 
     def export_page(
         self, *, space: str | None = None, after: int = 0, limit: int = EXPORT_PAGE
@@ -59,12 +64,12 @@ class TransferMixin(PgCore):
         from bli_memory.core.memory.wire import record_of
 
         limit = max(1, min(int(limit), EXPORT_PAGE_MAX))
-        with self._tx("export memories", bulk=True) as conn:
-            spaces = list(self._view(conn, space).spaces) if space else self._own_spaces(conn)
+        with self._pg._tx("export memories", bulk=True) as conn:
+            spaces = list(self._pg._view(conn, space).spaces) if space else self._pg._own_spaces(conn)
             rows = conn.execute(
                 f"SELECT {MEMORY_COLUMNS}, embedding::text, embedding_model FROM memories "
                 "WHERE space = ANY(%s) AND owner_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (spaces, self._me(), int(after), limit + 1),
+                (spaces, self._pg._me(), int(after), limit + 1),
             ).fetchall()
         records = []
         for row in rows[:limit]:
@@ -103,7 +108,7 @@ class TransferMixin(PgCore):
 
         See :func:`~bli_memory.core.memory.records.usable_vector`.
         """
-        return usable_vector(record, model=self.model_name, dimensions=self._shared.dimensions)
+        return usable_vector(record, model=self._pg.model_name, dimensions=self._pg._shared.dimensions)
 
     def import_records(
         self, records: list[dict[str, Any]], *, dry_run: bool = False, offset: int = 0,
@@ -183,12 +188,12 @@ class TransferMixin(PgCore):
         from bli_memory.core.extraction.forgotten_imports import forgotten_records
 
         # Read before anything is written: the tombstones of the space as it was.
-        left_out = forgotten_records(self, records, range(len(records)))
+        left_out = forgotten_records(self._pg, records, range(len(records)))
         try:
             elsewhere = {str(uuid.UUID(str(c))) for c in chain_ids}
         except ValueError:
             raise InvalidInputError("chainIds must be UUIDs; nothing was imported") from None
-        me = self._me()
+        me = self._pg._me()
 
         def plan(conn: psycopg.Connection[Any]) -> tuple[list[int], int, int]:
             present = {str(r[0]): int(r[1]) for r in conn.execute(
@@ -241,13 +246,13 @@ class TransferMixin(PgCore):
                 raise refuse(*loop)
             return todo, len(records) - len(todo) - forgotten, forgotten
 
-        with self._tx("plan an import", bulk=True) as conn:
+        with self._pg._tx("plan an import", bulk=True) as conn:
             todo, skipped, forgotten = plan(conn)
         if dry_run:
             # Written and rolled back: Postgres' own limits (an index key too long, a
             # value a column cannot hold) are checked before any part is written.
             vectors = {i: v for i in todo if (v := self._usable_vector(records[i])) is not None}
-            with self._tx("check an import", bulk=True) as conn:
+            with self._pg._tx("check an import", bulk=True) as conn:
                 self._insert_records(conn, records, keys, todo, vectors)
                 raise psycopg.Rollback()
             return {"imported": len(todo), "skipped": skipped, "forgotten": forgotten,
@@ -268,11 +273,12 @@ class TransferMixin(PgCore):
                 embed.append(i)
         for start in range(0, len(embed), 64):
             part = embed[start:start + 64]
-            for i, v in zip(part, self.embedder.embed([records[i]["content"] for i in part]), strict=True):
+            embedded = self._pg.embedder.embed([records[i]["content"] for i in part])
+            for i, v in zip(part, embedded, strict=True):
                 vectors[i] = v
-        with self._tx("import memories", bulk=True) as conn:
+        with self._pg._tx("import memories", bulk=True) as conn:
             for space in sorted({records[i]["space"] for i in todo}):
-                self._lock_space(conn, me, space)
+                self._pg._lock_space(conn, me, space)
             # Ids are unique per space only, and the space locks are per person: two people
             # importing one id at once must not both find it free. Locked in order.
             conn.execute(
@@ -284,7 +290,7 @@ class TransferMixin(PgCore):
             for i in todo:
                 rec = records[i]
                 if (rec.get("state") or "active") == "active" and i not in vectors:  # appeared since the plan
-                    vectors[i] = self._embed_one(rec["content"])
+                    vectors[i] = self._pg._embed_one(rec["content"])
             self._insert_records(conn, records, keys, todo, vectors)
         return {"imported": len(todo), "skipped": skipped, "forgotten": forgotten,
                 "masked": sum(masked[i] for i in todo)}
@@ -294,21 +300,21 @@ class TransferMixin(PgCore):
         """Insert the checked import records ``todo`` (indexes into ``records``) as this person's."""
         from psycopg.types.json import Jsonb
 
-        me = self._me()
+        me = self._pg._me()
         params = []
         for i in todo:
             rec = records[i]
             state = rec.get("state") or "active"
             vector = vectors.get(i) if state != "forgotten" else None
             params.append((
-                keys[i], rec["space"], me, me, self.device_id, rec["content"], rec.get("customId"),
+                keys[i], rec["space"], me, me, self._pg.device_id, rec["content"], rec.get("customId"),
                 Jsonb(rec.get("metadata") or {}), rec.get("source") or "import", rec.get("sessionId"),
                 rec["createdAt"], rec["updatedAt"], int(rec.get("version") or 1),
                 str(uuid.UUID(rec["supersedes"])) if rec.get("supersedes") else None,
                 state, rec.get("forgottenAt"), rec.get("expiresAt"), content_hash(rec["content"]),
                 tsvector_text(rec["content"]) if state == "active" else None,
                 vector_literal(vector) if vector is not None else None,
-                self.model_name if vector is not None else None,
+                self._pg.model_name if vector is not None else None,
             ))
         if not params:
             return

@@ -395,3 +395,42 @@ class PostgresWrites(PgCore):
         """
         with self._conn("history") as conn:
             return self._chain(conn, id)[0]
+
+    # --- purge: every version erased (secrets saved by mistake) ----------------------
+
+    def purge(self, id: str) -> int:
+        """Erase a memory and every version of it (secrets saved by mistake).
+
+        Each distinct text of the chain leaves a purge mark owned by the memory's owner
+        (:func:`bli_memory.core.extraction.tombstones.fingerprint`: keyed hashes, no
+        text), so the job drain does not bring it back from a queued capture or a later
+        restatement.
+
+        Returns:
+            Number of rows erased.
+
+        Raises:
+            NotFoundError: unknown id, or one in a space this person cannot change.
+        """
+        from psycopg.types.json import Jsonb
+
+        from bli_memory.core.extraction.tombstones import fingerprint
+
+        with self._tx("purge") as conn:
+            chain, owner_id = self._chain(conn, id)
+            view = self._view(conn, chain[0].space)
+            if owner_id not in view.writers:
+                raise NotFoundError(f"memory {id} is in a space shared with you read-only",
+                                    reason="read_only")
+            self._lock_space(conn, owner_id, chain[0].space)
+            cur = conn.execute(
+                "DELETE FROM memories WHERE space = %s AND owner_id = %s AND id = ANY(%s::uuid[])",
+                (chain[0].space, owner_id, [m.id for m in chain]),
+            )
+            with conn.cursor() as marks:
+                marks.executemany(
+                    "INSERT INTO memory_purge_marks (space, owner_id, mark) VALUES (%s, %s, %s)",
+                    [(chain[0].space, owner_id, Jsonb(fingerprint(text)))
+                     for text in dict.fromkeys(m.content for m in chain)],
+                )
+            return cur.rowcount

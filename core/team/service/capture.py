@@ -69,7 +69,7 @@ def whoami(_: Request, p: Principal, req: None) -> tuple[int, m.WhoAmI]:
 def experience(request: Request, p: Principal, req: m.ExperienceRequest) -> tuple[int, m.ExperienceAnswer]:
     """``POST /api/memory/experience``: one experience opinion (201, 200 identical retry, 409)."""
     entry = experience_entry(req.model_dump(exclude_none=True))
-    status, stored = acting(request, p).record_experience(entry)
+    status, stored = acting(request, p).experience.record_experience(entry)
     if status == "conflict":
         raise DoorError(409, "conflict", "an opinion with this id exists with other content")
     answer = m.ExperienceAnswer.model_validate({**stored, "status": status})

@@ -43,7 +43,7 @@ async def metrics(request: Request) -> Response:
 
     st = service_state(request)
     try:
-        counts = await anyio.to_thread.run_sync(st.backend.job_counts)
+        counts = await anyio.to_thread.run_sync(st.backend.jobs.job_counts)
         for job_state in ("queued", "running", "done", "failed"):
             st.queue.labels(state=job_state).set(counts.get(job_state, 0))
     except StoreError:

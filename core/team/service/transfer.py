@@ -30,7 +30,7 @@ def export(request: Request, p: Principal, req: m.ExportRequest) -> tuple[int, m
     limit = EXPORT_PAGE if req.limit is None else req.limit
     if not 1 <= limit <= EXPORT_PAGE_MAX:
         raise InvalidInputError(f"limit must be an integer from 1 to {EXPORT_PAGE_MAX}")
-    records, following = acting(request, p).export_page(space=req.containerTag, after=int(req.after),
+    records, following = acting(request, p).transfer.export_page(space=req.containerTag, after=int(req.after),
                                                         limit=limit)
     return 200, m.ExportAnswer(records=[m.ExportRecord.model_validate(r) for r in records],
                                next=str(following) if following is not None else None)

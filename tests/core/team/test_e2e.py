@@ -260,7 +260,7 @@ def test_service_killed_mid_save_loses_nothing_acknowledged(start_service, admin
     for memory_id in acked:
         assert backend.history(memory_id)[0].state == "active"
     for job_id in jobs:
-        assert admin.job(job_id) is not None
+        assert admin.jobs.job(job_id) is not None
 
 
 def test_hook_against_a_dead_service(tmp_path: Path) -> None:

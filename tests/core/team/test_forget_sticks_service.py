@@ -21,20 +21,20 @@ def test_a_job_queued_before_the_forget_does_not_bring_it_back(admin: Any, new_p
     # Drain everything pending (other tests share this database's queue), so the
     # first job is surely done before the second is queued.
     assert run_extract_jobs(admin, worker="w", max_jobs=1000) >= 1
-    assert admin.job(first)["outcome"]["added"] == 1
+    assert admin.jobs.job(first)["outcome"]["added"] == 1
     (content,) = [c for c in _live(backend, space) if "8443" in c]
     second = backend.enqueue_extract(EXCHANGE, space=space, source="hook:claude")
 
     backend.forget(space=space, content=content)
     assert run_extract_jobs(admin, worker="w", max_jobs=1000) >= 1
-    outcome = admin.job(second)["outcome"]
+    outcome = admin.jobs.job(second)["outcome"]
     assert outcome["added"] == 0 and outcome["unchanged"] == 1, outcome
     assert not [c for c in _live(backend, space) if "8443" in c]
 
     later = backend.enqueue_extract("User: Reminder: " + DECISION + "\n\nAssistant: Thanks.", space=space,
                                     source="hook:claude")
     run_extract_jobs(admin, worker="w", max_jobs=1000)
-    assert admin.job(later)["outcome"]["added"] == 0
+    assert admin.jobs.job(later)["outcome"]["added"] == 0
     assert not [c for c in _live(backend, space) if "8443" in c]
 
     saved = backend.save(content, space=space)  # asked for explicitly: saved
@@ -49,14 +49,14 @@ def test_a_purge_sticks_against_a_queued_restatement_and_keeps_no_text(admin: An
     first = backend.enqueue_extract(f"User: {staging}\n\nAssistant: Noted.", space=space,
                                     source="hook:claude")
     run_extract_jobs(admin, worker="w", max_jobs=1000)
-    assert admin.job(first)["outcome"]["added"] == 1
+    assert admin.jobs.job(first)["outcome"]["added"] == 1
     (memory,) = [m for m in backend.profile(space=space, limit=50).recent if "8443" in m.content]
     queued = backend.enqueue_extract("User: Reminder: the staging port is 8443.\n\nAssistant: Right.",
                                      space=space, source="hook:claude")
 
     assert backend.purge(memory.id) == 1
     run_extract_jobs(admin, worker="w", max_jobs=1000)
-    outcome = admin.job(queued)["outcome"]
+    outcome = admin.jobs.job(queued)["outcome"]
     assert outcome["added"] == 0 and outcome["unchanged"] == 1, outcome
     assert not [c for c in _live(backend, space) if "8443" in c]
 

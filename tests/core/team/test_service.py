@@ -160,13 +160,13 @@ def test_extract_mode_answers_202_from_a_durable_job(client: Any, admin: Any, ne
     assert r.status_code == 202, r.text
     body = r.json()
     assert body["status"] == "queued" and body["memory"] is None and body["containerTag"] == space
-    job = admin.job(body["jobId"])
+    job = admin.jobs.job(body["jobId"])
     assert job is not None and job["space"] == space
     # The app under test runs no worker: the job waits, durable, until one claims it.
     assert job["state"] == "queued"
 
     assert run_extract_jobs(admin, worker="test-worker", max_jobs=50) >= 1
-    job = admin.job(body["jobId"])
+    job = admin.jobs.job(body["jobId"])
     assert job["state"] == "done", job
     assert set(job["outcome"]) >= {"added", "updated", "unchanged", "conflicted"}
     r = client.post("/api/memory/v4/profile", headers=p.headers, json={"containerTag": space})
@@ -189,12 +189,12 @@ def test_a_job_is_claimed_by_exactly_one_worker(admin: Any, new_person, space: s
 
     def worker(name: str) -> None:
         while True:
-            job = admin.claim_job(name)
+            job = admin.jobs.claim_job(name)
             if job is None:
                 return
             with lock:
                 claimed.append(job.id)
-            admin.finish_job(job.id, name, {"added": 0})
+            admin.jobs.finish_job(job.id, name, {"added": 0})
 
     threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
     for t in threads:
@@ -509,26 +509,26 @@ def test_answers_validate_against_their_declared_models(client: Any, new_person,
 def test_the_service_queue_is_a_job_queue_whose_leases_run_out(admin: Any, new_person, space: str) -> None:
     from bli_memory.core.memory.job_queue import JobQueue
 
-    assert isinstance(admin, JobQueue)
+    assert isinstance(admin.jobs, JobQueue) and admin.job_queue is admin.jobs
     person = new_person()
     backend = admin.for_person(admin.ensure_person(person.name))
     job_id = backend.enqueue_extract("User: the lease test\n\nAssistant: ok", space=space, source="test")
 
     def claim(worker: str, lease: float) -> Any:
-        while (job := admin.claim_job(worker, lease_seconds=lease, max_attempts=2)) is not None:
+        while (job := admin.jobs.claim_job(worker, lease_seconds=lease, max_attempts=2)) is not None:
             if job.id == job_id:
                 return job
-            admin.finish_job(job.id, worker, {"added": 0})  # another test's leftover
+            admin.jobs.finish_job(job.id, worker, {"added": 0})  # another test's leftover
         return None
 
     first = claim("dies-1", 0.2)
     assert first is not None and first.attempts == 1 and first.owner_id == backend.person_id
-    assert admin.extend_lease(job_id, "someone-else", lease_seconds=60) is False
+    assert admin.jobs.extend_lease(job_id, "someone-else", lease_seconds=60) is False
     time.sleep(0.5)
     second = claim("dies-2", 0.2)  # the first worker died: its lease ran out
     assert second is not None and second.attempts == 2
-    assert admin.finish_job(job_id, "dies-1", {"added": 0}) is False  # no longer its job
+    assert admin.jobs.finish_job(job_id, "dies-1", {"added": 0}) is False  # no longer its job
     time.sleep(0.5)
     assert claim("third", 60) is None  # died during every attempt: given up, not claimed
-    row = admin.job(job_id)
+    row = admin.jobs.job(job_id)
     assert row["state"] == "failed" and row["error"].startswith("lease_expired")

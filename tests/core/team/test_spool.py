@@ -133,7 +133,7 @@ def test_a_hanging_service_costs_no_turn_and_each_exchange_is_shipped_once(
     assert outcome == "ok" and fields["queued"] is True and fields["backlog"] == 0, r.stderr
     assert _spooled() == []
     for entry in kept:
-        job = admin.job(entry["id"])
+        job = admin.jobs.job(entry["id"])
         assert job is not None and job["space"] == space
     assert _jobs(svc.url, person.token, space) == 3
 

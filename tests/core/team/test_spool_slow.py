@@ -123,5 +123,5 @@ def test_a_slow_service_gets_every_spooled_exchange_not_the_oldest_forever(
     assert done.returncode == 0 and "sent 3 spooled exchange(s)" in done.stderr, done.stderr
     assert _spooled() == []
     for job_id in ids:
-        job = admin.job(job_id)
+        job = admin.jobs.job(job_id)
         assert job is not None and job["space"] == space
