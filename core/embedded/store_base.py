@@ -2,9 +2,10 @@
 
 One SQLite file (WAL, busy timeout) shared by the MCP server, the hooks and the daemon;
 reads hold the store's lock, every write is one ``BEGIN IMMEDIATE`` transaction.
-:class:`~bli_memory.core.embedded.store.SQLiteStore` is :class:`StoreBase` plus one
-mixin per job (reads, keyword index, vector cache, writes, job queue, audit,
-export/import, recordings, experience, browsing).
+:class:`~bli_memory.core.embedded.store.SQLiteStore` is the memories over
+:class:`StoreBase` (reads, writes, the keyword index, the vector cache), and holds its
+other jobs as parts over the same connection (job queue, recordings, experience,
+export/import, audit, browsing).
 """
 
 from __future__ import annotations

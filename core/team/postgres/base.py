@@ -293,7 +293,8 @@ class SharedResources:
 class PgCore:
     """One person's handle on one database: the pool, the model, transactions, the view.
 
-    The base of every mixin of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`;
+    The base of :class:`~bli_memory.core.team.postgres.store.PostgresBackend`'s parts (and the
+    handle the parts it holds work over);
     ``person_id`` is None on the administrative handle (memory operations then raise
     :class:`ConfigError`).
     """
