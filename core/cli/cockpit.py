@@ -220,9 +220,7 @@ def _model_id(configured: str) -> str:
 
 
 def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder: str) -> None:
-    """Read the embedded store without changing it (read-only SQLite connection)."""
-    import sqlite3
-
+    """Read the embedded store without changing it (:mod:`bli_memory.core.embedded.file_summary`)."""
     try:
         exists = path.exists()
     except OSError as exc:  # a loop of links, a HOME that is a file, ...
@@ -231,21 +229,16 @@ def _check_embedded_store(rows: list[tuple[str, str, str]], path: Any, embedder:
     if not exists:
         rows.append(("info", "memory store", f"{path} does not exist yet (the first save creates it)"))
         return
+    from bli_memory.core.embedded.file_summary import describe
+    from bli_memory.core.errors import StoreError
+
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
-        try:
-            live = conn.execute("SELECT count(*) FROM memories WHERE state = 'active'").fetchone()[0]
-            model = dict(conn.execute("SELECT key, value FROM store_meta").fetchall()).get("embedding_model")
-            moved = conn.execute("SELECT count(*) FROM memories WHERE embedding IS NOT NULL "
-                                 "AND embedding_model IS NOT ?", (model,)).fetchone()[0] if model else 0
-            # With no vector yet the store is any model's (its first save records the model).
-            vectors = conn.execute("SELECT 1 FROM memories WHERE embedding IS NOT NULL LIMIT 1").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        rows.append(("fail", "memory store", f"{path} cannot be read: {exc}"))
+        found = describe(path)
+    except StoreError as exc:
+        rows.append(("fail", "memory store", exc.message))
         return
-    if model is not None and model != embedder and vectors is not None:
+    live, model, moved, vectors = found.live, found.model, found.moved, found.has_vectors
+    if model is not None and model != embedder and vectors:
         rows.append(("fail", "memory store", f"{path} holds vectors of {model}, but the embedder is "
                      f"{embedder} (BLI_MEMORY_EMBEDDER); every search and save would be refused"
                      + (f" ({moved} rows were moved by a `memory reembed` that stopped part way: run it "
