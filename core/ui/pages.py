@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
 from bli_memory.core.errors import BliMemoryError, InvalidInputError, NotFoundError
+from bli_memory.core.memory.retrieval_writes import check_content_size
 from bli_memory.core.memory.version_ids import shown_id
 from bli_memory.core.ui.charts import bar_chart
 from bli_memory.core.ui.guard import checked_form
@@ -156,6 +157,10 @@ async def memory(request: Request) -> Response:
     found, history = await run_in_threadpool(_memory_and_history, backend, request.path_params["id"])
     writable = await run_in_threadpool(_writable, backend, found)
     done = DONE.get(request.query_params.get("done", ""))
+    masked = request.query_params.get("masked", "")
+    if done and masked.isdigit() and int(masked):  # the edit's secrets, masked before the store kept it
+        n = int(masked)
+        done += f" {n} secret{'s' if n != 1 else ''} in the text {'were' if n != 1 else 'was'} masked."
     return render(request, "memory.html", nav="spaces", m=found, history=history, done=done,
                   expired=_expired(found), writable=writable)
 
@@ -177,11 +182,13 @@ async def edit(request: Request) -> Response:
     form = await checked_form(request)
     text = str(form.get("content", ""))
     try:
+        # The page's own advice first: it has no extract, which the store's refusal names.
+        check_content_size(text, advice="Save its durable facts, one memory each")
         result = await run_in_threadpool(partial(backend.update, text, space=found.space, id=found.id,
                                                  source="ui"))
     except InvalidInputError as exc:
         return render(request, "edit.html", nav="spaces", m=found, text=text, error=exc.message, status=400)
-    return _redirect(request, f"/memory/{result.memory.id}", done=result.status)
+    return _redirect(request, f"/memory/{result.memory.id}", done=result.status, masked=str(result.masked))
 
 
 async def forget(request: Request) -> Response:

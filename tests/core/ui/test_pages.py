@@ -72,6 +72,7 @@ def test_a_bad_edit_says_why_and_saves_nothing(client: httpx.Client, ui_server: 
     for content, why in (("   ", "content is empty"), ("x" * 20_001, "the limit is 20000")):
         r = _post(client, ui_server, f"/memory/{target}/edit", content=content)
         assert r.status_code == 400 and why in r.text and "Nothing was saved" in r.text
+        assert "extract" not in r.text  # the page has no extract to offer
     store = ui_server.store()
     try:
         assert store.get(target).state == "active" and store.get(target).version == 1
@@ -80,6 +81,17 @@ def test_a_bad_edit_says_why_and_saves_nothing(client: httpx.Client, ui_server: 
     same = _post(client, ui_server, f"/memory/{target}/edit",
                  content="Release notes live in docs/CHANGES.md.")
     assert "done=unchanged" in same.headers["location"]
+
+
+def test_an_edit_says_how_many_secrets_were_masked(client: httpx.Client, ui_server: UiServer) -> None:
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    r = _post(client, ui_server, f"/memory/{ui_server.ids['edit_me']}/edit",
+              content=f"Release notes live in docs/CHANGES.md; the bot token is {token}.")
+    assert r.status_code == 303 and "masked=1" in r.headers["location"]
+    page = client.get(r.headers["location"]).text
+    assert "1 secret in the text was masked." in page and token not in page
+    forged = client.get(r.headers["location"].replace("masked=1", "masked=<b>x</b>")).text
+    assert "Saved: this is the new version" in forged and "was masked" not in forged and "<b>x" not in forged
 
 
 def test_errors_are_pages_that_say_what_failed(client: httpx.Client) -> None:
