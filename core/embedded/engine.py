@@ -28,20 +28,16 @@ from bli_memory.core.memory.retrieval import (
     CHANNELS,
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
-    clamped_limit,
     query_text,
-    rank,
 )
 from bli_memory.core.memory.retrieval_writes import (
     FORGET_MIN_SIMILARITY,
-    PROFILE_KINDS,
     check_extract_size,
     checked_content,
     checked_save_fields,
     content_hash,
     forget_selector,
     is_unchanged,
-    profile_limit,
     require_forget_similarity,
     require_one_of_id_or_custom_id,
     stored_hash,
@@ -92,46 +88,27 @@ class EmbeddedBackend(EngineControls):
 
     # --- the contract --------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        space: str,
-        limit: int = 10,
-        include_profile: bool = False,
-        ranking: RankingConfig | None = None,
-    ) -> SearchResult:
-        """Hybrid search of one space and its aliases.
-
-        Args:
-            query: Free text; empty or whitespace gives zero hits, not everything.
-            space: Container tag.
-            limit: Hits to return, 1..100.
-            include_profile: Also return the space's :class:`Profile`.
-            ranking: Override the fusion weights (benchmarks, ablations).
-
-        Returns:
-            Hits best first; zero hits is a normal answer.
-        """
-        from bli_memory.core.embedded.search_source import EmbeddedChannels
-
-        cfg = ranking or self.ranking
-        limit = clamped_limit(limit)
-        canonical, spaces = self.store.resolve_space(space)
-        profile = self.profile(space=canonical) if include_profile else None
-        q = query_text(query)
-        if not q:
-            return SearchResult(query=query or "", space=canonical, spaces=spaces, profile=profile)
-        ranked = rank(EmbeddedChannels(self.store, spaces, self.side_indexes, self._embed_one), q,
-                      limit=limit, config=cfg)
-        return SearchResult(query=query, space=canonical, spaces=spaces, hits=ranked.hits, profile=profile,
-                            conflicts=ranked.conflicts)
+    def search(self, query: str, *, space: str, limit: int = 10, include_profile: bool = False,
+               ranking: RankingConfig | None = None) -> SearchResult:
+        """Hybrid search of one space and its aliases (:meth:`MemoryEngine.search`)."""
+        return self.engine.search(query, space=space, limit=limit, include_profile=include_profile,
+                                  ranking=ranking)
 
     def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
-        """The search of ``query`` and the gate's inputs (:func:`bli_memory.core.memory.recall.gather`)."""
-        from bli_memory.core.memory.recall import gather
+        """The search of ``query`` and the gate's inputs (:meth:`MemoryEngine.recall`)."""
+        return self.engine.recall(query, space=space, limit=limit)
 
-        return gather(self, query, space=space, limit=limit)
+    def profile(self, *, space: str, limit: int = 10) -> Profile:
+        """User Profile and Recent Context (:meth:`MemoryEngine.profile`)."""
+        return self.engine.profile(space=space, limit=limit)
+
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """Live memories holding each content term of ``query`` (:meth:`MemoryEngine.term_frequencies`)."""
+        return self.engine.term_frequencies(query, space=space)
+
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine between two live memories of the space (:meth:`MemoryEngine.space_background`)."""
+        return self.engine.space_background(space=space)
 
     def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
         """Which content terms of ``query`` occur in the space, and its live size.
@@ -148,53 +125,6 @@ class EmbeddedBackend(EngineControls):
             expr = fts_any_query([term])
             present.append(expr is not None and bool(expr) and self.store.has_match(spaces, expr))
         return present, self.store.vectors(spaces).size
-
-    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
-        """In how many live memories of the space each content term of ``query`` occurs.
-
-        Returns:
-            ``([(term, count), ...], live_memories)``: the document frequency of each
-            term of :func:`~bli_memory.core.memory.terms.query_terms` (exact form or stem), in
-            query order, for the injection gate's term weights
-            (:mod:`bli_memory.core.memory.term_evidence`).
-        """
-        _, spaces = self.store.resolve_space(space)
-        q = query_text(query)
-        counts = []
-        for term in query_terms(q)[:MAX_QUERY_TERMS]:
-            expr = fts_any_query([term])
-            counts.append((term, self.store.match_count(spaces, expr) if expr else 0))
-        return counts, self.store.vectors(spaces).size
-
-    def space_background(self, *, space: str) -> float | None:
-        """Mean cosine similarity between two live memories of the space, for the injection gate.
-
-        ``(|sum of the unit vectors|^2 - n) / (n (n - 1))``: the mean over every pair,
-        from one pass over the cached vectors, kept until the next write
-        (:data:`bli_memory.core.memory.relevance.DIVERSE_BACKGROUND` says what it decides).
-
-        Returns:
-            -1.0..1.0, or None below :data:`~bli_memory.core.memory.relevance.SMALL_SPACE`
-            live memories (too few pairs to tell what kind of space it is).
-        """
-        from bli_memory.core.memory.relevance import SMALL_SPACE
-
-        _, spaces = self.store.resolve_space(space)
-        vs = self.store.vectors(spaces)
-        if vs.size < SMALL_SPACE:
-            return None
-        key = (tuple(spaces), vs.write_seq, vs.epoch, vs.size)
-        cache = self._backgrounds
-        if key not in cache:
-            import numpy as np
-
-            live = vs.matrix if vs.alive is None else vs.matrix[vs.alive]
-            total = live.sum(axis=0, dtype=np.float64)
-            n = live.shape[0]
-            if len(cache) >= 16:
-                cache.clear()
-            cache[key] = float((total @ total - n) / (n * (n - 1)))
-        return cache[key]
 
     def save(
         self,
@@ -370,25 +300,6 @@ class EmbeddedBackend(EngineControls):
         purge leaves so capture does not write it again (:mod:`bli_memory.core.extraction.tombstones`)."""
         _, spaces = self.store.resolve_space(space)
         return self.store.purge_marks(spaces, limit=limit)
-
-    def profile(self, *, space: str, limit: int = 10) -> Profile:
-        """User Profile (durable preferences, conventions, decisions) and Recent Context.
-
-        Computed from the store, newest first. Profile facts are live memories whose
-        metadata ``kind`` is ``preference``, ``convention``, ``decision`` or
-        ``profile`` (extracted memories carry their kind; see
-        :mod:`bli_memory.core.extraction.extractors`), however old they are. Recent Context is the
-        latest activity: the newest live memories of the space, of any kind.
-
-        Args:
-            space: Container tag (an alias resolves to its canonical space).
-            limit: Most memories in each of the two lists.
-        """
-        limit = profile_limit(limit)
-        canonical, spaces = self.store.resolve_space(space)
-        facts = self.store.recent_of_kinds(spaces, sorted(PROFILE_KINDS), limit=limit)
-        recent = self.store.recent(spaces, limit=limit)
-        return Profile(space=canonical, facts=tuple(facts), recent=tuple(recent))
 
     def history(self, id: str) -> list[Memory]:
         """Every version of the memory ``id`` belongs to, newest first.

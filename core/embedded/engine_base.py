@@ -54,8 +54,13 @@ class EngineBase:
         self._store: SQLiteStore | None = None
         self._store_file_id: tuple[int, int] | None = None
         self._store_lock = threading.Lock()
-        #: Space backgrounds (``space_background``) by spaces and write sequence.
-        self._backgrounds: dict[tuple[Any, ...], float] = {}
+        from bli_memory.core.embedded.reads import EmbeddedReads
+        from bli_memory.core.memory.engine import MemoryEngine
+
+        #: The reading half of the contract, written once for every store (search, recall,
+        #: profile, term counts, background).
+        self.engine = MemoryEngine(EmbeddedReads(lambda: self.store, lambda: self.side_indexes),
+                                   self._embed_one, self.ranking)
 
     # --- resources -----------------------------------------------------------------
 

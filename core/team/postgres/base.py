@@ -271,7 +271,7 @@ class SharedResources:
 
         self.database_url = libpq_url(database_url)
         #: Space backgrounds by view, ``(when, value)`` (``PostgresSearch.space_background``).
-        self._backgrounds: dict[Any, tuple[float, float | None]] = {}
+        self._backgrounds: dict[Any, Any] = {}
         self.ranking = ranking
         self._embedder = embedder
         self.model_name = embedder.name if embedder is not None else embeddings.MODEL_NAME

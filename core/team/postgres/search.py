@@ -22,11 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import NotFoundError
-from bli_memory.core.memory.retrieval import clamped_limit, query_text, rank
-from bli_memory.core.memory.retrieval_writes import PROFILE_KINDS, profile_limit
-from bli_memory.core.memory.terms import query_terms
 from bli_memory.core.memory.version_ids import shown_id
-from bli_memory.core.models import Memory, Profile, Recall, SearchResult
+from bli_memory.core.models import Memory
 from bli_memory.core.team.postgres.base import (
     MEMORY_COLUMNS,
     PgCore,
@@ -34,7 +31,6 @@ from bli_memory.core.team.postgres.base import (
     one_row,
     row_to_memory,
     tsquery_text,
-    vector_literal,
 )
 
 if TYPE_CHECKING:
@@ -44,9 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LIVE", "PostgresChannels", "PostgresSearch"]
 
-#: The rows of a view a search reads (``%(spaces)s``, ``%(owners)s``).
-#: Seconds a space's background (:meth:`PostgresSearch.space_background`) is kept.
-BACKGROUND_TTL_S = 300.0
+#: The live rows of a view (``%(spaces)s``, ``%(owners)s``).
 LIVE = "space = ANY(%(spaces)s) AND owner_id = ANY(%(owners)s) AND state = 'active'"
 
 
@@ -158,142 +152,6 @@ class PostgresChannels:
 class PostgresSearch(PgCore):
     """The reading half of the memory contract of
     :class:`~bli_memory.core.team.postgres.store.PostgresBackend`: search, profile, term counts."""
-
-    def search(
-        self,
-        query: str,
-        *,
-        space: str,
-        limit: int = 10,
-        include_profile: bool = False,
-        ranking: RankingConfig | None = None,
-    ) -> SearchResult:
-        """Hybrid search of one space and its aliases (as :meth:`EmbeddedBackend.search`).
-
-        Args:
-            query: Free text; empty or whitespace gives zero hits, not everything.
-            space: Container tag.
-            limit: Hits to return, 1..100.
-            include_profile: Also return the space's :class:`Profile`.
-            ranking: Override the fusion weights.
-
-        Returns:
-            Hits best first; zero hits is a normal answer.
-        """
-        cfg = ranking or self.ranking
-        limit = clamped_limit(limit)
-        q = query_text(query)
-        with self._conn("search") as conn:
-            view = self._view(conn, space)
-            profile = self._profile(conn, view, limit=10) if include_profile else None
-            if not q:
-                return SearchResult(query=query or "", space=view.canonical, spaces=view.spaces,
-                                    profile=profile)
-            channels = PostgresChannels(conn, view, vector_literal(self._embed_one(q)))
-            ranked = rank(channels, q, limit=limit, config=cfg)
-        return SearchResult(query=query, space=view.canonical, spaces=view.spaces, hits=ranked.hits,
-                            profile=profile, conflicts=ranked.conflicts)
-
-    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
-        """The search of ``query`` and the gate's inputs, as :meth:`EmbeddedBackend.recall`
-        (:func:`bli_memory.core.memory.recall.gather`); the service's recall door."""
-        from bli_memory.core.memory.recall import gather
-
-        return gather(self, query, space=space, limit=limit)
-
-    def _profile(self, conn: psycopg.Connection[Any], view: SpaceView, *, limit: int) -> Profile:
-        """The profile rule (:data:`~bli_memory.core.memory.retrieval_writes.PROFILE_KINDS`):
-        facts of any age, newest first, and the newest memories of any kind."""
-        args = {"spaces": list(view.spaces), "owners": list(view.readers), "limit": limit,
-                "kinds": sorted(PROFILE_KINDS)}
-        live = f"{LIVE} AND (expires_at IS NULL OR expires_at > now())"
-        facts = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {live} "
-            "AND lower(metadata->>'kind') = ANY(%(kinds)s) ORDER BY seq DESC LIMIT %(limit)s",
-            args,
-        ).fetchall()
-        recent = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {live} ORDER BY seq DESC LIMIT %(limit)s", args,
-        ).fetchall()
-        return Profile(space=view.canonical, facts=tuple(row_to_memory(r) for r in facts),
-                       recent=tuple(row_to_memory(r) for r in recent))
-
-    def profile(self, *, space: str, limit: int = 10) -> Profile:
-        """User Profile (durable preferences, conventions, decisions) and Recent Context.
-
-        As :meth:`EmbeddedBackend.profile`: facts are live memories of a profile kind
-        however old they are; Recent Context the newest live memories of any kind.
-
-        Args:
-            space: Container tag (an alias resolves to its canonical space).
-            limit: Most memories in each of the two lists (at least 1).
-        """
-        with self._conn("profile") as conn:
-            return self._profile(conn, self._view(conn, space), limit=profile_limit(limit))
-
-    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
-        """In how many live memories of the space each content term of ``query`` occurs.
-
-        As :meth:`EmbeddedBackend.term_frequencies`, for the injection gate
-        (:mod:`bli_memory.core.memory.term_evidence`); a term matches its lexeme as the keyword
-        channel of :meth:`search` does. One round trip: ``count(*) FILTER`` per term.
-
-        Returns:
-            ``([(term, count), ...], live_memories)``.
-        """
-        from bli_memory.core.memory.retrieval import MAX_QUERY_TERMS
-
-        words = query_terms(query_text(query))[:MAX_QUERY_TERMS]
-        with self._conn("search") as conn:
-            view = self._view(conn, space)
-            args: dict[str, Any] = {"spaces": list(view.spaces), "owners": list(view.readers)}
-            cols = ["count(*)"]
-            for i, w in enumerate(words):
-                tsq = tsquery_text([w], "|")
-                if tsq:
-                    args[f"t{i}"] = tsq
-                    cols.append(f"count(*) FILTER (WHERE terms @@ %(t{i})s::tsquery)")
-                else:
-                    cols.append("0")
-            row = conn.execute(f"SELECT {', '.join(cols)} FROM memories WHERE {LIVE}", args).fetchone()
-        assert row is not None  # an aggregate always answers one row
-        return [(w, int(c)) for w, c in zip(words, row[1:], strict=True)], int(row[0])
-
-    def space_background(self, *, space: str) -> float | None:
-        """Mean cosine similarity between two live memories the caller sees in the space.
-
-        As :meth:`EmbeddedBackend.space_background`, from pgvector's ``sum`` and
-        ``vector_norm`` over the view: ``(|sum|^2 - n) / (n (n - 1))``. A space's kind
-        changes slowly, so an answer is kept :data:`BACKGROUND_TTL_S` per view: the
-        aggregate reads every vector of the space.
-
-        Returns:
-            -1.0..1.0, or None below ``SMALL_SPACE`` live memories.
-        """
-        import time
-
-        from bli_memory.core.memory.relevance import SMALL_SPACE
-
-        with self._conn("search") as conn:
-            view = self._view(conn, space)
-            key = (tuple(view.spaces), tuple(view.readers))
-            cache = self._shared._backgrounds
-            hit = cache.get(key)
-            if hit is not None and time.monotonic() - hit[0] < BACKGROUND_TTL_S:
-                return hit[1]
-            row = conn.execute(
-                "SELECT count(*), vector_norm(sum(embedding)) FROM memories "
-                f"WHERE {LIVE} AND embedding IS NOT NULL",
-                {"spaces": list(view.spaces), "owners": list(view.readers)},
-            ).fetchone()
-        assert row is not None  # an aggregate always answers one row
-        n = int(row[0])
-        value = None if n < SMALL_SPACE or row[1] is None else (float(row[1]) ** 2 - n) / (n * (n - 1))
-        if value is not None:  # a small space is cheap to count again, and may grow past the limit
-            if len(cache) >= 256:
-                cache.clear()
-            cache[key] = (time.monotonic(), value)
-        return value
 
     # --- the memory controls that read: info, list, get ----------------------------
 

@@ -73,7 +73,8 @@ from bli_memory.core.team.postgres.writes import PostgresWrites
 
 if TYPE_CHECKING:
     from bli_memory.core.memory.embedder import Embedder
-    from bli_memory.core.models import ForgetResult
+    from bli_memory.core.memory.engine import MemoryEngine
+    from bli_memory.core.models import ForgetResult, Profile, Recall, SearchResult
     from bli_memory.core.team.postgres.browse import PostgresBrowse
 
 __all__ = [
@@ -278,7 +279,40 @@ class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
         """Audit and repair (:class:`~bli_memory.core.team.postgres.audit.PostgresIntegrity`)."""
         return self._part("_integrity", PostgresIntegrity)  # type: ignore[no-any-return]
 
-    # --- the contract's methods the parts answer ------------------------------------
+    @property
+    def engine(self) -> MemoryEngine:
+        """The reading half of the contract, written once for every store
+        (:class:`~bli_memory.core.memory.engine.MemoryEngine` over this person's reads); the
+        handles of one database share one background cache."""
+        from bli_memory.core.memory.engine import MemoryEngine
+        from bli_memory.core.team.postgres.reads import PostgresReads
+
+        return self._part("_engine", lambda h: MemoryEngine(  # type: ignore[no-any-return]
+            PostgresReads(h), h._embed_one, h.ranking, backgrounds=h._shared._backgrounds))
+
+    # --- the contract's methods the engine and the parts answer ------------------------
+
+    def search(self, query: str, *, space: str, limit: int = 10, include_profile: bool = False,
+               ranking: RankingConfig | None = None) -> SearchResult:
+        """Hybrid search of one space and its aliases as this person sees it (:meth:`MemoryEngine.search`)."""
+        return self.engine.search(query, space=space, limit=limit, include_profile=include_profile,
+                                  ranking=ranking)
+
+    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
+        """The search of ``query`` and the gate's inputs: the service's recall door."""
+        return self.engine.recall(query, space=space, limit=limit)
+
+    def profile(self, *, space: str, limit: int = 10) -> Profile:
+        """User Profile and Recent Context (:meth:`MemoryEngine.profile`)."""
+        return self.engine.profile(space=space, limit=limit)
+
+    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
+        """Live memories holding each content term of ``query`` (:meth:`MemoryEngine.term_frequencies`)."""
+        return self.engine.term_frequencies(query, space=space)
+
+    def space_background(self, *, space: str) -> float | None:
+        """Mean cosine between two live memories this person sees in the space."""
+        return self.engine.space_background(space=space)
 
     def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
                         job_id: str | None = None) -> str:

@@ -1,0 +1,98 @@
+"""The embedded store's side of the memory engine's reads (:mod:`bli_memory.core.memory.engine`).
+
+:class:`EmbeddedReads` hands out one :class:`EmbeddedRead` per space read: the retrieval
+channels (:class:`~bli_memory.core.embedded.search_source.EmbeddedChannels`: numpy over the
+cached vectors, FTS5 or the side indexes), the newest rows, FTS5 term counts and the sum of
+the cached vectors; the engine ranks, gates and caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.core.memory.terms import fts_any_query
+
+if TYPE_CHECKING:
+    from bli_memory.core.embedded.search_source import EmbeddedChannels
+    from bli_memory.core.embedded.side_indexes import SideIndexes
+    from bli_memory.core.embedded.store import SQLiteStore, VectorSet
+    from bli_memory.core.models import Memory
+
+__all__ = ["EmbeddedRead", "EmbeddedReads"]
+
+
+class EmbeddedRead:
+    """One read of one space of the file (:class:`~bli_memory.core.memory.engine.ReadSession`)."""
+
+    def __init__(self, store: SQLiteStore, canonical: str, spaces: tuple[str, ...],
+                 side: SideIndexes | None) -> None:
+        self.canonical = canonical
+        self.spaces = spaces
+        self._store = store
+        self._side = side
+        self._vs: VectorSet | None = None
+
+    def _vectors(self) -> VectorSet:
+        if self._vs is None:
+            self._vs = self._store.vectors(self.spaces)
+        return self._vs
+
+    def channels(self, query: str, embed: Callable[[str], Any]) -> EmbeddedChannels:
+        """The channels of one search (the query embedded only when the space holds vectors)."""
+        from bli_memory.core.embedded.search_source import EmbeddedChannels
+
+        return EmbeddedChannels(self._store, self.spaces, self._side, embed)
+
+    def newest(self, *, kinds: Sequence[str] | None, limit: int) -> list[Memory]:
+        """The newest live memories (of these kinds)."""
+        if kinds is not None:
+            return self._store.recent_of_kinds(self.spaces, kinds, limit=limit)
+        return self._store.recent(self.spaces, limit=limit)
+
+    def term_counts(self, terms: Sequence[str]) -> tuple[list[int], int]:
+        """FTS5 matches of each term (its exact form or stem), and the live memories."""
+        counts = []
+        for term in terms:
+            expr = fts_any_query([term])
+            counts.append(self._store.match_count(self.spaces, expr) if expr else 0)
+        return counts, self._vectors().size
+
+    def vector_sum(self) -> tuple[int, float]:
+        """``(n, |sum|^2)`` from one pass over the cached vectors."""
+        import numpy as np
+
+        vs = self._vectors()
+        live = vs.matrix if vs.alive is None else vs.matrix[vs.alive]
+        total = live.sum(axis=0, dtype=np.float64)
+        return int(live.shape[0]), float(total @ total)
+
+    def generation(self) -> Hashable:
+        """The cached vectors' write sequence, epoch and size: they move with every write."""
+        vs = self._vectors()
+        return vs.write_seq, vs.epoch, vs.size
+
+    def scope(self) -> Hashable:
+        """The spaces read."""
+        return self.spaces
+
+
+class EmbeddedReads:
+    """The reads of the open store (:class:`~bli_memory.core.memory.engine.MemoryReads`).
+
+    Args:
+        store: Returns the open store (reopened when the file was replaced).
+        side: Returns the side indexes when they are on, else None.
+    """
+
+    def __init__(self, store: Callable[[], SQLiteStore], side: Callable[[], SideIndexes | None]) -> None:
+        self._store = store
+        self._side = side
+
+    @contextmanager
+    def reading(self, tag: str) -> Iterator[EmbeddedRead]:
+        """A read of the space ``tag`` names (aliases resolved)."""
+        store = self._store()
+        canonical, spaces = store.resolve_space(tag)
+        yield EmbeddedRead(store, canonical, tuple(spaces), self._side())
