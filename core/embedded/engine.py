@@ -34,7 +34,6 @@ from bli_memory.core.memory.retrieval_writes import (
     FORGET_MIN_SIMILARITY,
     check_extract_size,
     checked_content,
-    checked_save_fields,
     content_hash,
     forget_selector,
     is_unchanged,
@@ -149,22 +148,17 @@ class EmbeddedBackend(EngineControls):
                 object, or a ``customId``, ``sessionId`` or ``source`` over
                 :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters.
         """
-        text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
-        from bli_memory.core.memory.stored_secrets import checked_extras
+        from bli_memory.core.memory.stored_secrets import checked_save
 
-        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
-        metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
-        from bli_memory.core.memory.expiry import parse_expiry
-
-        expires_at = parse_expiry(expires_at, future=True)
+        got = checked_save(content, space=space, metadata=metadata, custom_id=custom_id, source=source,
+                           session_id=session_id, expires_at=expires_at)
         canonical, spaces = self.store.resolve_space(space)
-        vector = self._embed_one(text)
         status, memory, previous = self.store.save(
-            text, vector, space=canonical, spaces=spaces, custom_id=custom_id, metadata=metadata,
-            source=source, session_id=session_id, expires_at=expires_at,
+            got.text, self._embed_one(got.text), space=canonical, spaces=spaces, custom_id=got.custom_id,
+            metadata=got.metadata, source=got.source, session_id=got.session_id, expires_at=got.expires_at,
         )
         return SaveResult(memory=memory, space=memory.space, status=status, previous=previous,  # type: ignore[arg-type]
-                          masked=in_content + extras.masked)
+                          masked=got.masked)
 
     def update(
         self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,

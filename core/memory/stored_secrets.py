@@ -31,9 +31,11 @@ from bli_memory.core.models import Memory
 
 __all__ = [
     "SaveExtras",
+    "SaveInput",
     "check_container_tag",
     "check_custom_id",
     "checked_extras",
+    "checked_save",
     "checked_source",
     "checked_turn",
     "masked_metadata",
@@ -343,3 +345,36 @@ def checked_turn(text: str, *, space: str, source: str, session_id: str | None,
     clean = redact(text) if mask_text else None
     return (clean.text if clean else text, extras.source or source, extras.session_id,
             (clean.masked if clean else 0) + extras.masked)
+
+
+class SaveInput(NamedTuple):
+    """A save as every store writes it (:func:`checked_save`)."""
+
+    text: str
+    metadata: dict[str, Any] | None
+    custom_id: str | None
+    source: str
+    session_id: str | None
+    expires_at: str | None  # the stores' UTC form
+    masked: int  # secrets masked in the content, the metadata and the labels
+
+
+def checked_save(content: str, *, space: str, metadata: Any, custom_id: str | None, source: str,
+                 session_id: str | None, expires_at: Any) -> SaveInput:
+    """Every rule a save passes before a store writes it, once for every store: the content
+    (:func:`~bli_memory.core.memory.retrieval_writes.checked_save_fields`: size, storable
+    text, secrets masked), the metadata, ``customId`` and labels (:func:`checked_extras`:
+    key limits, storable, masked, a secret container tag refused) and the expiry
+    (:func:`~bli_memory.core.memory.expiry.parse_expiry`, in the future).
+
+    Raises:
+        InvalidInputError: the first rule the save breaks; nothing is saved.
+    """
+    from bli_memory.core.memory.expiry import parse_expiry
+    from bli_memory.core.memory.retrieval_writes import checked_save_fields
+
+    text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
+    extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
+    return SaveInput(text=text, metadata=extras.metadata, custom_id=custom_id, source=extras.source or source,
+                     session_id=extras.session_id, expires_at=parse_expiry(expires_at, future=True),
+                     masked=in_content + extras.masked)

@@ -20,7 +20,6 @@ from bli_memory.core.errors import NotFoundError, StoreError
 from bli_memory.core.memory.expiry import expiry_datetime
 from bli_memory.core.memory.retrieval_writes import (
     checked_content,
-    checked_save_fields,
     content_hash,
     first_version,
     forget_selector,
@@ -125,16 +124,14 @@ class PostgresWrites(PgCore):
                 embedded store, so an export of this store imports there), an unreadable
                 ``expires_at`` or one in the past.
         """
-        text, metadata, custom_id, in_content = checked_save_fields(content, metadata, custom_id)
-        for field, value in (("content", text), ("customId", custom_id),
-                             ("source", source), ("sessionId", session_id)):
-            check_storable(field, value)
-        from bli_memory.core.memory.stored_secrets import checked_extras
+        from bli_memory.core.memory.stored_secrets import checked_save
 
-        extras = checked_extras(metadata, custom_id, session_id=session_id, source=source, space=space)
-        metadata, session_id, source = extras.metadata, extras.session_id, extras.source or source
-        masked = in_content + extras.masked
-        expires = expiry_datetime(expires_at, future=True)
+        got = checked_save(content, space=space, metadata=metadata, custom_id=custom_id, source=source,
+                           session_id=session_id, expires_at=expires_at)
+        text, metadata, custom_id, source, session_id = (got.text, got.metadata, got.custom_id, got.source,
+                                                         got.session_id)
+        masked, expires_at = got.masked, got.expires_at
+        expires = expiry_datetime(expires_at)
         me = self._me()
         vector = self._embed_one(text)
         sha = content_hash(text)
