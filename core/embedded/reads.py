@@ -69,9 +69,17 @@ class EmbeddedRead:
         return int(live.shape[0]), float(total @ total)
 
     def generation(self) -> Hashable:
-        """The cached vectors' write sequence, epoch and size: they move with every write."""
+        """The file (device and inode: a restore or a replaced file is another) and the
+        cached vectors' write sequence, epoch and size, which move with every write."""
+        import os
+
         vs = self._vectors()
-        return vs.write_seq, vs.epoch, vs.size
+        try:
+            st = os.stat(self._store.path)
+            file = (st.st_dev, st.st_ino)
+        except OSError:
+            file = (id(self._store), 0)
+        return file, vs.write_seq, vs.epoch, vs.size
 
     def scope(self) -> Hashable:
         """The spaces read."""

@@ -170,11 +170,14 @@ def checked_save_fields(
         number of secrets masked in the content.
 
     Raises:
-        InvalidInputError: empty or oversized content, metadata that is not a JSON object.
+        InvalidInputError: empty or oversized content, metadata that is not a JSON object,
+            a ``customId`` that is not a string.
     """
     text, masked = checked_content(content)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError("metadata must be a JSON object")
+    if custom_id is not None and not isinstance(custom_id, str):
+        raise InvalidInputError("customId must be a string")
     if custom_id is not None and not str(custom_id).strip():
         custom_id = None
     return text, metadata, custom_id, masked

@@ -701,3 +701,9 @@ def test_term_frequencies_count_live_memories_of_the_space(backend, space: str) 
     assert counts == [("deploy", 1), ("billing", 1), ("fridays", 2), ("bli-3580", 1), ("rome", 0)]
     assert backend.term_frequencies("", space=space) == ([], 2)
     assert backend.term_frequencies("anything", space=space + "_empty") == ([("anything", 0)], 0)
+
+
+def test_a_custom_id_that_is_not_text_is_refused_clearly(backend, space: str) -> None:
+    with pytest.raises(InvalidInputError, match="customId must be a string"):
+        backend.save("The release train leaves on Thursdays.", space=space, custom_id=123)  # type: ignore[arg-type]
+    assert backend.list_memories(space=space) == []

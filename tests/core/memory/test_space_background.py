@@ -79,3 +79,26 @@ def test_a_space_of_unlike_texts_needs_the_higher_bar() -> None:
     top_high = (DIVERSE_THRESHOLD + 0.5 - b - w_cover * coverage) / w_top
     assert decide([_hit(top_high)], coverage=coverage, limit=5,
                   background=DIVERSE_BACKGROUND - 0.2).reason == "relevant"
+
+
+def test_a_replaced_store_file_is_measured_again(tmp_path: Path) -> None:
+    """The background is kept until the space changes; a file replaced under a running
+    backend (a restore) is another space, even with as many memories and writes."""
+    import os
+
+    first, second = tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"
+    alike, unlike = EmbeddedBackend(first), EmbeddedBackend(second)
+    try:
+        for a, b in zip(_texts(relevance.SMALL_SPACE, alike=True), _texts(relevance.SMALL_SPACE, alike=False),
+                        strict=True):
+            alike.save(a, space="s")
+            unlike.save(b, space="s")
+        before, other = alike.space_background(space="s"), unlike.space_background(space="s")
+        assert before is not None and other is not None and abs(before - other) > 0.1
+        unlike.close()
+        alike.store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the old file's log emptied
+        os.replace(second, first)
+        after = alike.space_background(space="s")
+        assert after is not None and abs(after - other) < 1e-9
+    finally:
+        alike.close()
