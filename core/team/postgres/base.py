@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import ConfigError, InvalidInputError, ModelMismatchError, StoreError
 from bli_memory.core.memory.ranking import RankingConfig
-from bli_memory.core.memory.records import text_problem
 from bli_memory.core.memory.terms import encode_term, terms
 from bli_memory.core.models import Memory
 from bli_memory.core.team.postgres.schema import schema_is_current
@@ -39,7 +38,6 @@ __all__ = [
     "PgCore",
     "SharedResources",
     "SpaceView",
-    "check_storable",
     "checked_tag",
     "configure_connection",
     "converted",
@@ -190,17 +188,6 @@ def checked_tag(tag: Any) -> str:
         return validate_tag(tag)
     except ValueError as exc:
         raise InvalidInputError(str(exc)[:300]) from None
-
-
-def check_storable(field: str, value: Any) -> None:
-    """Refuse text Postgres cannot keep (see :func:`~bli_memory.core.memory.records.text_problem`).
-
-    Raises:
-        InvalidInputError: naming ``field`` and the problem.
-    """
-    problem = text_problem(value)
-    if problem:
-        raise InvalidInputError(f"{field} {problem}")
 
 
 @contextmanager

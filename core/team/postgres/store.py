@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.memory.job_queue import ExtractJob
@@ -228,58 +229,49 @@ class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
         """Nothing is spooled for the Postgres store."""
         return None
 
-    @property
+    @cached_property
     def browse(self) -> PostgresBrowse:
         """The browser's reads as this person (:class:`~bli_memory.core.team.postgres.browse.PostgresBrowse`),
         one per handle: its space counts are kept for the handle's request."""
-        found = self.__dict__.get("_browse")
-        if found is None:
-            from bli_memory.core.team.postgres.browse import PostgresBrowse
+        from bli_memory.core.team.postgres.browse import PostgresBrowse
 
-            found = self.__dict__["_browse"] = PostgresBrowse(self)
-        return found
+        return PostgresBrowse(self)
 
     @property
     def job_queue(self) -> PostgresJobs:
         """The database's extract-job queue (:attr:`jobs`)."""
         return self.jobs
 
-    # --- the parts over this handle (composed, not mixed in) -------------------------
+    # --- the parts over this handle (composed, not mixed in), each made on first use ----
+    # (cached_property keeps a part in the handle's __dict__, so the handles ``for_person``
+    # makes without __init__ get theirs too.)
 
-    def _part(self, name: str, make: Any) -> Any:
-        """The part ``name`` of this handle, made on first use (``for_person`` handles are
-        made without ``__init__``, so parts are made when asked for)."""
-        found = self.__dict__.get(name)
-        if found is None:
-            found = self.__dict__[name] = make(self)
-        return found
-
-    @property
+    @cached_property
     def jobs(self) -> PostgresJobs:
         """The extract-job queue (:class:`~bli_memory.core.team.postgres.jobs.PostgresJobs`)."""
-        return self._part("_jobs", PostgresJobs)  # type: ignore[no-any-return]
+        return PostgresJobs(self)
 
-    @property
+    @cached_property
     def recorded_turns(self) -> PostgresRecordings:
         """Recorded session turns (:class:`~bli_memory.core.team.postgres.recordings.PostgresRecordings`)."""
-        return self._part("_recordings", PostgresRecordings)  # type: ignore[no-any-return]
+        return PostgresRecordings(self)
 
-    @property
+    @cached_property
     def experience(self) -> PostgresExperience:
         """The experience log (:class:`~bli_memory.core.team.postgres.experience.PostgresExperience`)."""
-        return self._part("_experience", PostgresExperience)  # type: ignore[no-any-return]
+        return PostgresExperience(self)
 
-    @property
+    @cached_property
     def transfer(self) -> PostgresTransfer:
         """Export and import (:class:`~bli_memory.core.team.postgres.transfer.PostgresTransfer`)."""
-        return self._part("_transfer", PostgresTransfer)  # type: ignore[no-any-return]
+        return PostgresTransfer(self)
 
-    @property
+    @cached_property
     def integrity(self) -> PostgresIntegrity:
         """Audit and repair (:class:`~bli_memory.core.team.postgres.audit.PostgresIntegrity`)."""
-        return self._part("_integrity", PostgresIntegrity)  # type: ignore[no-any-return]
+        return PostgresIntegrity(self)
 
-    @property
+    @cached_property
     def engine(self) -> MemoryEngine:
         """The reading half of the contract, written once for every store
         (:class:`~bli_memory.core.memory.engine.MemoryEngine` over this person's reads); the
@@ -287,8 +279,8 @@ class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
         from bli_memory.core.memory.engine import MemoryEngine
         from bli_memory.core.team.postgres.reads import PostgresReads
 
-        return self._part("_engine", lambda h: MemoryEngine(  # type: ignore[no-any-return]
-            PostgresReads(h), h._embed_one, h.ranking, backgrounds=h._shared._backgrounds))
+        return MemoryEngine(PostgresReads(self), self._embed_one, self.ranking,
+                            backgrounds=self._shared._backgrounds)
 
     # --- the contract's methods the engine and the parts answer ------------------------
 

@@ -37,7 +37,6 @@ from bli_memory.core.team.postgres.base import (
     MEMORY_COLUMNS,
     PgCore,
     SpaceView,
-    check_storable,
     iso_utc,
     row_to_memory,
     tsvector_text,
@@ -226,8 +225,7 @@ class PostgresWrites(PgCore):
                 when it is in a space shared read-only).
         """
         require_one_of_id_or_custom_id(id, custom_id)
-        text, in_content = checked_content(content)
-        check_storable("content", text)
+        text, in_content = checked_content(content)  # storable text, size, secrets masked
         vector = None
         at = utc_now()
         named = None
