@@ -158,7 +158,9 @@ async def memory(request: Request) -> Response:
     writable = await run_in_threadpool(_writable, backend, found)
     done = DONE.get(request.query_params.get("done", ""))
     masked = request.query_params.get("masked", "")
-    if done and masked.isdigit() and int(masked):  # the edit's secrets, masked before the store kept it
+    # The edit's secrets, masked before the store kept it: ASCII digits only (str.isdigit
+    # also takes "²", which int() refuses), and a count no text could hold is not shown.
+    if done and masked.isascii() and masked.isdigit() and len(masked) <= 5 and int(masked):
         n = int(masked)
         done += f" {n} secret{'s' if n != 1 else ''} in the text {'were' if n != 1 else 'was'} masked."
     return render(request, "memory.html", nav="spaces", m=found, history=history, done=done,

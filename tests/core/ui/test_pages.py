@@ -92,6 +92,9 @@ def test_an_edit_says_how_many_secrets_were_masked(client: httpx.Client, ui_serv
     assert "1 secret in the text was masked." in page and token not in page
     forged = client.get(r.headers["location"].replace("masked=1", "masked=<b>x</b>")).text
     assert "Saved: this is the new version" in forged and "was masked" not in forged and "<b>x" not in forged
+    for value in ("²", "٣", "9" * 5000):  # digits to str.isdigit, not ASCII or not a count: ignored
+        page = client.get(r.headers["location"].replace("masked=1", f"masked={value}"))
+        assert page.status_code == 200 and "masked." not in page.text
 
 
 def test_errors_are_pages_that_say_what_failed(client: httpx.Client) -> None:
