@@ -167,10 +167,6 @@ class _Hiding:
         ]
         return fixed, size - 1
 
-    def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
-        counts, size = self.term_frequencies(query, space=space)
-        return [df > 0 for _, df in counts], size
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
@@ -187,7 +183,8 @@ def _features(backend: Any, space: str, p: Prompt, dia: dict[str, str]) -> None:
         backend = _Hiding(backend, backend.get_memory(hidden_id)[0])
     res = backend.search(p.text, space=space, limit=OLD_LIMIT * 3)
     t0 = time.perf_counter()
-    present, size = backend.term_presence(p.text, space=space)
+    counts, size = backend.term_frequencies(p.text, space=space)
+    present = [df > 0 for _, df in counts]
     p.unseen = unseen_share(present, size)
     t1 = time.perf_counter()
     counts, size = backend.term_frequencies(p.text, space=space)

@@ -91,7 +91,7 @@ def populate(home: Path, project: Path, size: int) -> str:
     import numpy as np
     from scale import make_texts
 
-    from bli_memory.core.embedded.store import SQLiteStore, now_iso
+    from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.memory.spaces import derive_space
     from bli_memory.core.models import Memory
 
@@ -103,8 +103,8 @@ def populate(home: Path, project: Path, size: int) -> str:
     store = SQLiteStore(path, model_name=embedder.name, dimensions=embedder.dimensions)
     p = len(pool_texts)
     for lo in range(0, size, 5000):
-        with store._write() as conn:  # the store's own transaction and insert, batched
-            at = now_iso()
+        with store.writing(space) as w:  # the store's own transaction and insert, batched
+            at = w.at
             for i in range(lo, min(lo + 5000, size)):
                 a = i % p
                 if i < p:
@@ -121,7 +121,7 @@ def populate(home: Path, project: Path, size: int) -> str:
                     created_at=at,
                     updated_at=at,
                 )
-                store._insert(conn, m, vec)
+                w.insert(m, vec)
     store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     return space

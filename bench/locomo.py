@@ -123,6 +123,23 @@ def load(path: Path, *, limit: int | None = None) -> list[Conversation]:
     return out
 
 
+
+def _import_row(store: Any, text: str, vector: Any, *, space: str, metadata: dict[str, Any],
+                session_id: str) -> Any:
+    """One turn as an import writes it: one transaction, identical live text kept once
+    (the engine's dedup), the precomputed vector stored as given."""
+    from bli_memory.core.memory.retrieval_writes import content_hash, first_version
+
+    with store.writing(space) as w:
+        row = w.find_live(sha=content_hash(text))
+        if row is not None:
+            return row.memory
+        memory = first_version(space=w.canonical, content=text, custom_id=None, metadata=metadata,
+                               source="import", session_id=session_id, at=w.at, expires_at=None)
+        w.insert(memory, vector)
+        return memory
+
+
 def build_store(store_path: Path, conversations: Sequence[Conversation], embedder: Any) -> Any:
     """Import every turn as a memory (space = sample id) and return the engine over it.
 
@@ -146,11 +163,9 @@ def build_store(store_path: Path, conversations: Sequence[Conversation], embedde
     for c in conversations:
         last = max(t.session_date for t in c.turns)
         for n, turn in enumerate(c.turns):
-            _, memory, _ = store.save(
-                turn.memory, vectors[i], space=c.sample_id, spaces=(c.sample_id,),
-                metadata={"dia_id": turn.dia_id}, source="import",
-                session_id=f"{c.sample_id}/{turn.dia_id.split(':')[0]}",
-            )
+            memory = _import_row(store, turn.memory, vectors[i], space=c.sample_id,
+                                 metadata={"dia_id": turn.dia_id},
+                                 session_id=f"{c.sample_id}/{turn.dia_id.split(':')[0]}")
             at = now - (last - turn.session_date) - timedelta(seconds=len(c.turns) - n)
             timeline.append((at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), memory.id))
             i += 1

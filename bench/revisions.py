@@ -48,7 +48,7 @@ FLAT_NAMES: dict[str, str] = {
     "hooks": "hooks.main",
     "import_links": "memory.import_links",
     "injection_log": "hooks.injection_log",
-    "job_ids": "extraction.job_ids",
+    "job_ids": "memory.job_ids",
     "keyword_index": "embedded.keyword_index",
     "mcp_server": "mcp.server",
     "mcp_stdio": "mcp.stdio",

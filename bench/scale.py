@@ -122,20 +122,18 @@ def _row(i: int, pool_texts: Sequence[str], pool_vecs: Any) -> tuple[str, Any]:
 
 
 def _insert(store: Any, start: int, stop: int, pool_texts: Sequence[str], pool_vecs: Any, space: str) -> None:
-    """Batched import through the store's own insert, 5,000 rows per transaction."""
+    """Batched import through the store's write session, 5,000 rows per transaction."""
     import uuid
 
-    from bli_memory.core.embedded.store import now_iso
     from bli_memory.core.models import Memory
 
     for lo in range(start, stop, 5000):
-        with store._write() as conn:  # the store's transaction and insert; no public batch API yet
-            at = now_iso()
+        with store.writing(space) as w:  # one transaction, the store's own insert
             for i in range(lo, min(lo + 5000, stop)):
                 text, vec = _row(i, pool_texts, pool_vecs)
                 m = Memory(id=str(uuid.uuid4()), space=space, content=text, source="import",
-                           created_at=at, updated_at=at)
-                store._insert(conn, m, vec)
+                           created_at=w.at, updated_at=w.at)
+                w.insert(m, vec)
 
 
 def _file_mb(path: Path) -> float:

@@ -158,6 +158,10 @@ class Daemon:
             self.endpoint.release()
             return 1
         log("started", pid=self.pid, version=VERSION, idle_seconds=self.idle_seconds)
+        # numpy first, in this thread, before any worker thread starts: two threads
+        # importing it at once can be handed a half-initialised module by importlib.
+        import numpy  # noqa: F401
+
         self._start_thread(self._warm, "daemon-warm")
         self._start_thread(self._drain, "daemon-drain")
         try:

@@ -9,8 +9,9 @@ Retrieval ("by meaning, by keyword and by recency at once"): the store answers t
 (:mod:`bli_memory.core.embedded.search_source`: exact cosine over the cached vectors,
 FTS5 bm25, or the side indexes of a long-lived process); fusion, the ``context``
 channel, recency, the tail drop and conflict flags are the shared retrieval of every
-store (:mod:`bli_memory.core.memory.retrieval`). The rules of save, update, forget and
-profile are shared likewise (:mod:`bli_memory.core.memory.retrieval_writes`).
+store (:mod:`bli_memory.core.memory.retrieval`). Every rule of the contract is the memory
+engine's (:mod:`bli_memory.core.memory.engine`), over this file's read and write sessions
+(:mod:`bli_memory.core.embedded.reads`, :mod:`bli_memory.core.embedded.store_writes`).
 
 Every hit carries its true cosine similarity (every row has a vector); the fused
 score orders results and is never shown as a similarity.
@@ -18,39 +19,16 @@ score orders results and is never shown as a similarity.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.embedded.engine_controls import EngineControls
-from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.embedded.engine_base import EngineBase
+from bli_memory.core.errors import InvalidInputError, ModelMismatchError
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.memory.ranking import RankingConfig
-from bli_memory.core.memory.retrieval import (
-    CHANNELS,
-    MAX_QUERY_CHARS,
-    MAX_QUERY_TERMS,
-    query_text,
-)
-from bli_memory.core.memory.retrieval_writes import (
-    FORGET_MIN_SIMILARITY,
-    check_extract_size,
-    checked_content,
-    content_hash,
-    forget_selector,
-    is_unchanged,
-    require_forget_similarity,
-    require_one_of_id_or_custom_id,
-    stored_hash,
-)
-from bli_memory.core.memory.storable_text import shown_value
-from bli_memory.core.memory.terms import fts_any_query, query_terms
+from bli_memory.core.memory.engine_backend import EngineBackend
+from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
 from bli_memory.core.models import (
-    ForgetResult,
     Memory,
-    Profile,
-    Recall,
-    SaveResult,
-    SearchResult,
-    UpdateResult,
 )
 
 if TYPE_CHECKING:
@@ -58,18 +36,10 @@ if TYPE_CHECKING:
     from bli_memory.core.embedded.store_jobs import SQLiteJobs
     from bli_memory.core.settings import Settings
 
-__all__ = [
-    "CHANNELS",
-    "FORGET_MIN_SIMILARITY",
-    "MAX_QUERY_CHARS",
-    "MAX_QUERY_TERMS",
-    "EmbeddedBackend",
-    "memory_backend",
-    "register_embedders",
-]
+__all__ = ["EmbeddedBackend", "memory_backend", "register_embedders"]
 
 
-class EmbeddedBackend(EngineControls):
+class EmbeddedBackend(EngineBase, EngineBackend):
     """Memory operations over one SQLite file and one embedding model.
 
     Args:
@@ -82,204 +52,12 @@ class EmbeddedBackend(EngineControls):
             answers once side indexes are on (:meth:`enable_side_indexes`).
         vector_index_min_rows: Likewise for the HNSW vector side index.
 
-    Thread-safe: the MCP server calls it from worker threads.
+    Search, recall, the profile, list, get, save, update and forget are the memory engine's
+    (:class:`~bli_memory.core.memory.engine_backend.EngineBackend`); the controls below are
+    the file's. Thread-safe: the MCP server calls it from worker threads.
     """
 
     # --- the contract --------------------------------------------------------------
-
-    def search(self, query: str, *, space: str, limit: int = 10, include_profile: bool = False,
-               ranking: RankingConfig | None = None) -> SearchResult:
-        """Hybrid search of one space and its aliases (:meth:`MemoryEngine.search`)."""
-        return self.engine.search(query, space=space, limit=limit, include_profile=include_profile,
-                                  ranking=ranking)
-
-    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
-        """The search of ``query`` and the gate's inputs (:meth:`MemoryEngine.recall`)."""
-        return self.engine.recall(query, space=space, limit=limit)
-
-    def profile(self, *, space: str, limit: int = 10) -> Profile:
-        """User Profile and Recent Context (:meth:`MemoryEngine.profile`)."""
-        return self.engine.profile(space=space, limit=limit)
-
-    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
-        """Live memories holding each content term of ``query`` (:meth:`MemoryEngine.term_frequencies`)."""
-        return self.engine.term_frequencies(query, space=space)
-
-    def space_background(self, *, space: str) -> float | None:
-        """Mean cosine between two live memories of the space (:meth:`MemoryEngine.space_background`)."""
-        return self.engine.space_background(space=space)
-
-    def term_presence(self, query: str, *, space: str) -> tuple[list[bool], int]:
-        """Which content terms of ``query`` occur in the space, and its live size.
-
-        Returns:
-            ``([present, ...], live_memories)``: one flag per term of
-            :func:`~bli_memory.core.memory.terms.query_terms` (exact form or stem), for the
-            injection gate (:mod:`bli_memory.core.memory.relevance`).
-        """
-        _, spaces = self.store.resolve_space(space)
-        q = query_text(query)
-        present = []
-        for term in query_terms(q)[:MAX_QUERY_TERMS]:
-            expr = fts_any_query([term])
-            present.append(expr is not None and bool(expr) and self.store.has_match(spaces, expr))
-        return present, self.store.vectors(spaces).size
-
-    def save(
-        self,
-        content: str,
-        *,
-        space: str,
-        custom_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        source: str = "mcp",
-        session_id: str | None = None,
-        expires_at: str | None = None,
-    ) -> SaveResult:
-        """Remember ``content`` in ``space``.
-
-        Identical live content in the space is not written twice (status
-        ``duplicate``); a ``custom_id`` that names a live row replaces it, keeping the
-        old row as history (status ``updated``). The row lands in the canonical space
-        when ``space`` is an alias, and :attr:`SaveResult.space` says so.
-
-        Raises:
-            InvalidInputError: empty or oversized content, metadata that is not a JSON
-                object, or a ``customId``, ``sessionId`` or ``source`` over
-                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters.
-        """
-        from bli_memory.core.memory.stored_secrets import checked_save
-
-        got = checked_save(content, space=space, metadata=metadata, custom_id=custom_id, source=source,
-                           session_id=session_id, expires_at=expires_at)
-        canonical, spaces = self.store.resolve_space(space)
-        status, memory, previous = self.store.save(
-            got.text, self._embed_one(got.text), space=canonical, spaces=spaces, custom_id=got.custom_id,
-            metadata=got.metadata, source=got.source, session_id=got.session_id, expires_at=got.expires_at,
-        )
-        return SaveResult(memory=memory, space=memory.space, status=status, previous=previous,  # type: ignore[arg-type]
-                          masked=got.masked)
-
-    def update(
-        self, content: str, *, space: str, id: str | None = None, custom_id: str | None = None,
-        source: str | None = None,
-    ) -> UpdateResult:
-        """Replace a live memory (by ``id`` or ``custom_id``) with new content.
-
-        The old row becomes ``superseded`` history and the new version points at it. The
-        new version's ``source`` is ``source`` when given (where the edit came from), else
-        the old version's.
-
-        Raises:
-            InvalidInputError: neither or both of id/custom_id, or empty content.
-            NotFoundError: no live memory matches in this space.
-        """
-        require_one_of_id_or_custom_id(id, custom_id)
-        text, in_content = checked_content(content)
-        _, spaces = self.store.resolve_space(space)
-        named = None
-        if id is not None:
-            previous, named = self._live_in_space(id, spaces)
-        else:
-            found = self.store.find_live(spaces, custom_id=custom_id)
-            if found is None:
-                raise NotFoundError(f"no live memory with customId {shown_value(custom_id)} "
-                                    f"in space {spaces[0]}")
-            previous = found
-        if is_unchanged(previous.content, text):
-            return UpdateResult(memory=previous, previous=previous, status="unchanged", named=named,
-                                masked=in_content)
-        from dataclasses import replace
-
-        from bli_memory.core.memory.stored_secrets import checked_source, with_masked_labels
-
-        labels, in_labels = with_masked_labels(previous)
-        if source:
-            labels = replace(labels, source=checked_source(source))
-        memory = self.store.supersede(labels, text, self._embed_one(text))
-        return UpdateResult(memory=memory, previous=previous, named=named, masked=in_content + in_labels)
-
-    def forget(
-        self,
-        *,
-        space: str,
-        id: str | None = None,
-        content: str | None = None,
-        query: str | None = None,
-    ) -> ForgetResult:
-        """Tombstone one memory, chosen by id, by exact text or by closest match.
-
-        A match by ``query`` must reach cosine similarity 0.85
-        (:data:`FORGET_MIN_SIMILARITY`); a weaker best match is refused with its score.
-
-        Raises:
-            InvalidInputError: not exactly one selector.
-            NotFoundError: nothing matches (or nothing close enough).
-        """
-        selector = forget_selector(id, content, query)
-        _, spaces = self.store.resolve_space(space)
-        if selector == "id" and id is not None:
-            memory, named = self._live_in_space(id.strip(), spaces)
-            return ForgetResult(memory=self.store.forget(memory), matched_by="id", named=named)
-        if selector == "content" and content is not None:
-            found = self.store.find_live(spaces, sha256=stored_hash(content))
-            if found is None:
-                raise NotFoundError(f"no live memory with exactly that text in space {spaces[0]}")
-            return ForgetResult(memory=self.store.forget(found), matched_by="content")
-        assert query is not None
-        vs = self.store.vectors(spaces)
-        if not vs.size:
-            raise NotFoundError(f"space {spaces[0]} holds no memories")
-        import numpy as np
-
-        sims = vs.similarities(self._embed_one(query.strip()))
-        order = np.argsort(-sims)[:20]
-        rows = self.store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
-        best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)
-        similarity = float(sims[best]) if best is not None else -1.0
-        require_forget_similarity(similarity)
-        assert best is not None
-        memory = rows[int(vs.seqs[best])]
-        return ForgetResult(
-            memory=self.store.forget(memory), matched_by="query", similarity=round(similarity, 4)
-        )
-
-    def forgotten_by(self, *, space: str, since: float, content: str | None = None,
-                     query: str | None = None) -> ForgetResult | None:
-        """The forget by ``content`` or ``query`` in ``space`` done at or after the epoch
-        seconds ``since``, as it was answered, or None.
-
-        For a forget run again because its answer was lost (the daemon died between its
-        commit and its answer, core/mcp/relay.py). Among the newest 20 memories of the
-        space forgotten at or after ``since``: the one with exactly ``content``, or the
-        one closest to ``query`` at :data:`FORGET_MIN_SIMILARITY` or more, re-embedded (a
-        forget drops a row's vector). No slack before ``since``: the relay takes it on
-        this machine's clock before the daemon could read the request, and the stored
-        time (``forgotten_at``, microseconds) is read from the same clock after, so a
-        forget done earlier (an earlier request's, answered before this one was sent,
-        however close to this one's query) is not this request's; one that another
-        request commits after this one was sent (sent without waiting for answers, or
-        from another session) can still be. None when there is none: the caller runs
-        the forget.
-        """
-        from datetime import UTC, datetime
-
-        from bli_memory.core.embedded.store_base import iso
-
-        _, spaces = self.store.resolve_space(space)
-        gone = self.store.forgotten_since(spaces, iso(datetime.fromtimestamp(since, UTC)))
-        if content is not None:
-            digest = stored_hash(content)
-            found = next((m for m in gone if content_hash(m.content) == digest), None)
-            return None if found is None else ForgetResult(memory=found, matched_by="content")
-        if query is None or not gone:
-            return None
-        wanted = self._embed_one(query.strip())
-        sims = [float(v @ wanted) for v in self.embedder.embed([m.content for m in gone])]
-        best = max(range(len(gone)), key=sims.__getitem__)
-        if sims[best] < FORGET_MIN_SIMILARITY:
-            return None
-        return ForgetResult(memory=gone[best], matched_by="query", similarity=round(sims[best], 4))
 
     def tombstones(self, space: str, *, limit: int | None = 500) -> list[str]:
         """Forgotten contents of ``space`` and its aliases, newest first (``limit`` None: all).
@@ -307,50 +85,161 @@ class EmbeddedBackend(EngineControls):
         """Erase a memory and all its versions from the file (secrets saved by mistake)."""
         return self.store.purge(id)
 
-    def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None,
-        job_id: str | None = None,
-    ) -> str:
-        """Queue raw text for extraction as one durable ``memory_extract_jobs`` row.
-
-        The text should already be redacted (the stop hook and ``save_memory`` do
-        it; the worker redacts again). Blocks we injected earlier are removed here, so
-        recalled memories are never extracted again.
-
-        Args:
-            job_id: The caller's id for the job (a UUID): queued once, however often
-                the call is retried.
+    def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
+                        job_id: str | None = None) -> str:
+        """Queue text for extraction as one durable ``memory_extract_jobs`` row of the
+        canonical space, checked as every store checks it (:meth:`MemoryEngine.checked_extract`);
+        a ``job_id`` of the caller's (a UUID) is queued once, however often the call is retried.
 
         Returns:
             The job id.
+        """
+        job = self.engine.checked_extract(text, space=space, source=source, session_id=session_id,
+                                          job_id=job_id)
+        canonical, _ = self.store.resolve_space(space)
+        return self.store.jobs.enqueue_job(job.text, space=canonical, source=job.source,
+                                           session_id=job.session_id, job_id=job.job_id)
+
+    # --- controls: inspection, audit, export, import, recordings ---------------------
+
+    def info(self, *, space: str) -> dict[str, Any]:
+        """The space in use, its aliases, counts by state, the store and the model."""
+        canonical, spaces = self.store.resolve_space(space)
+        info = {
+            "space": canonical,
+            "aliases": [t for t in spaces if t != canonical],
+            "counts": self.store.count_by_state(spaces),
+            "recordings": self.store.recordings.recording_count(spaces),
+            "store": {"kind": "embedded", "path": str(self.store_path)},
+            "embeddingModel": self._model_name,
+            "extractJobs": self.store.jobs.job_counts(),
+        }
+        recorded = self.store.meta().get("embedding_model")
+        try:
+            self.store.require_model()
+        except ModelMismatchError:  # searches and saves refuse it until it is re-embedded
+            info["storeEmbeddingModel"] = recorded
+            info["reembed"] = "bli-memory-mcp memory reembed"
+        moving = self.store.vectors_by_model(spaces)
+        moving.pop(recorded or self._model_name, None)
+        if moving:
+            # A reembed stopped part way: vector search serves only the rows still of the
+            # store's model (the others by keyword) until a rerun finishes the move.
+            info["reembedUnfinished"] = moving
+        return info
+
+    def audit(self, *, repair: bool = False) -> dict[str, Any]:
+        """Integrity of the store's derived indexes; with ``repair`` rebuild them from the rows."""
+        report = self.store.integrity.audit(repair=repair)
+        if repair and report["needs_embedding"]:
+            for seq in report["needs_embedding"]:
+                self.store.integrity.set_vector(seq, self._embed_one(self.store.integrity.content_of(seq)))
+            report["repaired"] = True
+        if repair:
+            after = self.store.integrity.audit(repair=False)
+            report["after"] = {k: after[k] for k in ("ok", "missing_keyword", "stale_keyword",
+                                                     "missing_vector", "wrong_model")}
+        report.pop("needs_embedding", None)
+        return report
+
+    def export(self, *, space: str | None = None) -> Any:
+        """Iterator of JSON-ready rows (all versions); every space when ``space`` is None."""
+        spaces = self.store.resolve_space(space)[1] if space else None
+        return self.store.transfer.export_rows(spaces)
+
+    def import_records(self, records: list[dict[str, Any]]) -> dict[str, int]:
+        """Import exported rows exactly; rows without a usable vector are re-embedded.
+
+        Every record is checked first; one bad record means nothing is imported. Secrets
+        in every version's content and metadata are masked as a save masks them
+        (:func:`~bli_memory.core.memory.stored_secrets.masked_records`). A live record
+        that restates a memory forgotten or purged in its space is not brought back, nor
+        are the older versions it replaced
+        (:func:`~bli_memory.core.extraction.forgotten_imports.forgotten_records`).
+
+        Returns:
+            ``{"imported": n, "skipped": n, "forgotten": n, "masked": n}``: ``skipped``
+            counts the records already present, ``forgotten`` those left out as
+            forgotten, ``masked`` the secrets masked in the records imported.
 
         Raises:
-            InvalidInputError: nothing left to extract, more than
-                :data:`~bli_memory.core.memory.retrieval_writes.MAX_EXTRACT_CHARS`
-                characters, a ``sessionId`` or ``source`` over
-                :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, or a
-                container tag that looks like a secret
-                (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
+            InvalidInputError: naming the first bad record (1-based) and what is wrong.
         """
-        from bli_memory.core.memory.injected_tags import strip_injected
-        from bli_memory.core.memory.records import key_problem
+        from bli_memory.core.extraction.forgotten_imports import forgotten_records
+        from bli_memory.core.memory.stored_secrets import masked_records
+
+        for n, record in enumerate(records, 1):
+            problem = record_problem(record)
+            if problem:
+                raise InvalidInputError(f"record {n}: {problem}; nothing was imported")
+        records, masked = masked_records(records)
+        from bli_memory.core.memory.import_links import supersede_cycle
+
+        found = records_problem(records)
+        present = {r["id"] for r in records if self.store.get(r["id"]) is not None}
+        left_out = set() if found else forgotten_records(
+            self, records, (i for i, r in enumerate(records) if r["id"] not in present))
+        found = found or self._store_problem(records, left_out) or supersede_cycle(
+            records, lambda i: (m.supersedes if (m := self.store.get(i)) is not None else None))
+        if found:
+            raise InvalidInputError(f"record {found[0]}: {found[1]}; nothing was imported")
+        writing = [r for i, r in enumerate(records) if i not in left_out]
+        vectors: dict[str, Any] = {}
+        for r in writing:
+            if r["id"] in present:
+                continue
+            vector = usable_vector(r, model=self._model_name, dimensions=self._dimensions)
+            if vector is None and (r.get("state") or "active") == "active":
+                vector = self._embed_one(r["content"])
+            if vector is not None:
+                vectors[r["id"]] = vector
+        res = self.store.transfer.import_rows(writing, vectors)
+        kept = sum(m for i, (r, m) in enumerate(zip(records, masked, strict=True))
+                   if r["id"] not in present and i not in left_out)
+        return {**res, "forgotten": len(left_out), "masked": kept}
+
+    def _store_problem(self, records: list[dict[str, Any]], left_out: set[int]) -> tuple[int, str] | None:
+        """What makes records clash with this store: a link to a row that is not there,
+        or a customId already live in the space. Records already present are skipped,
+        and so are those ``left_out`` as forgotten."""
+        in_file = {uuid.UUID(r["id"]) for r in records}
+        for n, rec in enumerate(records, 1):
+            if n - 1 in left_out or self.store.get(rec["id"]) is not None:
+                continue  # not written: left out as forgotten, or already present
+            target = rec.get("supersedes")
+            if target is not None and uuid.UUID(target) not in in_file:
+                prev = self.store.get(target)
+                if prev is None or prev.space != rec["space"]:
+                    return n, f"supersedes {target} is neither a row of space {rec['space']} nor in this file"
+            if (rec.get("state") or "active") == "active" and rec.get("customId") is not None:
+                live = self.store.find_live((rec["space"],), custom_id=rec["customId"])
+                if live is not None:
+                    return n, f"customId {rec['customId']!r} is already live in space {rec['space']}"
+        return None
+
+    def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None) -> str:
+        """Keep one recorded exchange, capture-only, its secrets and labels masked
+        (:func:`~bli_memory.core.memory.stored_secrets.checked_turn`); returns its id."""
         from bli_memory.core.memory.stored_secrets import checked_turn
 
-        problem = key_problem({"sessionId": session_id, "source": source})
-        if problem:  # the job's saves would carry them
-            raise InvalidInputError(f"{problem}; nothing was queued")
-        _, source, session_id, _ = checked_turn("", space=space, source=source, session_id=session_id,
-                                                mask_text=False)  # labels masked, a secret tag refused
-
-        body = strip_injected(text or "").strip()
-        if not body:
-            raise InvalidInputError("nothing to extract: the text is empty")
-        check_extract_size(body)
+        text, source, session_id, _ = checked_turn(text, space=space, source=source, session_id=session_id)
         canonical, _ = self.store.resolve_space(space)
-        from bli_memory.core.extraction.job_ids import checked_job_id
+        return self.store.recordings.add_recording(text, space=canonical, source=source,
+                                                   session_id=session_id)
 
-        return self.store.jobs.enqueue_job(body, space=canonical, source=source, session_id=session_id,
-                                      job_id=checked_job_id(job_id))
+    def recordings(self, *, space: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Recorded turns of a space and its aliases, newest first (``limit`` 1..100).
+
+        Returns:
+            ``[{"id", "space", "sessionId", "source", "createdAt", "text"}, ...]``.
+        """
+        _, spaces = self.store.resolve_space(space)
+        return self.store.recordings.list_recordings(spaces, limit=max(1, min(int(limit), 100)))
+
+    def clear_recordings(self, *, space: str) -> int:
+        """Erase every recorded turn of a space and its aliases; returns how many."""
+        _, spaces = self.store.resolve_space(space)
+        return self.store.recordings.delete_recordings(spaces)
 
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False

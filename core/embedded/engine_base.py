@@ -14,9 +14,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.errors import NotFoundError
 from bli_memory.core.memory.ranking import RankingConfig
-from bli_memory.core.models import Memory
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,6 +22,7 @@ if TYPE_CHECKING:
     from bli_memory.core.embedded.side_indexes import SideIndexes
     from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.memory.embedder import Embedder
+    from bli_memory.core.memory.engine import MemoryEngine
 
 __all__ = ["EngineBase"]
 
@@ -54,15 +53,20 @@ class EngineBase:
         self._store: SQLiteStore | None = None
         self._store_file_id: tuple[int, int] | None = None
         self._store_lock = threading.Lock()
-        from bli_memory.core.embedded.reads import EmbeddedReads
+        from bli_memory.core.embedded.reads import EmbeddedSessions
         from bli_memory.core.memory.engine import MemoryEngine
 
-        #: The reading half of the contract, written once for every store (search, recall,
-        #: profile, term counts, background).
-        self.engine = MemoryEngine(EmbeddedReads(lambda: self.store, lambda: self.side_indexes),
-                                   self._embed_one, self.ranking)
+        self._engine = MemoryEngine(EmbeddedSessions(lambda: self.store, lambda: self.side_indexes),
+                                   self._embed_one, self.ranking,
+                                   embed_many=lambda texts: self.embedder.embed(list(texts)))
 
     # --- resources -----------------------------------------------------------------
+
+    @property
+    def engine(self) -> MemoryEngine:
+        """The memory contract's rules, written once for every store, over this file's read
+        and write sessions."""
+        return self._engine
 
     @property
     def model_name(self) -> str:
@@ -166,17 +170,3 @@ class EngineBase:
 
     def _embed_one(self, text: str) -> Any:
         return self.embedder.embed([text])[0]
-
-    def _live_in_space(self, id: str, spaces: tuple[str, ...]) -> tuple[Memory, Memory | None]:
-        """The live head of the memory ``id`` names (any version's id), and the older
-        version ``id`` names when it is not the head (see :func:`live_head`)."""
-        from bli_memory.core.memory.version_ids import live_head
-
-        start = self.store.get(id)
-        head = start if start is None or start.state == "active" else self.store.history(id)[0]
-        memory, named = live_head(id, start, head, live=head is not None and bool(
-            self.store.rows_by_seq_ids([head.id])))
-        if memory.space not in spaces:
-            raise NotFoundError(f"memory {id} is not in space {spaces[0]}; pass its containerTag")
-        return memory, named
-

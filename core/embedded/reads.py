@@ -1,6 +1,8 @@
-"""The embedded store's side of the memory engine's reads (:mod:`bli_memory.core.memory.engine`).
+"""The embedded store's side of the memory engine (:mod:`bli_memory.core.memory.engine`).
 
-:class:`EmbeddedReads` hands out one :class:`EmbeddedRead` per space read: the retrieval
+:class:`EmbeddedSessions` hands out one write session per write
+(:class:`~bli_memory.core.embedded.store_writes.SQLiteWrite`) and one :class:`EmbeddedRead`
+per space read: the retrieval
 channels (:class:`~bli_memory.core.embedded.search_source.EmbeddedChannels`: numpy over the
 cached vectors, FTS5 or the side indexes), the newest rows, FTS5 term counts and the sum of
 the cached vectors; the engine ranks, gates and caches.
@@ -9,7 +11,7 @@ the cached vectors; the engine ranks, gates and caches.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.memory.terms import fts_any_query
@@ -18,9 +20,10 @@ if TYPE_CHECKING:
     from bli_memory.core.embedded.search_source import EmbeddedChannels
     from bli_memory.core.embedded.side_indexes import SideIndexes
     from bli_memory.core.embedded.store import SQLiteStore, VectorSet
+    from bli_memory.core.embedded.store_writes import SQLiteWrite
     from bli_memory.core.models import Memory
 
-__all__ = ["EmbeddedRead", "EmbeddedReads"]
+__all__ = ["EmbeddedRead", "EmbeddedSessions"]
 
 
 class EmbeddedRead:
@@ -86,8 +89,9 @@ class EmbeddedRead:
         return self.spaces
 
 
-class EmbeddedReads:
-    """The reads of the open store (:class:`~bli_memory.core.memory.engine.MemoryReads`).
+class EmbeddedSessions:
+    """The read and write sessions of the open store
+    (:class:`~bli_memory.core.memory.engine.MemoryStore`).
 
     Args:
         store: Returns the open store (reopened when the file was replaced).
@@ -104,3 +108,11 @@ class EmbeddedReads:
         store = self._store()
         canonical, spaces = store.resolve_space(tag)
         yield EmbeddedRead(store, canonical, tuple(spaces), self._side())
+
+    def history(self, id: str) -> list[Memory]:
+        """The version chain of ``id``, newest first (:meth:`StoreReads.history`)."""
+        return self._store().history(id)
+
+    def writing(self, tag: str) -> AbstractContextManager[SQLiteWrite]:
+        """A write transaction on the space ``tag`` names (:meth:`StoreWrites.writing`)."""
+        return self._store().writing(tag)

@@ -36,23 +36,12 @@ class KeywordReads(StoreBase):
                 )
             ]
 
-    def has_match(self, spaces: Sequence[str], match: str) -> bool:
-        """True when some live row of these spaces matches the FTS5 expression (no ranking)."""
-        marks = ",".join("?" * len(spaces))
-        with self._read() as conn:
-            # The match runs once, as a subquery: joined, SQLite may probe the FTS5 query
-            # once per row of the space (700 ms for an absent term in 700 rows).
-            return conn.execute(
-                "SELECT 1 FROM memories WHERE seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?) "
-                f"AND space IN ({marks}) AND state = 'active' LIMIT 1",
-                (match, *spaces),
-            ).fetchone() is not None
-
     def match_count(self, spaces: Sequence[str], match: str) -> int:
         """How many live rows of these spaces match the FTS5 expression (document frequency)."""
         marks = ",".join("?" * len(spaces))
         with self._read() as conn:
-            # One subquery, as in has_match: the FTS5 query runs once, not once per row.
+            # The match runs once, as a subquery: joined, SQLite may probe the FTS5 query
+            # once per row of the space (700 ms for an absent term in 700 rows).
             return int(conn.execute(
                 "SELECT count(*) FROM memories WHERE seq IN (SELECT rowid FROM memory_fts WHERE memory_fts "
                 f"MATCH ?) AND space IN ({marks}) AND state = 'active'",

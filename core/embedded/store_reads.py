@@ -67,19 +67,6 @@ class StoreReads(SpaceAliases):
                     out[row[0]] = row_to_memory(row)
         return out
 
-    def rows_by_seq_ids(self, ids: Sequence[str]) -> list[Memory]:
-        """The live, unexpired rows among these ids."""
-        if not ids:
-            return []
-        marks = ",".join("?" * len(ids))
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks}) AND state = 'active' "
-                "AND (expires_at IS NULL OR expires_at > ?)",
-                (*ids, now_iso()),
-            ).fetchall()
-        return [row_to_memory(r) for r in rows]
-
     def history(self, id: str) -> list[Memory]:
         """Every version in the chain of ``id``, newest first (tombstones included).
 
@@ -215,10 +202,6 @@ class StoreReads(SpaceAliases):
                 "AND embedding IS NOT NULL GROUP BY embedding_model", tuple(spaces),
             ).fetchall()
         return {str(model): int(n) for model, n in rows if model is not None}
-
-    def list_live(self, spaces: Sequence[str], *, limit: int) -> list[Memory]:
-        """Newest live memories of these spaces (same as :meth:`recent`)."""
-        return self.recent(spaces, limit=limit)
 
     def neighbours(self, seqs: Sequence[int], spaces: Sequence[str]) -> dict[int, list[int]]:
         """The live rows just before and after each row in its session.

@@ -1,7 +1,8 @@
-"""Writes of memory rows: save (dedup, ``customId`` upsert), supersede, tombstone, purge.
+"""Writes of memory rows: the engine's write session, and purge.
 
-Every write is one ``BEGIN IMMEDIATE`` transaction in which the row, its keyword-index
-entry and its vector agree.
+A write is one ``BEGIN IMMEDIATE`` transaction (:meth:`StoreWrites.writing`) in which the
+row, its keyword-index entry and its vector agree; what is written is the memory engine's
+rule (:mod:`bli_memory.core.memory.engine_writes`).
 """
 
 from __future__ import annotations
@@ -9,41 +10,101 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import uuid
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from bli_memory.core.embedded.side_index_files import index_folder
 from bli_memory.core.embedded.store_base import COLUMNS, NEXT_SEQ, StoreBase, now_iso, row_to_memory
 from bli_memory.core.embedded.store_reads import StoreReads
 from bli_memory.core.embedded.vector_codec import encode_vector
-from bli_memory.core.errors import NotFoundError, StoreError
-from bli_memory.core.memory.retrieval_writes import (
-    content_hash,
-    first_version,
-    is_same_upsert,
-    upserted_version,
-)
+from bli_memory.core.errors import StoreError
+from bli_memory.core.memory.engine_writes import LiveRow
+from bli_memory.core.memory.retrieval_writes import content_hash
 from bli_memory.core.memory.terms import index_text
-from bli_memory.core.models import Memory
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
 
-__all__ = [
-    "StoreWrites",
-]
+    from bli_memory.core.embedded.vector_codec import VectorSet
+    from bli_memory.core.models import Memory
+
+__all__ = ["SQLiteWrite", "StoreWrites"]
 
 
-class StoreWrites(StoreReads):
-    """Writes of memory rows."""
+class SQLiteWrite:
+    """One write transaction on one space of the file
+    (:class:`~bli_memory.core.memory.engine_writes.WriteSession`); rows have no owner."""
 
-    def _insert(self, conn: sqlite3.Connection, memory: Memory, vector: np.ndarray) -> None:
-        if vector.shape != (self.dimensions,):
-            raise StoreError(f"vector has shape {vector.shape}, expected ({self.dimensions},)")
-        self.claim_model(conn)
-        cur = conn.execute(
+    def __init__(self, store: StoreWrites, conn: sqlite3.Connection, canonical: str,
+                 spaces: tuple[str, ...]) -> None:
+        self.canonical = canonical
+        self.spaces = spaces
+        self.at = now_iso()
+        self._store = store
+        self._conn = conn
+
+    def find_live(self, *, id: str | None = None, custom_id: str | None = None, sha: str | None = None,
+                  unexpired: bool = True, writable_only: bool = False) -> LiveRow | None:
+        """The live row with this id, ``customId`` or content hash (every row of the file
+        is the person's: ``writable_only`` changes nothing)."""
+        arg: str | None
+        if id is not None:
+            cond, arg, order = "id = ?", id, "DESC"
+        elif custom_id is not None:
+            cond, arg, order = "custom_id = ?", custom_id, "DESC"
+        else:
+            cond, arg, order = "content_sha256 = ?", sha, "ASC"
+        marks = ",".join("?" * len(self.spaces))
+        when = " AND (expires_at IS NULL OR expires_at > ?)" if unexpired else ""
+        row = self._conn.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND {cond} AND space IN ({marks})"
+            f"{when} ORDER BY seq {order} LIMIT 1",
+            (arg, *self.spaces, *((self.at,) if unexpired else ())),
+        ).fetchone()
+        return LiveRow(row_to_memory(row)) if row else None
+
+    def chain_ends(self, id: str) -> tuple[Memory | None, Memory | None]:
+        """The row ``id`` names and the newest version of its chain."""
+        start = self._store.get(id)
+        if start is None:
+            return None, None
+        return start, start if start.state == "active" else self._store.history(id)[0]
+
+    def nearest_live(self, vector: Any) -> tuple[LiveRow, float] | None:
+        """Exact cosine over the cached vectors; the best of the 20 closest that is live."""
+        import numpy as np
+
+        vs = self._store.vectors(self.spaces)
+        if not vs.size:
+            return None
+        sims = vs.similarities(vector)
+        order = np.argsort(-sims)[:20]
+        rows = self._store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
+        best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)
+        return None if best is None else (LiveRow(rows[int(vs.seqs[best])]), float(sims[best]))
+
+    def forgotten_since(self, since: str, *, limit: int) -> list[Memory]:
+        """Rows forgotten at or after ``since``, newest first."""
+        return self._store.forgotten_since(self.spaces, since, limit=limit)
+
+    def check_writable(self, row: LiveRow) -> None:
+        """Every row of the file may be changed."""
+
+    def insert(self, memory: Memory, vector: np.ndarray, *, like: LiveRow | None = None) -> None:
+        """Insert the row, its keyword entry and its vector.
+
+        Raises:
+            StoreError: the vector's shape is not the store's.
+            ModelMismatchError: the file's vectors are another model's.
+        """
+        store = self._store
+        if vector.shape != (store.dimensions,):
+            raise StoreError(f"vector has shape {vector.shape}, expected ({store.dimensions},)")
+        store.claim_model(self._conn)
+        cur = self._conn.execute(
             "INSERT INTO memories (seq, id, space, content, custom_id, metadata, source, session_id, "
             "created_at, updated_at, version, supersedes, state, forgotten_at, expires_at, "
             "content_sha256, embedding, embedding_model) "
@@ -53,128 +114,49 @@ class StoreWrites(StoreReads):
                 json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True), memory.source,
                 memory.session_id, memory.created_at, memory.updated_at, memory.version,
                 memory.supersedes, memory.expires_at, content_hash(memory.content),
-                encode_vector(vector), self.model_name,
+                encode_vector(vector), store.model_name,
             ),
         )
-        conn.execute(
-            "INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)",
-            (cur.lastrowid, index_text(memory.content)),
-        )
-        self._bump(conn, memory.space, removal=False)
+        self._conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)",
+                           (cur.lastrowid, index_text(memory.content)))
+        StoreBase._bump(self._conn, memory.space, removal=False)
 
-    @staticmethod
-    def _retire(conn: sqlite3.Connection, memory: Memory, state: str, at: str) -> None:
-        """Move a live row out of the live set and out of the keyword index."""
-        seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory.id,)).fetchone()[0]
+    def retire(self, row: LiveRow, state: Literal["superseded", "forgotten"]) -> bool:
+        """Move a live row out of the live set and the keyword index (a forgotten row's
+        vector is dropped)."""
+        found = self._conn.execute("SELECT seq, state FROM memories WHERE id = ?",
+                                   (row.memory.id,)).fetchone()
+        if found is None or found[1] != "active":
+            return False
+        seq, at = found[0], self.at
         if state == "forgotten":
-            conn.execute(
+            self._conn.execute(
                 "UPDATE memories SET state = 'forgotten', forgotten_at = ?, updated_at = ?, "
-                "embedding = NULL, embedding_model = NULL WHERE seq = ?",
-                (at, at, seq),
-            )
+                "embedding = NULL, embedding_model = NULL WHERE seq = ?", (at, at, seq))
         else:
-            conn.execute(
-                "UPDATE memories SET state = ?, updated_at = ? WHERE seq = ?", (state, at, seq)
-            )
-        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
-        StoreBase._bump(conn, memory.space, removal=True)
+            self._conn.execute("UPDATE memories SET state = ?, updated_at = ? WHERE seq = ?",
+                               (state, at, seq))
+        self._conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+        StoreBase._bump(self._conn, row.memory.space, removal=True)
+        return True
 
-    def save(
-        self,
-        content: str,
-        vector: np.ndarray,
-        *,
-        space: str,
-        spaces: Sequence[str],
-        custom_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        source: str = "mcp",
-        session_id: str | None = None,
-        expires_at: str | None = None,
-    ) -> tuple[str, Memory, Memory | None]:
-        """Insert, deduplicate or upsert, in one transaction.
 
-        Args:
-            content: Normalised content (see :func:`normalise_content`).
-            vector: Its embedding, float32 (d,).
-            space: Canonical tag the row goes to.
-            spaces: Every tag naming the space (duplicates are looked for in all).
-            custom_id: Upsert key: a live row with it becomes history of the new row.
+class StoreWrites(StoreReads):
+    """Write sessions of memory rows, and purge."""
 
-        Returns:
-            ``(status, live_row, previous)`` with status ``created``, ``duplicate`` or
-            ``updated``.
-        """
-        sha = content_hash(content)
-        marks = ",".join("?" * len(spaces))
-        at = now_iso()
-        with self._write() as conn:
-            if custom_id is not None:
-                row = conn.execute(
-                    f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND custom_id = ? "
-                    f"AND space IN ({marks})",
-                    (custom_id, *spaces),
-                ).fetchone()
-                if row is not None:
-                    previous = row_to_memory(row)
-                    if is_same_upsert(previous, sha, metadata):
-                        return "duplicate", previous, None
-                    self._retire(conn, previous, "superseded", at)
-                    memory = upserted_version(
-                        previous, content=content, custom_id=custom_id, metadata=metadata, source=source,
-                        session_id=session_id, at=at, expires_at=expires_at,
-                    )
-                    self._insert(conn, memory, vector)
-                    return "updated", memory, previous
-            else:
-                row = conn.execute(
-                    f"SELECT {COLUMNS} FROM memories WHERE state = 'active' AND content_sha256 = ? "
-                    f"AND space IN ({marks}) AND (expires_at IS NULL OR expires_at > ?) ORDER BY seq LIMIT 1",
-                    (sha, *spaces, at),
-                ).fetchone()
-                if row is not None:
-                    return "duplicate", row_to_memory(row), None
-            memory = first_version(
-                space=space, content=content, custom_id=custom_id, metadata=metadata, source=source,
-                session_id=session_id, at=at, expires_at=expires_at,
-            )
-            self._insert(conn, memory, vector)
-            return "created", memory, None
+    if TYPE_CHECKING:  # the store this part is composed into answers it (VectorCache)
+        def vectors(self, spaces: Sequence[str]) -> VectorSet: ...
 
-    def supersede(self, previous: Memory, content: str, vector: np.ndarray) -> Memory:
-        """Replace a live row with a new version pointing at it, in one transaction.
+    @contextmanager
+    def writing(self, tag: str) -> Iterator[SQLiteWrite]:
+        """One write transaction on the space ``tag`` names (aliases resolved).
 
         Raises:
-            NotFoundError: ``previous`` is no longer live (another writer got there first).
+            StoreError: the file is busy or read-only (reason ``store_busy``).
         """
-        at = now_iso()
+        canonical, spaces = self.resolve_space(tag)
         with self._write() as conn:
-            state = conn.execute("SELECT state FROM memories WHERE id = ?", (previous.id,)).fetchone()
-            if state is None or state[0] != "active":
-                raise NotFoundError(f"memory {previous.id} is no longer live")
-            self._retire(conn, previous, "superseded", at)
-            expired = previous.expires_at is not None and previous.expires_at <= at
-            memory = replace(
-                previous, id=str(uuid.uuid4()), content=content, created_at=at, updated_at=at,
-                version=previous.version + 1, supersedes=previous.id, state="active",
-                expires_at=None if expired else previous.expires_at,
-            )
-            self._insert(conn, memory, vector)
-        return memory
-
-    def forget(self, memory: Memory) -> Memory:
-        """Tombstone a live row: state ``forgotten``, out of the keyword index, vector dropped.
-
-        Raises:
-            NotFoundError: it is not live.
-        """
-        at = now_iso()
-        with self._write() as conn:
-            state = conn.execute("SELECT state FROM memories WHERE id = ?", (memory.id,)).fetchone()
-            if state is None or state[0] != "active":
-                raise NotFoundError(f"memory {memory.id} is not live")
-            self._retire(conn, memory, "forgotten", at)
-        return replace(memory, state="forgotten", forgotten_at=at, updated_at=at)
+            yield SQLiteWrite(self, conn, canonical, tuple(spaces))
 
     def purge(self, id: str) -> int:
         """Erase a memory and every version of it from the file, for secrets saved by mistake.

@@ -127,7 +127,7 @@ class MemoryBackend(Protocol):
     ) -> str:
         """Queue raw text for extraction; returns the job id.
 
-        ``job_id`` (a UUID the caller chose, :mod:`bli_memory.core.extraction.job_ids`) makes the
+        ``job_id`` (a UUID the caller chose, :mod:`bli_memory.core.memory.job_ids`) makes the
         call idempotent: a job of that id is queued once, and a retry answers the id.
         """
         ...

@@ -1,21 +1,24 @@
-"""The memory engine: the reading half of the memory contract, written once for every store.
+"""The memory engine: the memory contract's rules, written once for every store.
 
-Search, recall, the profile, the term counts and the space background are the same rules on
-every store; only where the rows come from differs. A store answers one narrow protocol,
-:class:`ReadSession` (one read of one space as the person sees it: the retrieval channels,
-the newest rows, term counts, the sum of the vectors), handed out by :class:`MemoryReads`;
-:class:`MemoryEngine` does the rest here, once:
+Search, recall, the profile, the term counts, the space background, save, update and forget
+are the same rules on every store; only where the rows come from differs. A store answers
+one narrow protocol, :class:`MemoryStore`: read sessions (:class:`ReadSession`: the
+retrieval channels, the newest rows, term counts, the sum of the vectors) and write sessions
+(:class:`~bli_memory.core.memory.engine_writes.WriteSession`: find, insert and retire rows
+in one transaction). :class:`MemoryEngine` does the rest, once:
 
 - the query's text and the limit (:func:`~bli_memory.core.memory.retrieval.query_text`,
   :func:`~bli_memory.core.memory.retrieval.clamped_limit`), the ranking
   (:func:`~bli_memory.core.memory.retrieval.rank`) and the answer;
 - the profile rule (:data:`~bli_memory.core.memory.retrieval_writes.PROFILE_KINDS`);
 - the injection gate's inputs (:func:`~bli_memory.core.memory.recall.gather`) and the one
-  cache of a space's background.
+  cache of a space's background;
+- validation, redaction, dedup, the upsert, versions and the forget policy
+  (:mod:`bli_memory.core.memory.engine_writes`).
 
 The embedded store (:class:`bli_memory.core.embedded.engine.EmbeddedBackend`) and the team
 store (:class:`bli_memory.core.team.postgres.store.PostgresBackend`) each hold an engine over
-their reads. Standard library only.
+their sessions. Standard library only.
 """
 
 from __future__ import annotations
@@ -26,15 +29,15 @@ from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bli_memory.core.memory.engine_writes import EngineWrites, MemoryWrites
 from bli_memory.core.memory.retrieval import MAX_QUERY_TERMS, ChannelSource, clamped_limit, query_text, rank
 from bli_memory.core.memory.retrieval_writes import PROFILE_KINDS, profile_limit
-from bli_memory.core.models import Profile, Recall, SearchResult
+from bli_memory.core.models import Memory, Profile, Recall, SearchResult
 
 if TYPE_CHECKING:
     from bli_memory.core.memory.ranking import RankingConfig
-    from bli_memory.core.models import Memory
 
-__all__ = ["BACKGROUND_TTL_S", "MemoryEngine", "MemoryReads", "ReadSession"]
+__all__ = ["BACKGROUND_TTL_S", "MemoryEngine", "MemoryReads", "MemoryStore", "ReadSession"]
 
 #: Seconds a space's background is kept when the store cannot say whether the space
 #: changed (:meth:`ReadSession.generation` is None: the team store). A space's kind
@@ -89,24 +92,43 @@ class MemoryReads(Protocol):
         ...
 
 
-class MemoryEngine:
-    """The reading half of the memory contract over one store's :class:`MemoryReads`.
+class MemoryStore(MemoryReads, MemoryWrites, Protocol):
+    """The narrow protocol a store implements for the engine: read sessions, write
+    sessions (:class:`~bli_memory.core.memory.engine_writes.WriteSession`) and the version
+    chain of an id. A new store plugs in here (``docs/architecture.md``)."""
+
+    def history(self, id: str) -> list[Memory]:
+        """Every version of the memory ``id`` belongs to, newest first, tombstones included.
+
+        Raises:
+            NotFoundError: no row has this id, or the person may not read it (the same
+                answer, so nothing leaks).
+        """
+        ...
+
+
+class MemoryEngine(EngineWrites):
+    """The memory contract's rules over one store's :class:`MemoryStore`: the reading half
+    here, the writing half in :class:`~bli_memory.core.memory.engine_writes.EngineWrites`.
 
     Args:
-        reads: The store's reads.
+        store: The store's read and write sessions.
         embed: ``(text) -> unit vector`` of the store's embedding model.
+        embed_many: ``(texts) -> unit vectors`` of the same model.
         ranking: Fusion weights (:class:`~bli_memory.core.memory.ranking.RankingConfig`).
         backgrounds: The background cache, when it outlives this engine (the team store
             makes an engine per request's person handle, and shares one cache); default
             the engine's own.
 
-    Thread-safe when ``reads`` is.
+    Thread-safe when ``store`` is.
     """
 
-    def __init__(self, reads: MemoryReads, embed: Callable[[str], Any], ranking: RankingConfig,
+    def __init__(self, store: MemoryStore, embed: Callable[[str], Any], ranking: RankingConfig, *,
+                 embed_many: Callable[[Sequence[str]], Any],
                  backgrounds: dict[Hashable, Any] | None = None) -> None:
-        self._reads = reads
-        self._embed = embed
+        super().__init__(store, embed, embed_many)
+        self._reads = store
+        self._store = store
         self.ranking = ranking
         self._backgrounds: dict[Hashable, Any] = {} if backgrounds is None else backgrounds
         self._lock = threading.Lock()
@@ -181,6 +203,54 @@ class MemoryEngine:
                     self._backgrounds.clear()
                 self._backgrounds[key] = (time.monotonic(), generation, value)
         return value
+
+    def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
+        """The newest live, unexpired memories of a space; ``limit`` is clamped to 1..100."""
+        with self._reads.reading(space) as r:
+            return r.newest(kinds=None, limit=clamped_limit(limit))
+
+    def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
+        """One memory and its other versions, newest first.
+
+        Args:
+            id: Any version's id: without ``include_inactive`` the memory's live version is
+                answered (its ``id`` differs from the one given when that named an older
+                version, which is then in the history).
+            include_inactive: Answer exactly the version ``id`` names, even superseded or
+                forgotten, and include the superseded versions and the tombstone in the
+                history.
+
+        Raises:
+            NotFoundError: unknown id, one the person may not read (the same answer), or a
+                memory with no live version without ``include_inactive``.
+        """
+        import uuid
+
+        from bli_memory.core.errors import NotFoundError
+        from bli_memory.core.memory.version_ids import shown_id
+
+        hint = " (include_inactive / --include-inactive reads old versions)"
+        try:
+            chain = self._store.history(id)
+        except NotFoundError:
+            if include_inactive:
+                raise NotFoundError(f"no memory with id {shown_id(id)} (never saved here, purged, or not "
+                                    "yours to read)") from None
+            raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}") from None
+        try:
+            key = str(uuid.UUID(str(id)))
+        except ValueError:
+            key = id
+        memory = next((m for m in chain if m.id == key), None)
+        if memory is not None and memory.state == "superseded" and not include_inactive \
+                and chain[0].state == "active":
+            memory = chain[0]  # an id names the memory: read its live head
+        if memory is None or (memory.state != "active" and not include_inactive):
+            raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}")
+        history = [m for m in chain if m.id != memory.id]
+        if not include_inactive:
+            history = [m for m in history if m.state == "superseded"]
+        return memory, history
 
     def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
         """The search of ``query`` and the gate's inputs (:func:`bli_memory.core.memory.recall.gather`)."""

@@ -177,8 +177,9 @@ def test_forgotten_memory_can_be_saved_again(backend, space: str) -> None:
 
 def test_a_forget_whose_answer_was_lost_is_found_as_done_or_not_at_all(subject, space: str) -> None:
     # forgotten_by answers a forget run again (its answer lost with the daemon) as it was
-    # answered: the embedded store can tell; the others answer None, and the caller runs the
-    # forget. Never another memory's forget, nor one done before the request was sent.
+    # answered: the stores (the engine's rule) can tell; the service's client answers None, and
+    # the caller runs the forget. Never another memory's forget, nor one done before the
+    # request was sent.
     backend = subject.backend
     backend.save("Staging deploys need the VPN on.", space=space)
     gone = backend.save("Code review needs two approvals.", space=space).memory
@@ -186,11 +187,13 @@ def test_a_forget_whose_answer_was_lost_is_found_as_done_or_not_at_all(subject, 
     backend.forget(space=space, content="Code review needs two approvals.")
 
     found = backend.forgotten_by(space=space, since=since, content="Code review needs two approvals.")
-    if subject.kind == "embedded":
+    by_query = backend.forgotten_by(space=space, since=since, query="Code review needs two approvals.")
+    if subject.kind in ("embedded", "postgres"):
         assert found is not None and found.matched_by == "content" and found.memory.id == gone.id
         assert found.memory.state == "forgotten"
+        assert by_query is not None and by_query.matched_by == "query" and by_query.memory.id == gone.id
     else:
-        assert found is None
+        assert found is None and by_query is None
     assert backend.forgotten_by(space=space, since=since, content="Staging deploys need the VPN on.") is None
     later = time.time() + 60
     assert backend.forgotten_by(space=space, since=later, content="Code review needs two approvals.") is None
@@ -308,6 +311,27 @@ def test_saving_an_expired_fact_again_brings_it_back(backend, space: str) -> Non
     assert backend.save("The staging database is read-only this week.", space=space).status == "duplicate"
 
 
+def test_an_expired_memory_is_not_live_to_update_or_forget_but_its_key_brings_it_back(
+        backend, space: str) -> None:
+    """Past its expiry a memory is out of the live set for every write, on every store (the
+    engine's one rule): update and forget by id or text find nothing, and a save under its
+    ``customId`` writes a new live version over it."""
+    backend.save("The deploy window opens at noon.", space=space)  # model and rules loaded first
+    expiry, passes = _soon()
+    first = backend.save("The freeze lasts until Friday.", space=space, custom_id="freeze", expires_at=expiry)
+    _until(passes)
+    with pytest.raises(NotFoundError):
+        backend.update("The freeze lasts until Monday.", space=space, id=first.memory.id)
+    with pytest.raises(NotFoundError):
+        backend.forget(space=space, id=first.memory.id)
+    with pytest.raises(NotFoundError):
+        backend.forget(space=space, content="The freeze lasts until Friday.")
+    again = backend.save("The freeze lasts until Monday.", space=space, custom_id="freeze")
+    assert again.status == "updated" and again.memory.supersedes == first.memory.id
+    assert again.memory.expires_at is None
+    assert [h.memory.id for h in backend.search("freeze lasts", space=space).hits] == [again.memory.id]
+
+
 @pytest.mark.parametrize("content", ["", "   \n\t "])
 def test_empty_content_is_refused(backend, space: str, content: str) -> None:
     with pytest.raises(InvalidInputError):
@@ -345,6 +369,24 @@ def test_enqueue_extract_queues_a_job(backend, space: str) -> None:
         backend.enqueue_extract("  ", space=space, source="hook:claude")
     # Queuing saves nothing by itself.
     assert backend.profile(space=space).recent == ()
+
+
+def test_an_extract_job_is_checked_alike_on_every_store(backend, space: str) -> None:
+    """The engine checks a job once for every store: a text that is only a block we
+    injected earlier (recalled memories) leaves nothing to extract, and an oversized one is
+    refused before anything is queued."""
+    from bli_memory.core.memory.retrieval_writes import MAX_EXTRACT_CHARS
+
+    def jobs() -> int:
+        return sum(backend.info(space=space)["extractJobs"].values())
+
+    before = jobs()
+    recalled = "<bli-memory-recall>\n- The frontend uses pnpm.\n</bli-memory-recall>\n"
+    with pytest.raises(InvalidInputError, match="nothing to extract"):
+        backend.enqueue_extract(recalled, space=space, source="hook:claude")
+    with pytest.raises(InvalidInputError, match="extract takes at most"):
+        backend.enqueue_extract("User: " + "a" * MAX_EXTRACT_CHARS, space=space, source="hook:claude")
+    assert jobs() == before
 
 
 def test_contradictory_saves_are_flagged_as_a_conflict(backend, space: str) -> None:

@@ -10,7 +10,7 @@ resident daemon (each pass of its job loop, every 30 s), or ``bli-memory-mcp wor
   files 0600), written to a temporary name, fsynced, renamed into place and the folder
   fsynced: a crash leaves the whole entry or none of it.
 - **Idempotent.** The job id is chosen when the exchange is spooled and sent as
-  ``jobId``; the service queues a job id once (:mod:`bli_memory.core.extraction.job_ids`), so
+  ``jobId``; the service queues a job id once (:mod:`bli_memory.core.memory.job_ids`), so
   an entry shipped twice (a timeout after the service committed, two hooks shipping
   at once) is one job.
 - **Bounded.** At most :data:`MAX_ENTRIES` files and :data:`MAX_BYTES` bytes; past
@@ -278,7 +278,7 @@ def capture(backend: Sender, service_url: str, text: str, *, space: str, source:
             for a reason that does not pass by itself (``http_401``: a revoked token),
             so the person hears of it; the exchange stays spooled.
     """
-    from bli_memory.core.extraction.job_ids import new_job_id
+    from bli_memory.core.memory.job_ids import new_job_id
 
     folder = folder or spool_dir()
     start = time.monotonic()

@@ -257,7 +257,7 @@ class SharedResources:
         from bli_memory.core.team.postgres.pool import make_pool
 
         self.database_url = libpq_url(database_url)
-        #: Space backgrounds by view, ``(when, value)`` (``PostgresSearch.space_background``).
+        #: Space backgrounds by view, ``(when, value)`` (:meth:`MemoryEngine.space_background`).
         self._backgrounds: dict[Any, Any] = {}
         self.ranking = ranking
         self._embedder = embedder

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.job_queue import ExtractJob
 from bli_memory.core.team.postgres.base import PgCore, iso_utc
+
+if TYPE_CHECKING:
+    from bli_memory.core.memory.engine_writes import ExtractInput
 
 __all__ = ["JOB_LEASE", "JOB_MAX_ATTEMPTS", "PostgresJobs"]
 
@@ -37,34 +40,17 @@ class PostgresJobs:
     def __init__(self, pg: PgCore) -> None:
         self._pg = pg
 
-    def enqueue_extract(
-        self, text: str, *, space: str, source: str, session_id: str | None = None,
-        job_id: str | None = None,
-    ) -> str:
-        """Write one durable ``memory_extract_jobs`` row for the canonical space; returns its id.
+    def enqueue_extract(self, job: ExtractInput, *, space: str) -> str:
+        """Write one durable ``memory_extract_jobs`` row for the canonical space of ``space``;
+        returns its id.
 
-        A ``job_id`` of the caller's (a retried capture) is queued once; one another
-        person holds is refused (InvalidInputError), never disclosed or overwritten, and
-        so are a container tag that looks like a secret
-        (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`) and a
-        ``sessionId`` or ``source`` over
-        :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, as a save refuses them.
+        ``job`` was checked by the engine
+        (:meth:`~bli_memory.core.memory.engine_writes.EngineWrites.checked_extract`). A job id
+        of the caller's (a retried capture) is queued once; one another person holds is
+        refused (InvalidInputError), never disclosed or overwritten.
         """
-        from bli_memory.core.extraction.job_ids import checked_job_id
-        from bli_memory.core.memory.records import key_problem
-        from bli_memory.core.memory.stored_secrets import checked_turn
-
-        problem = key_problem({"sessionId": session_id, "source": source})
-        if problem:  # the job's saves would carry them
-            raise InvalidInputError(f"{problem}; nothing was queued")
-        # A secret container tag is refused, secrets in the labels masked (the text was
-        # masked by whoever queued it).
-        _, source, session_id, _ = checked_turn("", space=space, source=source, session_id=session_id,
-                                                mask_text=False)
-
-        if not text or not text.strip():
-            raise InvalidInputError("nothing to extract: the text is empty")
-        job_id = checked_job_id(job_id) or str(uuid.uuid4())
+        text, source, session_id = job.text, job.source, job.session_id
+        job_id = job.job_id or str(uuid.uuid4())
         with self._pg._tx("queue an extract job") as conn:
             view = self._pg._view(conn, space)
             cur = conn.execute(
@@ -155,15 +141,6 @@ class PostgresJobs:
                 ("failed" if final else "queued", error[:500], retry_at, final, job_id, worker_id),
             )
             return cur.rowcount == 1
-
-    def release_job(self, job: ExtractJob, *, delay: timedelta = timedelta(seconds=30)) -> None:
-        """Put a claimed job back unchanged (its attempt not counted), ready after ``delay``."""
-        with self._pg._tx("release an extract job") as conn:
-            conn.execute(
-                "UPDATE memory_extract_jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), "
-                "lease_expires_at = NULL, not_before = now() + %s WHERE id = %s",
-                (delay, job.id),
-            )
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         """One job's state, attempts, outcome and error (for tests and operators)."""

@@ -1,6 +1,8 @@
-"""The team store's side of the memory engine's reads (:mod:`bli_memory.core.memory.engine`).
+"""The team store's side of the memory engine (:mod:`bli_memory.core.memory.engine`).
 
-:class:`PostgresReads` hands out one :class:`PostgresRead` per space read, over one pooled
+:class:`PostgresSessions` hands out one write session per write
+(:class:`~bli_memory.core.team.postgres.writes.PostgresWrite`) and one :class:`PostgresRead`
+per space read, over one pooled
 connection and the person's view of the space (own and shared rows; every query filters by
 space and owner first, design §7): the channels
 (:class:`~bli_memory.core.team.postgres.search.PostgresChannels`), the newest rows, term
@@ -10,12 +12,11 @@ counts with ``count(*) FILTER`` in one round trip, and the vectors' sum by pgvec
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.team.postgres.base import (
     MEMORY_COLUMNS,
-    PgCore,
     SpaceView,
     row_to_memory,
     tsquery_text,
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
     import psycopg
 
     from bli_memory.core.models import Memory
+    from bli_memory.core.team.postgres.writes import PostgresWrite, PostgresWrites
 
-__all__ = ["PostgresRead", "PostgresReads"]
+__all__ = ["PostgresRead", "PostgresSessions"]
 
 
 class PostgresRead:
@@ -89,15 +91,23 @@ class PostgresRead:
         return tuple(self._view.spaces), tuple(self._view.readers)
 
 
-class PostgresReads:
-    """One person's reads (:class:`~bli_memory.core.memory.engine.MemoryReads`).
+class PostgresSessions:
+    """One person's read and write sessions (:class:`~bli_memory.core.memory.engine.MemoryStore`).
 
     Args:
-        pg: The person's handle (its pool and view).
+        pg: The person's handle (its pool, view and transactions).
     """
 
-    def __init__(self, pg: PgCore) -> None:
+    def __init__(self, pg: PostgresWrites) -> None:
         self._pg = pg
+
+    def history(self, id: str) -> list[Memory]:
+        """The version chain of ``id`` this person may read (:meth:`PostgresWrites.history`)."""
+        return self._pg.history(id)
+
+    def writing(self, tag: str) -> AbstractContextManager[PostgresWrite]:
+        """A write transaction on the space ``tag`` names (:meth:`PostgresWrites.writing`)."""
+        return self._pg.writing(tag)
 
     @contextmanager
     def reading(self, tag: str) -> Iterator[PostgresRead]:

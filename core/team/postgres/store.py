@@ -39,16 +39,19 @@ The schema is migrated with Alembic (revisions in ``migrations/versions``). psyc
 and psycopg-pool errors are converted to :class:`~bli_memory.core.errors.StoreError`
 here, the one module that calls them.
 
-:class:`PostgresBackend` is the memories of one person's handle over
+:class:`PostgresBackend` is one person's handle over
 :class:`~bli_memory.core.team.postgres.base.PgCore` (pool, model, transactions, the person's
-view), from three parts: :mod:`~bli_memory.core.team.postgres.access` (people, tokens,
-shares, aliases), :mod:`~bli_memory.core.team.postgres.search` (search, profile, term
-counts: the channels of the one retrieval, :mod:`bli_memory.core.memory.retrieval`; info,
-list, get) and :mod:`~bli_memory.core.team.postgres.writes` (save, update, forget, history,
-purge). Every other job is a part the handle holds, made on first use over the same
-handle: ``jobs`` (the extract-job queue), ``recorded_turns``, ``experience``, ``transfer``
-(export, import), ``integrity`` (audit and repair) and ``browse``; the contract's methods
-they answer are one line each here. The schema is :mod:`~bli_memory.core.team.postgres.schema`.
+view), from two parts, :mod:`~bli_memory.core.team.postgres.access` (people, tokens, shares,
+aliases) and :mod:`~bli_memory.core.team.postgres.writes` (the engine's write session, history,
+purge), and :class:`~bli_memory.core.memory.engine_backend.EngineBackend`: search, recall, the
+profile, list, get, save, update and forget are the memory engine's
+(:mod:`bli_memory.core.memory.engine`) over this person's read and write sessions
+(:mod:`~bli_memory.core.team.postgres.reads`, whose channels are
+:mod:`~bli_memory.core.team.postgres.search`). Every other job is a part the handle holds,
+made on first use over the same handle: ``jobs`` (the extract-job queue),
+``recorded_turns``, ``experience``, ``transfer`` (export, import), ``integrity`` (audit and
+repair) and ``browse``; the contract's methods they answer are one line each here. The
+schema is :mod:`~bli_memory.core.team.postgres.schema`.
 """
 
 from __future__ import annotations
@@ -58,24 +61,23 @@ from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.core.memory.engine_backend import EngineBackend
 from bli_memory.core.memory.job_queue import ExtractJob
 from bli_memory.core.memory.ranking import RankingConfig
 from bli_memory.core.memory.retrieval_writes import FORGET_MIN_SIMILARITY
 from bli_memory.core.team.postgres.access import TOKEN_PREFIX, AccessMixin, DeviceToken, Principal, hash_token
 from bli_memory.core.team.postgres.audit import PostgresIntegrity
-from bli_memory.core.team.postgres.base import SharedResources, converted
+from bli_memory.core.team.postgres.base import SharedResources, converted, one_row
 from bli_memory.core.team.postgres.experience import PostgresExperience
 from bli_memory.core.team.postgres.jobs import PostgresJobs
 from bli_memory.core.team.postgres.recordings import PostgresRecordings
 from bli_memory.core.team.postgres.schema import VERSION_TABLE, migrate, schema_is_current, sqlalchemy_url
-from bli_memory.core.team.postgres.search import PostgresSearch
 from bli_memory.core.team.postgres.transfer import EXPORT_PAGE, EXPORT_PAGE_MAX, PostgresTransfer
 from bli_memory.core.team.postgres.writes import PostgresWrites
 
 if TYPE_CHECKING:
     from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.memory.engine import MemoryEngine
-    from bli_memory.core.models import ForgetResult, Profile, Recall, SearchResult
     from bli_memory.core.team.postgres.browse import PostgresBrowse
 
 __all__ = [
@@ -97,7 +99,7 @@ __all__ = [
 _log = logging.getLogger("bli_memory.pg_store")
 
 
-class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
+class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
     """Memory operations over the service's Postgres database, as one person.
 
     Args:
@@ -273,44 +275,58 @@ class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
 
     @cached_property
     def engine(self) -> MemoryEngine:
-        """The reading half of the contract, written once for every store
-        (:class:`~bli_memory.core.memory.engine.MemoryEngine` over this person's reads); the
+        """The memory contract's rules, written once for every store
+        (:class:`~bli_memory.core.memory.engine.MemoryEngine` over this person's sessions); the
         handles of one database share one background cache."""
         from bli_memory.core.memory.engine import MemoryEngine
-        from bli_memory.core.team.postgres.reads import PostgresReads
+        from bli_memory.core.team.postgres.reads import PostgresSessions
 
-        return MemoryEngine(PostgresReads(self), self._embed_one, self.ranking,
+        return MemoryEngine(PostgresSessions(self), self._embed_one, self.ranking,
+                            embed_many=lambda texts: self.embedder.embed(list(texts)),
                             backgrounds=self._shared._backgrounds)
 
     # --- the contract's methods the engine and the parts answer ------------------------
 
-    def search(self, query: str, *, space: str, limit: int = 10, include_profile: bool = False,
-               ranking: RankingConfig | None = None) -> SearchResult:
-        """Hybrid search of one space and its aliases as this person sees it (:meth:`MemoryEngine.search`)."""
-        return self.engine.search(query, space=space, limit=limit, include_profile=include_profile,
-                                  ranking=ranking)
+    def info(self, *, space: str) -> dict[str, Any]:
+        """The space in use, its aliases, counts by state, the store and the model.
 
-    def recall(self, query: str, *, space: str, limit: int = 10) -> Recall:
-        """The search of ``query`` and the gate's inputs: the service's recall door."""
-        return self.engine.recall(query, space=space, limit=limit)
-
-    def profile(self, *, space: str, limit: int = 10) -> Profile:
-        """User Profile and Recent Context (:meth:`MemoryEngine.profile`)."""
-        return self.engine.profile(space=space, limit=limit)
-
-    def term_frequencies(self, query: str, *, space: str) -> tuple[list[tuple[str, int]], int]:
-        """Live memories holding each content term of ``query`` (:meth:`MemoryEngine.term_frequencies`)."""
-        return self.engine.term_frequencies(query, space=space)
-
-    def space_background(self, *, space: str) -> float | None:
-        """Mean cosine between two live memories this person sees in the space."""
-        return self.engine.space_background(space=space)
+        The same shape as :meth:`EmbeddedBackend.info`, as this person sees the space:
+        counts cover their own rows and rows of people who shared the space with them;
+        ``extractJobs`` counts their own jobs of the space and ``recordings`` their own
+        recorded session turns of it (:meth:`record_turn`), aliases included: a share
+        opens memories, never another person's recordings. ``store`` is
+        ``{"kind": "postgres", "database": name}`` (never the URL: it may hold a password).
+        """
+        me = self._me()
+        with self._conn("describe a space") as conn:
+            view = self._view(conn, space)
+            counts = {"active": 0, "superseded": 0, "forgotten": 0}
+            counts.update({r[0]: int(r[1]) for r in conn.execute(
+                "SELECT state, count(*) FROM memories WHERE space = ANY(%s) AND owner_id = ANY(%s) "
+                "GROUP BY state", (list(view.spaces), list(view.readers)))})
+            jobs = {r[0]: int(r[1]) for r in conn.execute(
+                "SELECT state, count(*) FROM memory_extract_jobs WHERE space = ANY(%s) AND owner_id = %s "
+                "GROUP BY state", (list(view.spaces), me))}
+            (recordings,) = one_row(conn.execute(
+                "SELECT count(*) FROM memory_session_recordings WHERE space = ANY(%s) AND owner_id = %s",
+                (list(view.spaces), me)).fetchone(), "describe a space")
+        return {
+            "space": view.canonical,
+            "aliases": [t for t in view.spaces if t != view.canonical],
+            "counts": counts,
+            "recordings": int(recordings),
+            "store": {"kind": "postgres", "database": self._database_name()},
+            "embeddingModel": self.model_name,
+            "extractJobs": jobs,
+        }
 
     def enqueue_extract(self, text: str, *, space: str, source: str, session_id: str | None = None,
                         job_id: str | None = None) -> str:
-        """Queue text for extraction (:meth:`PostgresJobs.enqueue_extract`)."""
-        return self.jobs.enqueue_extract(text, space=space, source=source, session_id=session_id,
-                                         job_id=job_id)
+        """Queue text for extraction, checked as every store checks it
+        (:meth:`MemoryEngine.checked_extract`, then :meth:`PostgresJobs.enqueue_extract`)."""
+        job = self.engine.checked_extract(text, space=space, source=source, session_id=session_id,
+                                          job_id=job_id)
+        return self.jobs.enqueue_extract(job, space=space)
 
     def record_turn(self, text: str, *, space: str, source: str, session_id: str | None = None,
                     record_id: str | None = None) -> str:
@@ -342,13 +358,6 @@ class PostgresBackend(AccessMixin, PostgresSearch, PostgresWrites):
     @property
     def store_path(self) -> None:
         """No local file: Postgres keeps the memories (the daemon watches nothing)."""
-        return None
-
-    def forgotten_by(self, *, space: str, since: float, content: str | None = None,
-                     query: str | None = None) -> ForgetResult | None:
-        """``None``: this store cannot tell which forget a lost answer was, so the caller
-        runs the forget (no relay serves it;
-        :meth:`~bli_memory.core.memory.backend.MemoryBackend.forgotten_by`)."""
         return None
 
 

@@ -244,6 +244,8 @@ def create_app(
             except Exception as exc:
                 _log.error("embedding model failed to load: %s", type(exc).__name__)
 
+        import numpy  # noqa: F401  (here, first: two threads importing it at once can fail)
+
         threading.Thread(target=warm, name="warm-up", daemon=True).start()
         stop = anyio.Event()
 

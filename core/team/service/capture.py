@@ -35,7 +35,7 @@ def record(request: Request, p: Principal, req: m.RecordRequest) -> tuple[int, m
 
     A caller's ``id`` is kept once: a retry with it records nothing new and answers it again.
     """
-    from bli_memory.core.extraction.job_ids import checked_job_id
+    from bli_memory.core.memory.job_ids import checked_job_id
     from bli_memory.core.memory.records import check_key_lengths
     check_key_lengths({"sessionId": req.sessionId, "source": req.source}, nothing="recorded")
     be = acting(request, p)

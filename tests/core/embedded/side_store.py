@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from bli_memory.core.embedded.engine import EmbeddedBackend
-from bli_memory.core.embedded.store import now_iso
 from bli_memory.core.models import Memory
 
 SPACE = "side_store"
@@ -31,12 +30,11 @@ def fill(path: Path, n: int, *, seed: int = 1, start: int = 0) -> list[tuple[str
     backend = EmbeddedBackend(path)
     vectors = unit_vectors(n, seed)
     out = []
-    with backend.store._write() as conn:
-        at = now_iso()
+    with backend.store.writing(SPACE) as w:
         for i in range(n):
             m = Memory(id=str(uuid.uuid4()), space=SPACE, content=f"row {start + i} of the side store",
-                       source="import", created_at=at, updated_at=at)
-            backend.store._insert(conn, m, vectors[i])
+                       source="import", created_at=w.at, updated_at=w.at)
+            w.insert(m, vectors[i])
             out.append((m.id, vectors[i]))
     backend.close()
     return out

@@ -18,6 +18,7 @@ import pytest
 
 from bli_memory.core.embedded import vector_index
 from bli_memory.core.embedded.side_index_files import index_folder
+from tests.core.embedded.rows import forget_row
 from tests.core.embedded.side_store import SPACE, fill, indexed, nearest, unit_vectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.e2e,
@@ -46,6 +47,7 @@ while True:
 MAPPED_SAVER = """
 import sys
 from pathlib import Path
+from tests.core.embedded.rows import forget_row
 from tests.core.embedded.side_store import SPACE, indexed, nearest
 b = indexed(Path(sys.argv[1]))
 vs = b.store.vectors((SPACE,))
@@ -56,7 +58,7 @@ assert slot.index.viewed
 with b.store._read() as conn:
     ids = [r[0] for r in conn.execute("SELECT id FROM memories ORDER BY seq LIMIT 30")]
 for memory_id in ids:
-    b.store.forget(b.store.get(memory_id))
+    forget_row(b.store, b.store.get(memory_id))
 nearest(b, vs.matrix[0])
 assert slot.index.viewed
 print("ready", flush=True)
@@ -69,6 +71,7 @@ while True:
 WRITER = """
 import random, sys
 from pathlib import Path
+from tests.core.embedded.rows import forget_row
 from tests.core.embedded.side_store import SPACE, fill, indexed, nearest, unit_vectors
 path = Path(sys.argv[1])
 b = indexed(path)
@@ -81,7 +84,7 @@ while True:
     with b.store._read() as conn:
         ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE state = 'active'")]
     for memory_id in rng.sample(ids, 60):
-        b.store.forget(b.store.get(memory_id))
+        forget_row(b.store, b.store.get(memory_id))
         nearest(b, unit_vectors(1, k)[0])
     k += 1
 """
@@ -138,7 +141,7 @@ def test_kill_mid_index_save_leaves_the_old_or_the_new_file(tmp_path: Path, afte
     for memory_id, _, _ in rows[:20]:  # forgotten after the save: the file is stale
         memory = b.store.get(memory_id)
         assert memory is not None
-        b.store.forget(memory)
+        forget_row(b.store, memory)
         forgotten.append(memory_id)
     assert rows[0][0] not in nearest(b, _vector_of(rows[0][1]), 10)  # caught up: 20 rows moved
     b.close()  # saves again, and sweeps what the killed save left

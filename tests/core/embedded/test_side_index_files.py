@@ -17,6 +17,7 @@ import pytest
 from bli_memory.core.embedded import vector_index
 from bli_memory.core.embedded.engine import EmbeddedBackend
 from bli_memory.core.embedded.side_index_files import index_folder
+from tests.core.embedded.rows import forget_row
 from tests.core.embedded.side_store import SPACE, fill, indexed, keyword_engine, keyword_ids, nearest
 
 pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")
@@ -41,7 +42,7 @@ def test_every_write_moves_the_write_sequence_and_changes_name_the_rows(tmp_path
     assert start == 3
     first = store.get(rows[0][0])
     assert first is not None
-    store.forget(first)
+    forget_row(store, first)
     assert store.write_sequence()[0] == 4
     assert store.purge(rows[1][0]) == 1
     assert store.write_sequence()[0] == 5
@@ -90,7 +91,7 @@ def test_rows_forgotten_after_the_save_never_come_back(tmp_path: Path,
     for memory_id, _ in rows[:2]:
         forgotten = other.store.get(memory_id)
         assert forgotten is not None
-        other.store.forget(forgotten)
+        forget_row(other.store, forgotten)
     other.close()
     added = fill(path, 5, seed=9, start=300)
     assert _record(path) == saved
@@ -119,7 +120,7 @@ def test_an_older_index_file_put_back_is_caught_up_too(tmp_path: Path) -> None:
     b = indexed(path)  # loads, forgets, saves a newer file on close
     memory = b.store.get(rows[5][0])
     assert memory is not None
-    b.store.forget(memory)
+    forget_row(b.store, memory)
     assert rows[5][0] not in nearest(b, rows[5][1], 10)
     b.close()
     assert _record(path)["write_seq"] == _write_seq(path)
@@ -159,7 +160,7 @@ def test_a_damaged_or_foreign_save_is_rebuilt(tmp_path: Path, damage: str,
     forgotten = EmbeddedBackend(path)
     memory = forgotten.store.get(rows[3][0])
     assert memory is not None
-    forgotten.store.forget(memory)
+    forget_row(forgotten.store, memory)
     forgotten.close()
 
     caplog.set_level(logging.INFO, logger="bli_memory.side_indexes")
@@ -203,7 +204,7 @@ def test_a_restart_maps_the_saved_matrix_and_catches_it_up(tmp_path: Path,
     for memory_id, _ in rows[:2]:
         memory = other.store.get(memory_id)
         assert memory is not None
-        other.store.forget(memory)
+        forget_row(other.store, memory)
     other.close()
     fill(path, 4, seed=8, start=300)
 
@@ -262,7 +263,7 @@ def test_the_keyword_index_is_saved_loaded_and_caught_up(tmp_path: Path,
     for memory_id in (rows[17][0], rows[18][0]):
         memory = other.store.get(memory_id)
         assert memory is not None
-        other.store.forget(memory)
+        forget_row(other.store, memory)
     other.close()
     added = fill(path, 1, seed=3, start=7000)
 

@@ -12,6 +12,7 @@ import pytest
 from bli_memory.core.embedded import vector_index
 from bli_memory.core.embedded.engine import EmbeddedBackend
 from bli_memory.core.embedded.side_index_files import index_folder
+from tests.core.embedded.rows import forget_row
 from tests.core.embedded.side_store import SPACE, fill, indexed, keyword_engine, keyword_ids, nearest
 
 pytestmark = pytest.mark.skipif(not vector_index.available(), reason="usearch is not installed")
@@ -27,7 +28,7 @@ def _forget(backend: EmbeddedBackend, ids: list[str]) -> None:
     for memory_id in ids:
         memory = backend.store.get(memory_id)
         assert memory is not None
-        backend.store.forget(memory)
+        forget_row(backend.store, memory)
 
 
 def test_a_restart_maps_the_file_and_a_forget_after_it_is_never_served(

@@ -9,6 +9,7 @@ import numpy as np
 
 from bli_memory.core.embedded import vector_cache
 from bli_memory.core.embedded.engine import EmbeddedBackend
+from tests.core.embedded.rows import forget_row
 from tests.core.embedded.side_store import SPACE, fill, unit_vectors
 
 
@@ -28,7 +29,7 @@ def test_saves_append_and_forgets_tombstone_without_a_reload(tmp_path: Path) -> 
 
     memory = store.get(rows[10][0])
     assert memory is not None
-    store.forget(memory)
+    forget_row(store, memory)
     after = store.vectors((SPACE,))
     assert np.shares_memory(after.matrix, first.matrix)
     assert after.size == 52 and after.alive is not None and not after.alive[10]
@@ -61,7 +62,7 @@ def test_compaction_drops_tombstones_and_a_reembedded_row_reloads(tmp_path: Path
     for memory_id, _ in rows[: int(40 * share) + 1]:
         memory = store.get(memory_id)
         assert memory is not None
-        store.forget(memory)
+        forget_row(store, memory)
     compacted = store.vectors((SPACE,))
     assert compacted.alive is None and compacted.size == len(compacted.seqs) == 40 - int(40 * share) - 1
     live_ids = {m for m, _ in rows[int(40 * share) + 1 :]}

@@ -58,7 +58,9 @@ def _engine() -> tuple[MemoryEngine, FakeReads, list[str]]:
     live[2] = replace(live[2], metadata={"kind": "Preference"})
     reads = FakeReads(FakeChannels({"keyword_all": [1]}, live, {1: 0.7, 2: 0.1}))
     embedded: list[str] = []
-    return MemoryEngine(reads, lambda text: embedded.append(text) or [1.0], RankingConfig()), reads, embedded
+    engine = MemoryEngine(reads, lambda text: embedded.append(text) or [1.0], RankingConfig(),  # type: ignore[arg-type]
+                          embed_many=lambda texts: [[1.0] for _ in texts])
+    return engine, reads, embedded
 
 
 def test_search_embeds_the_stripped_query_once_and_an_empty_one_never() -> None:

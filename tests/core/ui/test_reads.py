@@ -9,6 +9,7 @@ import numpy as np
 
 from bli_memory.core.embedded.store import SQLiteStore
 from bli_memory.core.ui.charts import bar_chart, line_chart
+from tests.core.embedded.rows import forget_row, save_row, supersede_row
 
 
 def _store(tmp_path: Path) -> SQLiteStore:
@@ -24,10 +25,10 @@ def test_pages_cover_every_live_row_once_newest_first(tmp_path: Path) -> None:
     store = _store(tmp_path)
     try:
         for i in range(23):
-            store.save(f"memory {i}", _vec(i), space="a", spaces=("a",))
-        store.save("elsewhere", _vec(1), space="b", spaces=("b",))
-        _, gone, _ = store.save("to forget", _vec(2), space="a", spaces=("a",))
-        store.forget(gone)
+            save_row(store, f"memory {i}", _vec(i), space="a")
+        save_row(store, "elsewhere", _vec(1), space="b")
+        gone = save_row(store, "to forget", _vec(2), space="a")
+        forget_row(store, gone)
         seen, before = [], None
         while True:
             page = store.browse.page_live(("a",), before_seq=before, limit=10)
@@ -44,9 +45,9 @@ def test_space_counts_and_aliases(tmp_path: Path) -> None:
     store = _store(tmp_path)
     try:
         for i in range(3):
-            store.save(f"a {i}", _vec(i), space="a", spaces=("a",))
-        _, first, _ = store.save("b 0", _vec(0), space="b", spaces=("b",))
-        store.supersede(first, "b 1", _vec(1))
+            save_row(store, f"a {i}", _vec(i), space="a")
+        first = save_row(store, "b 0", _vec(0), space="b")
+        supersede_row(store, first, "b 1", _vec(1))
         store.add_alias("b_old", "b")
         assert store.browse.space_counts() == [("a", {"active": 3, "superseded": 0, "forgotten": 0}),
                                         ("b", {"active": 1, "superseded": 1, "forgotten": 0})]

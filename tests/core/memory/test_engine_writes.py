@@ -1,0 +1,208 @@
+"""The engine's writing rules against an in-memory store and a fixed clock: dedup, expiry,
+the upsert, versions, the forget policy and the read-only refusal, with no database and no
+model (the three real stores run the same rules in tests/contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.memory.engine import MemoryEngine
+from bli_memory.core.memory.engine_writes import LiveRow
+from bli_memory.core.memory.ranking import RankingConfig
+from bli_memory.core.memory.retrieval_writes import content_hash
+from bli_memory.core.models import Memory
+
+NOW = "2099-06-01T12:00:00.000000Z"
+LATER = "2099-06-01T12:00:05.000000Z"
+
+
+class FakeWrite:
+    """One write session over a list of rows; rows owned by someone in ``read_only`` cannot change."""
+
+    def __init__(self, store: FakeStore, tag: str) -> None:
+        self.canonical, self.spaces, self.at = tag, (tag,), store.clock
+        self._store = store
+
+    def _live(self, unexpired: bool = True) -> list[tuple[Memory, str]]:
+        return [(m, o) for m, o in self._store.rows if m.state == "active" and m.space in self.spaces
+                and (not unexpired or m.expires_at is None or m.expires_at > self.at)]
+
+    def find_live(self, *, id: str | None = None, custom_id: str | None = None, sha: str | None = None,
+                  unexpired: bool = True, writable_only: bool = False) -> LiveRow | None:
+        for m, owner in self._live(unexpired):
+            if writable_only and owner in self._store.read_only:
+                continue
+            if (id is not None and m.id == id) or (custom_id is not None and m.custom_id == custom_id) or (
+                    sha is not None and content_hash(m.content) == sha):
+                return LiveRow(m, owner)
+        return None
+
+    def chain_ends(self, id: str) -> tuple[Memory | None, Memory | None]:
+        start = next((m for m, _ in self._store.rows if m.id == id), None)
+        if start is None:
+            return None, None
+        newest = start
+        while (nxt := next((m for m, _ in self._store.rows if m.supersedes == newest.id), None)) is not None:
+            newest = nxt
+        return start, newest
+
+    def nearest_live(self, vector: Any) -> tuple[LiveRow, float] | None:
+        live = self._live()
+        if not live:
+            return None
+        m, owner = max(live, key=lambda r: self._store.similarity(vector, r[0].content))
+        return LiveRow(m, owner), self._store.similarity(vector, m.content)
+
+    def forgotten_since(self, since: str, *, limit: int) -> list[Memory]:
+        return [m for m, _ in reversed(self._store.rows)
+                if m.state == "forgotten" and (m.forgotten_at or "") >= since]
+
+    def check_writable(self, row: LiveRow) -> None:
+        if row.owner in self._store.read_only:
+            raise NotFoundError("shared with you read-only", reason="read_only")
+
+    def insert(self, memory: Memory, vector: Any, *, like: LiveRow | None = None) -> None:
+        self._store.events.append("insert")
+        self._store.rows.append((memory, "me" if like is None else str(like.owner)))
+
+    def retire(self, row: LiveRow, state: Any) -> bool:
+        rows = self._store.rows
+        i = next((i for i, (m, _) in enumerate(rows) if m.id == row.memory.id and m.state == "active"), None)
+        if i is None:
+            return False
+        rows[i] = (replace(rows[i][0], state=state, forgotten_at=self.at if state == "forgotten" else None),
+                   rows[i][1])
+        return True
+
+
+class FakeStore:
+    """Rows as ``(memory, owner)``; the "vector" of a text is the text itself, and the
+    similarity of two texts is given by ``similarities`` (1.0 for the same text)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Memory, str]] = []
+        self.read_only: set[str] = set()
+        self.similarities: dict[tuple[str, str], float] = {}
+        self.events: list[str] = []
+        self.clock = NOW
+
+    def similarity(self, a: str, b: str) -> float:
+        return 1.0 if a == b else self.similarities.get((a, b), 0.0)
+
+    @contextmanager
+    def writing(self, tag: str) -> Iterator[FakeWrite]:
+        self.events.append("open")
+        yield FakeWrite(self, tag)
+
+    def reading(self, tag: str) -> Any:  # the reading half is tested in test_engine.py
+        raise AssertionError("no read in these tests")
+
+
+@pytest.fixture
+def store() -> FakeStore:
+    return FakeStore()
+
+
+@pytest.fixture
+def engine(store: FakeStore) -> MemoryEngine:
+    def embed(text: str) -> str:
+        store.events.append("embed")
+        return text
+
+    return MemoryEngine(store, embed, RankingConfig(), embed_many=lambda texts: list(texts))  # type: ignore[arg-type]
+
+
+def test_identical_content_is_one_memory_but_an_expired_one_is_not_live(engine: MemoryEngine,
+                                                                        store: FakeStore) -> None:
+    first = engine.save("We deploy on Fridays.", space="s", expires_at="2099-06-01T12:00:03Z")
+    assert first.status == "created"
+    assert store.events == ["embed", "open", "insert"]  # the model runs before the write opens
+    assert engine.save("  We deploy on Fridays.\n", space="s").status == "duplicate"
+    store.clock = LATER  # past its expiry
+    again = engine.save("We deploy on Fridays.", space="s")
+    assert again.status == "created" and again.memory.id != first.memory.id
+
+
+def test_a_custom_id_upserts_and_the_same_content_and_metadata_change_nothing(engine: MemoryEngine,
+                                                                             store: FakeStore) -> None:
+    v1 = engine.save("Node 20.", space="s", custom_id="node", metadata={"kind": "setup"}).memory
+    assert engine.save("Node 20.", space="s", custom_id="node").status == "duplicate"
+    same = engine.save("Node 20.", space="s", custom_id="node", metadata={"kind": "setup"})
+    assert same.status == "duplicate"
+    v2 = engine.save("Node 22.", space="s", custom_id="node")
+    assert v2.status == "updated" and v2.previous == v1
+    assert (v2.memory.version, v2.memory.supersedes, v2.memory.metadata) == (2, v1.id, {"kind": "setup"})
+    store.clock = LATER
+    v3 = engine.save("Node 24.", space="s", custom_id="node", expires_at="2099-07-01")
+    assert v3.status == "updated" and v3.memory.supersedes == v2.memory.id  # brought back past expiry
+
+
+def test_an_update_through_an_old_id_acts_on_the_live_head_and_says_so(engine: MemoryEngine) -> None:
+    v1 = engine.save("Port 8000.", space="s").memory
+    v2 = engine.update("Port 8080.", space="s", id=v1.id).memory
+    res = engine.update("Port 9090.", space="s", id=v1.id, source="cli")
+    assert res.named is not None and (res.previous.id, res.named.id) == (v2.id, v1.id)
+    assert (res.memory.version, res.memory.source, res.memory.supersedes) == (3, "cli", v2.id)
+    assert engine.update("Port 9090.", space="s", id=res.memory.id).status == "unchanged"
+    with pytest.raises(InvalidInputError):
+        engine.update("Port 1.", space="s", id=v1.id, custom_id="x")
+    with pytest.raises(NotFoundError, match="not in space other"):
+        engine.update("Port 1.", space="other", id=v1.id)
+
+
+def test_forget_by_query_acts_only_at_085_or_more_and_says_the_score(engine: MemoryEngine,
+                                                                     store: FakeStore) -> None:
+    kept = engine.save("The API rate limit is 100 per minute.", space="s").memory
+    store.similarities[("rate limit of the api", kept.content)] = 0.84
+    with pytest.raises(NotFoundError, match="similarity 0.84, below the 0.85"):
+        engine.forget(space="s", query="rate limit of the api")
+    store.similarities[("the api rate limit", kept.content)] = 0.86
+    gone = engine.forget(space="s", query="the api rate limit")
+    assert (gone.matched_by, gone.similarity, gone.memory.state) == ("query", 0.86, "forgotten")
+    with pytest.raises(NotFoundError, match="holds no memories"):
+        engine.forget(space="s", query="anything")
+    with pytest.raises(InvalidInputError, match="exactly one"):
+        engine.forget(space="s", id=kept.id, query="x")
+
+
+def test_forget_by_text_compares_the_text_as_stored_and_a_retry_finds_it(engine: MemoryEngine,
+                                                                        store: FakeStore) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    saved = engine.save(f"The CI token is {token}.", space="s")
+    assert saved.masked == 1 and token not in saved.memory.content
+    gone = engine.forget(space="s", content=f"The CI token is {token}.")  # pasted with the secret
+    assert gone.memory.id == saved.memory.id
+    found = engine.forgotten_by(space="s", since=0.0, content=f"The CI token is {token}.")
+    assert found is not None and found.memory.id == saved.memory.id
+    assert engine.forgotten_by(space="s", since=0.0, content="Another text.") is None
+
+
+def test_a_row_shared_read_only_is_refused_and_never_a_duplicate(engine: MemoryEngine,
+                                                                 store: FakeStore) -> None:
+    theirs = Memory(id="00000000-0000-4000-8000-000000000001", space="s", content="Use tabs.",
+                    created_at=NOW, updated_at=NOW)
+    store.rows.append((theirs, "them"))
+    store.read_only.add("them")
+    with pytest.raises(NotFoundError) as refused:
+        engine.update("Use spaces.", space="s", id=theirs.id)
+    assert refused.value.reason == "read_only"
+    with pytest.raises(NotFoundError):
+        engine.forget(space="s", content="Use tabs.")
+    mine = engine.save("Use tabs.", space="s")
+    assert mine.status == "created"  # their row is not one this person may dedup into
+
+
+def test_an_extract_job_is_checked_before_anything_is_queued(engine: MemoryEngine) -> None:
+    job = engine.checked_extract("<bli-memory-recall>old</bli-memory-recall>\nUser: we use uv",
+                                 space="s", source="hook:codex")
+    assert job.text == "User: we use uv" and job.job_id is None
+    with pytest.raises(InvalidInputError, match="nothing to extract"):
+        engine.checked_extract("<bli-memory-recall>only this</bli-memory-recall>", space="s", source="h")
+    with pytest.raises(InvalidInputError):
+        engine.checked_extract("User: hi", space="s", source="h", job_id="not-a-uuid")
