@@ -114,5 +114,5 @@ class EmbeddedSessions:
         return self._store().history(id)
 
     def writing(self, tag: str) -> AbstractContextManager[SQLiteWrite]:
-        """A write transaction on the space ``tag`` names (:meth:`StoreWrites.writing`)."""
+        """A write transaction on the space ``tag`` names (:meth:`SQLiteStore.writing`)."""
         return self._store().writing(tag)

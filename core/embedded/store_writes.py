@@ -1,6 +1,6 @@
-"""Writes of memory rows: the engine's write session, and purge.
+"""The embedded store's write session (:class:`SQLiteWrite`).
 
-A write is one ``BEGIN IMMEDIATE`` transaction (:meth:`StoreWrites.writing`) in which the
+A write is one ``BEGIN IMMEDIATE`` transaction (:meth:`SQLiteStore.writing`) in which the
 row, its keyword-index entry and its vector agree; what is written is the memory engine's
 rule (:mod:`bli_memory.core.memory.engine_writes`).
 """
@@ -8,13 +8,10 @@ rule (:mod:`bli_memory.core.memory.engine_writes`).
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from bli_memory.core.embedded.side_index_files import index_folder
 from bli_memory.core.embedded.store_base import COLUMNS, NEXT_SEQ, StoreBase, now_iso, row_to_memory
 from bli_memory.core.embedded.store_reads import StoreReads
 from bli_memory.core.embedded.vector_codec import encode_vector
@@ -24,27 +21,26 @@ from bli_memory.core.memory.retrieval_writes import content_hash
 from bli_memory.core.memory.terms import index_text
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import numpy as np
 
     from bli_memory.core.embedded.vector_codec import VectorSet
     from bli_memory.core.models import Memory
 
-__all__ = ["SQLiteWrite", "StoreWrites"]
+__all__ = ["SQLiteWrite"]
 
 
 class SQLiteWrite:
     """One write transaction on one space of the file
     (:class:`~bli_memory.core.memory.engine_writes.WriteSession`); rows have no owner."""
 
-    def __init__(self, store: StoreWrites, conn: sqlite3.Connection, canonical: str,
-                 spaces: tuple[str, ...]) -> None:
+    def __init__(self, store: StoreReads, conn: sqlite3.Connection, canonical: str,
+                 spaces: tuple[str, ...], vectors: Callable[[Sequence[str]], VectorSet]) -> None:
         self.canonical = canonical
         self.spaces = spaces
         self.at = now_iso()
         self._store = store
         self._conn = conn
+        self._vectors = vectors
 
     def find_live(self, *, id: str | None = None, custom_id: str | None = None, sha: str | None = None,
                   unexpired: bool = True, writable_only: bool = False) -> LiveRow | None:
@@ -77,7 +73,7 @@ class SQLiteWrite:
         """Exact cosine over the cached vectors; the best of the 20 closest that is live."""
         import numpy as np
 
-        vs = self._store.vectors(self.spaces)
+        vs = self._vectors(self.spaces)
         if not vs.size:
             return None
         sims = vs.similarities(vector)
@@ -139,75 +135,3 @@ class SQLiteWrite:
         self._conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
         StoreBase._bump(self._conn, row.memory.space, removal=True)
         return True
-
-
-class StoreWrites(StoreReads):
-    """Write sessions of memory rows, and purge."""
-
-    if TYPE_CHECKING:  # the store this part is composed into answers it (VectorCache)
-        def vectors(self, spaces: Sequence[str]) -> VectorSet: ...
-
-    @contextmanager
-    def writing(self, tag: str) -> Iterator[SQLiteWrite]:
-        """One write transaction on the space ``tag`` names (aliases resolved).
-
-        Raises:
-            StoreError: the file is busy or read-only (reason ``store_busy``).
-        """
-        canonical, spaces = self.resolve_space(tag)
-        with self._write() as conn:
-            yield SQLiteWrite(self, conn, canonical, tuple(spaces))
-
-    def purge(self, id: str) -> int:
-        """Erase a memory and every version of it from the file, for secrets saved by mistake.
-
-        Uses ``secure_delete`` and checkpoints the WAL so the bytes leave the disk
-        files, not just the live set, and removes the saved side indexes of the store
-        (:func:`~bli_memory.core.embedded.side_index_files.index_folder`), which long-lived
-        processes then rebuild from the table. Each distinct text of the chain leaves a
-        purge mark (:func:`bli_memory.core.extraction.tombstones.fingerprint`: keyed
-        hashes, no text), so automatic capture does not bring the memory back from a
-        queued job or a later restatement.
-
-        Returns:
-            Number of rows erased.
-
-        Raises:
-            NotFoundError: no row has this id.
-        """
-        from bli_memory.core.extraction.tombstones import fingerprint
-
-        chain = self.history(id)
-        texts: dict[str, str] = {}
-        for m in chain:
-            texts.setdefault(m.content, m.space)
-        marks = [(space, json.dumps(fingerprint(text), sort_keys=True)) for text, space in texts.items()]
-        with self._lock:
-            with self._write() as conn:
-                now = now_iso()
-                for space, mark in marks:
-                    conn.execute("INSERT INTO purge_marks (space, mark, created_at) VALUES (?, ?, ?)",
-                                 (space, mark, now))
-                for m in chain:
-                    seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (m.id,)).fetchone()
-                    if seq is None:
-                        continue
-                    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq[0],))
-                    conn.execute("DELETE FROM memories WHERE seq = ?", (seq[0],))
-                    # Never hand this seq out again (see NEXT_SEQ).
-                    conn.execute(
-                        "INSERT INTO store_meta (key, value) VALUES ('purged_seq', ?) ON CONFLICT (key) "
-                        "DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-                        (seq[0],),
-                    )
-                    self._bump(conn, m.space, removal=True)
-                    # A queued or failed extract job may still hold the raw text.
-                    conn.execute(
-                        "DELETE FROM memory_extract_jobs WHERE space = ? AND instr(text, ?) > 0",
-                        (m.space, m.content),
-                    )
-            self._conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        # Saved side indexes and vector matrices may hold the purged terms and vector.
-        shutil.rmtree(index_folder(self.path), ignore_errors=True)
-        return len(chain)
