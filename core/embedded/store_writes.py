@@ -70,17 +70,22 @@ class SQLiteWrite:
         return start, start if start.state == "active" else self._store.history(id)[0]
 
     def nearest_live(self, vector: Any) -> tuple[LiveRow, float] | None:
-        """Exact cosine over the cached vectors; the best of the 20 closest that is live."""
+        """Exact cosine over the cached vectors (which may hold expired rows): the closest
+        that is live, looked for 64 at a time."""
         import numpy as np
 
         vs = self._vectors(self.spaces)
         if not vs.size:
             return None
         sims = vs.similarities(vector)
-        order = np.argsort(-sims)[:20]
-        rows = self._store.rows_by_seq(int(vs.seqs[i]) for i in order)  # live, unexpired only
-        best = next((int(i) for i in order if int(vs.seqs[i]) in rows), None)
-        return None if best is None else (LiveRow(rows[int(vs.seqs[best])]), float(sims[best]))
+        order = np.argsort(-sims)
+        for start in range(0, len(order), 64):
+            chunk = order[start:start + 64]
+            rows = self._store.rows_by_seq(int(vs.seqs[i]) for i in chunk)  # live, unexpired only
+            best = next((int(i) for i in chunk if int(vs.seqs[i]) in rows), None)
+            if best is not None:
+                return LiveRow(rows[int(vs.seqs[best])]), float(sims[best])
+        return None
 
     def forgotten_since(self, since: str, *, limit: int) -> list[Memory]:
         """Rows forgotten at or after ``since``, newest first."""

@@ -173,7 +173,8 @@ async def save_memory(
     verb = {
         "created": "Saved",
         "duplicate": "Already remembered (identical text); nothing new written",
-        "updated": "Saved, replacing the previous version under this customId",
+        "updated": ("Saved, replacing the previous version under this customId" if customId
+                    else "Already remembered (identical text); kept with this save's later expiry"),
         "queued": "Queued for extraction",
     }[res.status]
     where = f" in space {res.space}"

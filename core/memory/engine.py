@@ -206,8 +206,9 @@ class MemoryEngine(EngineWrites):
 
     def list_memories(self, *, space: str, limit: int = 20) -> list[Memory]:
         """The newest live, unexpired memories of a space; ``limit`` is clamped to 1..100."""
+        limit = clamped_limit(limit)
         with self._reads.reading(space) as r:
-            return r.newest(kinds=None, limit=clamped_limit(limit))
+            return r.newest(kinds=None, limit=limit)
 
     def get_memory(self, id: str, *, include_inactive: bool = False) -> tuple[Memory, list[Memory]]:
         """One memory and its other versions, newest first.
@@ -222,7 +223,8 @@ class MemoryEngine(EngineWrites):
 
         Raises:
             NotFoundError: unknown id, one the person may not read (the same answer), or a
-                memory with no live version without ``include_inactive``.
+                memory with no live version (forgotten, or expired) without
+                ``include_inactive``.
         """
         import uuid
 
@@ -245,6 +247,11 @@ class MemoryEngine(EngineWrites):
         if memory is not None and memory.state == "superseded" and not include_inactive \
                 and chain[0].state == "active":
             memory = chain[0]  # an id names the memory: read its live head
+        if memory is not None and not include_inactive and memory.expires_at is not None:
+            from datetime import UTC, datetime
+
+            if memory.expires_at <= datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"):
+                memory = None  # expired: out of the live set, as update and forget see it
         if memory is None or (memory.state != "active" and not include_inactive):
             raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}")
         history = [m for m in chain if m.id != memory.id]

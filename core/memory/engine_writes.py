@@ -26,6 +26,7 @@ Standard library only (the stores' SQL is theirs).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.memory.retrieval import query_text
 from bli_memory.core.memory.retrieval_writes import (
     FORGET_MIN_SIMILARITY,
     checked_content,
@@ -142,6 +144,60 @@ class ExtractInput(NamedTuple):
     job_id: str | None
 
 
+def checked_space(space: Any) -> str:
+    """The container tag a caller gave, as every store takes it: 1 to 128 characters from
+    ``[A-Za-z0-9_.:-]`` once stripped (:func:`~bli_memory.core.models.validate_tag`), and
+    not a secret (:func:`~bli_memory.core.memory.stored_secrets.check_container_tag`).
+
+    Raises:
+        InvalidInputError: what is wrong, without repeating the tag.
+    """
+    from bli_memory.core.memory.stored_secrets import check_container_tag
+    from bli_memory.core.models import validate_tag
+
+    try:
+        tag = validate_tag(space)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)[:300]) from None
+    check_container_tag(tag)
+    return tag
+
+
+def _require_text(**given: Any) -> None:
+    """Refuse a selector or label that is given but is not a string."""
+    for name, value in given.items():
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a string")
+
+
+def _expired(memory: Memory, at: str) -> bool:
+    return memory.expires_at is not None and memory.expires_at <= at
+
+
+def _lives_longer(expires_at: str | None, than: str | None) -> bool:
+    """True when a memory expiring at ``expires_at`` outlives one expiring at ``than``."""
+    return than is not None and (expires_at is None or expires_at > than)
+
+
+def _checked_selector(text: str, *, space: str, what: str) -> None:
+    """A forget's text or query that no memory could match or the model could not read.
+
+    Raises:
+        NotFoundError: text longer than any memory can be (no masking is paid for it).
+        InvalidInputError: text that is not storable (a NUL, a lone surrogate).
+    """
+    from bli_memory.core.memory.retrieval_writes import MAX_CONTENT_CHARS, normalise_content
+    from bli_memory.core.memory.storable_text import text_problem
+
+    longest = MAX_CONTENT_CHARS
+    if what == "content" and len(text) > longest and len(normalise_content(text)) > longest:
+        raise NotFoundError(f"no live memory with exactly that text in space {space} (a memory holds at "
+                            f"most {MAX_CONTENT_CHARS} characters)")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInputError(f"{what} {problem}; nothing was forgotten")
+
+
 class EngineWrites:
     """The writing half of the memory contract over a store's :class:`MemoryWrites`
     (:class:`~bli_memory.core.memory.engine.MemoryEngine` is built on it).
@@ -163,11 +219,15 @@ class EngineWrites:
              expires_at: str | None = None) -> SaveResult:
         """Remember ``content`` in ``space`` (the contract's ``save``).
 
-        Identical live, unexpired content in the space is not written twice (``duplicate``);
-        a ``custom_id`` naming a live row replaces it, keeping the old row as history
-        (``updated``), or is ``duplicate`` when content and metadata are the same; otherwise
-        a first version lands in the canonical space (``created``), which
-        :attr:`SaveResult.space` names.
+        Without a ``custom_id``, content identical to a live, unexpired memory of the space
+        is not written twice (``duplicate``), unless this save would live longer: then a new
+        version of that memory carries the later expiry (``updated``). A ``custom_id``
+        naming a row of the space (live, or expired: the save brings it back) replaces it,
+        keeping the old row as history (``updated``), or is ``duplicate`` when content,
+        metadata and expiry are the same and it has not expired. Otherwise a first version
+        lands in the canonical space (``created``), which :attr:`SaveResult.space` names.
+        (A ``custom_id`` save and an update write their text even where another memory of
+        the space says the same: a key names one memory, whatever it says.)
 
         Raises:
             InvalidInputError: as :func:`~bli_memory.core.memory.stored_secrets.checked_save`
@@ -175,10 +235,16 @@ class EngineWrites:
                 :data:`~bli_memory.core.memory.records.MAX_KEY_CHARS` characters, an
                 unreadable or past ``expires_at``, a container tag that looks like a secret).
         """
+        import json
+
         from bli_memory.core.memory.stored_secrets import checked_save
 
+        space = checked_space(space)
+        _require_text(customId=custom_id, source=source, sessionId=session_id)
         got = checked_save(content, space=space, metadata=metadata, custom_id=custom_id, source=source,
                            session_id=session_id, expires_at=expires_at)
+        # As stored: a JSON object (``{1: "x"}`` is ``{"1": "x"}``).
+        meta = None if got.metadata is None else json.loads(json.dumps(got.metadata, ensure_ascii=False))
         vector = self._embed(got.text)
         sha = content_hash(got.text)
 
@@ -189,22 +255,25 @@ class EngineWrites:
         with self._writes.writing(space) as w:
             if got.custom_id is not None:
                 row = w.find_live(custom_id=got.custom_id, unexpired=False, writable_only=True)
-                if row is not None:
-                    if is_same_upsert(row.memory, sha, got.metadata):
-                        return done("duplicate", row.memory)
-                    if not w.retire(row, "superseded"):
-                        raise NotFoundError(f"memory {row.memory.id} is no longer live")
-                    memory = upserted_version(
-                        row.memory, content=got.text, custom_id=got.custom_id, metadata=got.metadata,
-                        source=got.source, session_id=got.session_id, at=w.at, expires_at=got.expires_at)
-                    w.insert(memory, vector, like=row)
-                    return done("updated", memory, row.memory)
+                if row is not None and not _expired(row.memory, w.at) and is_same_upsert(
+                        row.memory, sha, meta, got.expires_at):
+                    return done("duplicate", row.memory)
             else:
                 row = w.find_live(sha=sha, writable_only=True)
-                if row is not None:
+                if row is not None and not _lives_longer(got.expires_at, row.memory.expires_at):
                     return done("duplicate", row.memory)
+                # The same fact saved to live longer: a new version of it carries the later
+                # expiry (never a second live copy, nor a save lost when the first expires).
+            if row is not None:
+                if not w.retire(row, "superseded"):
+                    raise NotFoundError(f"memory {row.memory.id} is no longer live")
+                memory = upserted_version(
+                    row.memory, content=got.text, custom_id=row.memory.custom_id, metadata=meta,
+                    source=got.source, session_id=got.session_id, at=w.at, expires_at=got.expires_at)
+                w.insert(memory, vector, like=row)
+                return done("updated", memory, row.memory)
             memory = first_version(space=w.canonical, content=got.text, custom_id=got.custom_id,
-                                   metadata=got.metadata, source=got.source, session_id=got.session_id,
+                                   metadata=meta, source=got.source, session_id=got.session_id,
                                    at=w.at, expires_at=got.expires_at)
             w.insert(memory, vector)
         return done("created", memory)
@@ -244,13 +313,15 @@ class EngineWrites:
         """
         from bli_memory.core.memory.stored_secrets import checked_source, with_masked_labels
 
+        space = checked_space(space)
+        _require_text(id=id, customId=custom_id, source=source)
         require_one_of_id_or_custom_id(id, custom_id)
         text, in_content = checked_content(content)
         vector = self._embed(text)
         named = None
         with self._writes.writing(space) as w:
             if id is not None:
-                row, named = self._by_id(w, id)
+                row, named = self._by_id(w, id.strip())
             else:
                 found = w.find_live(custom_id=custom_id)
                 if found is None:
@@ -288,8 +359,13 @@ class EngineWrites:
             NotFoundError: nothing matches, nothing close enough, or the match is in a
                 space shared read-only (reason ``read_only``).
         """
+        space = checked_space(space)
+        _require_text(id=id, content=content, query=query)
         selector = forget_selector(id, content, query)
-        wanted = self._embed(query.strip()) if selector == "query" and query is not None else None
+        if selector != "id":
+            _checked_selector(content if selector == "content" else query, space=space,  # type: ignore[arg-type]
+                              what=selector)
+        wanted = self._embed(query_text(query)) if selector == "query" and query is not None else None
         similarity: float | None = None
         named = None
         with self._writes.writing(space) as w:
@@ -325,25 +401,40 @@ class EngineWrites:
         commit and its answer, core/mcp/relay.py). Among the newest
         :data:`RECENT_FORGETS` memories of the space forgotten at or after ``since``: the
         one with exactly ``content`` (as stored), or the one closest to ``query`` at
-        :data:`FORGET_MIN_SIMILARITY` or more, re-embedded (a forget drops a row's vector).
+        :data:`FORGET_MIN_SIMILARITY` or more, re-embedded (a forget drops a row's vector), when
+        no live memory is as close (that one is what a forget run now would take).
         No slack before ``since``: the relay takes it on this machine's clock before the
         request could be read, so a forget done earlier (an earlier request's) is not this
         one's.
         """
-        at = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        space = checked_space(space)
+        _require_text(content=content, query=query)
+        if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
+            raise InvalidInputError("since must be a time in epoch seconds")
+        try:
+            at = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInputError("since must be a time in epoch seconds") from None
+        for what, text in (("content", content), ("query", query)):
+            if text is not None:
+                _checked_selector(text, space=space, what=what)
+        asked = query_text(query) if content is None else ""
+        wanted = self._embed(asked) if asked else None
         with self._writes.writing(space) as w:
             gone = w.forgotten_since(at, limit=RECENT_FORGETS)
+            nearest = w.nearest_live(wanted) if wanted is not None and gone else None
         if content is not None:
             digest = stored_hash(content)
             found = next((m for m in gone if content_hash(m.content) == digest), None)
             return None if found is None else ForgetResult(memory=found, matched_by="content")
-        if query is None or not query.strip() or not gone:
+        if wanted is None or not gone:
             return None
-        wanted = self._embed(query.strip())
         sims = [float(v @ wanted) for v in self._embed_many([m.content for m in gone])]
         best = max(range(len(gone)), key=sims.__getitem__)
         if sims[best] < FORGET_MIN_SIMILARITY:
             return None
+        if nearest is not None and nearest[1] >= sims[best]:
+            return None  # a live memory is closer: this request's forget is not done yet
         return ForgetResult(memory=gone[best], matched_by="query", similarity=round(sims[best], 4))
 
     @staticmethod
@@ -370,11 +461,18 @@ class EngineWrites:
         problem = key_problem({"sessionId": session_id, "source": source})
         if problem:  # the job's saves would carry them
             raise InvalidInputError(f"{problem}; nothing was queued")
+        from bli_memory.core.memory.storable_text import text_problem
+
+        space = checked_space(space)
+        _require_text(source=source, sessionId=session_id)
         _, source, session_id, _ = checked_turn("", space=space, source=source, session_id=session_id,
                                                 mask_text=False)
         if not isinstance(text, str):
             raise InvalidInputError("text must be a string")
         check_extract_size(text)
+        problem = text_problem(text)
+        if problem:
+            raise InvalidInputError(f"text {problem}; nothing was queued")
         body = strip_injected(text).strip()
         if not body:
             raise InvalidInputError("nothing to extract: the text is empty")

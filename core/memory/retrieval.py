@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.conflicts import newer_first
 from bli_memory.core.memory.ranking import RankingConfig, context_bonus, recency_prior, reciprocal_rank_fusion
 from bli_memory.core.memory.terms import query_terms
@@ -78,8 +79,17 @@ def query_text(query: str | None) -> str:
 
 
 def clamped_limit(limit: int) -> int:
-    """A search's hit count clamped to 1..100 (the ``search_memory`` tool's range)."""
-    return max(1, min(int(limit), 100))
+    """A search's hit count clamped to 1..100 (the ``search_memory`` tool's range).
+
+    Raises:
+        InvalidInputError: ``limit`` is not a whole number.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int | float | str):
+        raise InvalidInputError("limit must be a whole number")
+    try:
+        return max(1, min(int(limit), 100))
+    except (ValueError, OverflowError):
+        raise InvalidInputError("limit must be a whole number") from None
 
 
 class ChannelSource(Protocol):

@@ -253,14 +253,24 @@ def first_version(
     )
 
 
-def is_same_upsert(previous: Memory, sha: str, metadata: dict[str, Any] | None) -> bool:
-    """True when a ``customId`` save would change nothing: the live row has the content
-    whose hash is ``sha`` and the save gives no metadata or the same (status ``duplicate``)."""
-    return content_hash(previous.content) == sha and (metadata is None or metadata == previous.metadata)
+def is_same_upsert(previous: Memory, sha: str, metadata: dict[str, Any] | None,
+                   expires_at: str | None = None) -> bool:
+    """True when a ``customId`` save would change nothing (status ``duplicate``): the live
+    row has the content whose hash is ``sha``, the save gives no metadata or the same as
+    stored (compared as JSON, so ``1`` and ``true`` differ and ``{1: "x"}`` is
+    ``{"1": "x"}``) and the same expiry (a save states when its memory expires: none is
+    never)."""
+    import json
+
+    def as_json(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+    return (content_hash(previous.content) == sha and previous.expires_at == expires_at
+            and (metadata is None or as_json(metadata) == as_json(previous.metadata)))
 
 
 def upserted_version(
-    previous: Memory, *, content: str, custom_id: str, metadata: dict[str, Any] | None, source: str,
+    previous: Memory, *, content: str, custom_id: str | None, metadata: dict[str, Any] | None, source: str,
     session_id: str | None, at: str, expires_at: str | None,
 ) -> Memory:
     """The version a ``customId`` save writes over the live row ``previous`` (status

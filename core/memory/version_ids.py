@@ -33,7 +33,7 @@ def shown_id(id: object) -> str:
         canonical = str(uuid.UUID(str(id)))
     except ValueError:
         canonical = ""
-    return canonical if canonical == id else _NOT_AN_ID
+    return canonical if canonical and canonical == id else _NOT_AN_ID
 
 
 def live_head(

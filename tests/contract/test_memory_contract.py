@@ -302,7 +302,8 @@ def test_saving_an_expired_fact_again_brings_it_back(backend, space: str) -> Non
     backend.save("The deploy window opens at noon.", space=space)  # model and rules loaded first
     expiry, passes = _soon()
     first = backend.save("The staging database is read-only this week.", space=space, expires_at=expiry)
-    assert backend.save("The staging database is read-only this week.", space=space).status == "duplicate"
+    same = backend.save("The staging database is read-only this week.", space=space, expires_at=expiry)
+    assert same.status == "duplicate" and same.memory.id == first.memory.id
     _until(passes)
     again = backend.save("The staging database is read-only this week.", space=space)
     assert again.status == "created" and again.memory.id != first.memory.id
@@ -314,22 +315,31 @@ def test_saving_an_expired_fact_again_brings_it_back(backend, space: str) -> Non
 def test_an_expired_memory_is_not_live_to_update_or_forget_but_its_key_brings_it_back(
         backend, space: str) -> None:
     """Past its expiry a memory is out of the live set for every write, on every store (the
-    engine's one rule): update and forget by id or text find nothing, and a save under its
-    ``customId`` writes a new live version over it."""
+    engine's one rule): get, update and forget by id or text find nothing, and a save under
+    its ``customId``, even of the same text, writes a new live version over it. A save of
+    the same text that would live longer than its live twin gives that memory the later
+    expiry, so nothing said to be remembered is lost when the twin expires."""
     backend.save("The deploy window opens at noon.", space=space)  # model and rules loaded first
     expiry, passes = _soon()
     first = backend.save("The freeze lasts until Friday.", space=space, custom_id="freeze", expires_at=expiry)
+    brief = backend.save("Staging is read-only today.", space=space, expires_at=expiry)
+    kept = backend.save("Staging is read-only today.", space=space)
+    assert kept.status == "updated" and kept.previous is not None
+    assert kept.previous.id == brief.memory.id and kept.memory.expires_at is None
     _until(passes)
+    with pytest.raises(NotFoundError):
+        backend.get_memory(first.memory.id)
     with pytest.raises(NotFoundError):
         backend.update("The freeze lasts until Monday.", space=space, id=first.memory.id)
     with pytest.raises(NotFoundError):
         backend.forget(space=space, id=first.memory.id)
     with pytest.raises(NotFoundError):
         backend.forget(space=space, content="The freeze lasts until Friday.")
-    again = backend.save("The freeze lasts until Monday.", space=space, custom_id="freeze")
+    again = backend.save("The freeze lasts until Friday.", space=space, custom_id="freeze")
     assert again.status == "updated" and again.memory.supersedes == first.memory.id
     assert again.memory.expires_at is None
     assert [h.memory.id for h in backend.search("freeze lasts", space=space).hits] == [again.memory.id]
+    assert [h.memory.id for h in backend.search("staging read-only", space=space).hits] == [kept.memory.id]
 
 
 @pytest.mark.parametrize("content", ["", "   \n\t "])

@@ -53,14 +53,16 @@ class PostgresWrite:
     def __init__(self, pg: PostgresWrites, conn: psycopg.Connection[Any], view: SpaceView) -> None:
         self.canonical = view.canonical
         self.spaces = tuple(view.spaces)
-        self._when = utc_now()
-        self.at = iso_utc(self._when) or ""
         self._pg = pg
         self._conn = conn
         self._view = view
         self._me = pg._me()
         self._locked: set[tuple[int, str]] = set()
         self._lock(self._me, view.canonical)
+        # The clock is read once the space's lock is held: writes to a space take their
+        # times in the order they commit.
+        self._when = utc_now()
+        self.at = iso_utc(self._when) or ""
 
     def _lock(self, owner: int, space: str) -> None:
         if (owner, space) not in self._locked:

@@ -81,6 +81,15 @@ class FakeWrite:
         return True
 
 
+class Vec(str):
+    """A fake unit vector: the text itself; ``a @ b`` is the store's similarity of the two."""
+
+    store: FakeStore
+
+    def __matmul__(self, other: str) -> float:
+        return self.store.similarity(str(other), str(self))
+
+
 class FakeStore:
     """Rows as ``(memory, owner)``; the "vector" of a text is the text itself, and the
     similarity of two texts is given by ``similarities`` (1.0 for the same text)."""
@@ -111,11 +120,14 @@ def store() -> FakeStore:
 
 @pytest.fixture
 def engine(store: FakeStore) -> MemoryEngine:
-    def embed(text: str) -> str:
-        store.events.append("embed")
-        return text
+    Vec.store = store
 
-    return MemoryEngine(store, embed, RankingConfig(), embed_many=lambda texts: list(texts))  # type: ignore[arg-type]
+    def embed(text: str) -> Vec:
+        store.events.append("embed")
+        return Vec(text)
+
+    return MemoryEngine(store, embed, RankingConfig(),  # type: ignore[arg-type]
+                        embed_many=lambda texts: [Vec(t) for t in texts])
 
 
 def test_identical_content_is_one_memory_but_an_expired_one_is_not_live(engine: MemoryEngine,
@@ -123,7 +135,8 @@ def test_identical_content_is_one_memory_but_an_expired_one_is_not_live(engine: 
     first = engine.save("We deploy on Fridays.", space="s", expires_at="2099-06-01T12:00:03Z")
     assert first.status == "created"
     assert store.events == ["embed", "open", "insert"]  # the model runs before the write opens
-    assert engine.save("  We deploy on Fridays.\n", space="s").status == "duplicate"
+    again = engine.save("  We deploy on Fridays.\n", space="s", expires_at="2099-06-01T12:00:03Z")
+    assert again.status == "duplicate" and again.memory.id == first.memory.id
     store.clock = LATER  # past its expiry
     again = engine.save("We deploy on Fridays.", space="s")
     assert again.status == "created" and again.memory.id != first.memory.id
@@ -206,3 +219,66 @@ def test_an_extract_job_is_checked_before_anything_is_queued(engine: MemoryEngin
         engine.checked_extract("<bli-memory-recall>only this</bli-memory-recall>", space="s", source="h")
     with pytest.raises(InvalidInputError):
         engine.checked_extract("User: hi", space="s", source="h", job_id="not-a-uuid")
+
+
+def test_an_upsert_compares_metadata_and_expiry_as_stored(engine: MemoryEngine, store: FakeStore) -> None:
+    def save(**extra: Any) -> Any:
+        return engine.save("Retries: on.", space="s", custom_id="retries", **extra)
+
+    first = save(metadata={"enabled": 1})
+    assert save(metadata={"enabled": 1.0}).status == "updated"  # 1.0 is not 1 in JSON
+    keyed = save(metadata={1: "x"})
+    assert keyed.status == "updated" and keyed.memory.metadata == {"1": "x"}  # as JSON keeps it
+    assert save(metadata={1: "x"}).status == "duplicate"
+    longer = save(expires_at="2099-07-01")
+    assert longer.status == "updated" and longer.memory.expires_at == "2099-07-01T00:00:00.000000Z"
+    assert first.memory.id != longer.memory.id
+
+
+def test_a_twin_that_lives_longer_carries_its_expiry_forward(engine: MemoryEngine, store: FakeStore) -> None:
+    brief = engine.save("The VPN is down.", space="s", expires_at="2099-06-01T12:00:03Z")
+    shorter = engine.save("The VPN is down.", space="s", expires_at="2099-06-01T12:00:02Z")
+    assert shorter.status == "duplicate" and shorter.memory.id == brief.memory.id
+    kept = engine.save("The VPN is down.", space="s")
+    assert kept.status == "updated" and kept.previous == brief.memory and kept.memory.expires_at is None
+    assert [m.content for m, _ in store.rows if m.state == "active"] == ["The VPN is down."]
+
+
+@pytest.mark.parametrize("call", [
+    lambda e: e.forget(space="s", id=5),
+    lambda e: e.forget(space="s", content=["x"]),
+    lambda e: e.forget(space="s", query=5),
+    lambda e: e.forget(space="s", query="\ud800 bad"),
+    lambda e: e.forgotten_by(space="s", since=float("nan"), content="x"),
+    lambda e: e.forgotten_by(space="s", since=1e20, content="x"),
+    lambda e: e.forgotten_by(space="s", since="0", content="x"),
+    lambda e: e.save("x", space=7),
+    lambda e: e.save("x", space=""),
+    lambda e: e.save("x", space="my project"),
+    lambda e: e.save("x", space="s", source=5),
+    lambda e: e.update("x", space="s", custom_id=["x"]),
+    lambda e: e.update("x", space="s", id="a", source=5),
+    lambda e: e.checked_extract("User: a\x00b", space="s", source="h"),
+    lambda e: e.list_memories(space="s", limit="abc"),
+])
+def test_bad_input_is_a_clear_refusal(engine: MemoryEngine, call: Any) -> None:
+    with pytest.raises(InvalidInputError):
+        call(engine)
+
+
+def test_text_longer_than_any_memory_is_not_searched_for(engine: MemoryEngine, store: FakeStore) -> None:
+    with pytest.raises(NotFoundError, match="at most 20000 characters"):
+        engine.forget(space="s", content="x" * 50_000)
+    assert "open" not in store.events  # refused before any write session
+
+
+def test_a_retried_forget_by_query_is_not_another_memorys(engine: MemoryEngine, store: FakeStore) -> None:
+    a = engine.save("The API listens on port 8080.", space="s").memory
+    b = engine.save("The API listens on port 8081.", space="s").memory
+    engine.forget(space="s", id=b.id)  # another request's forget
+    query = "The API listens on port 8080."
+    store.similarities[(query, b.content)] = 0.93
+    assert engine.forgotten_by(space="s", since=0.0, query=query) is None  # a (live) is closer
+    engine.forget(space="s", id=a.id)
+    found = engine.forgotten_by(space="s", since=0.0, query=query)
+    assert found is not None and found.memory.id == a.id
