@@ -55,7 +55,7 @@ from bli_memory.core.models import ForgetResult, Memory, SaveResult, UpdateResul
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["EngineWrites", "ExtractInput", "LiveRow", "MemoryWrites", "WriteSession"]
+__all__ = ["EngineWrites", "ExtractInput", "LiveRow", "MemoryWrites", "WriteSession", "checked_space"]
 
 #: Forgotten memories a retried forget looks among (:meth:`EngineWrites.forgotten_by`).
 RECENT_FORGETS = 20
