@@ -60,6 +60,10 @@ __all__ = ["EngineWrites", "ExtractInput", "LiveRow", "MemoryWrites", "WriteSess
 #: Forgotten memories a retried forget looks among (:meth:`EngineWrites.forgotten_by`).
 RECENT_FORGETS = 20
 
+#: Cosine similarities closer than this are the same score: a store's exact distance and a
+#: vector embedded again differ in the last float32 digits.
+SAME_SCORE = 1e-4
+
 
 @dataclass(frozen=True)
 class LiveRow:
@@ -323,7 +327,8 @@ class EngineWrites:
             if id is not None:
                 row, named = self._by_id(w, id.strip())
             else:
-                found = w.find_live(custom_id=custom_id)
+                found = (w.find_live(custom_id=custom_id, writable_only=True)
+                         or w.find_live(custom_id=custom_id))
                 if found is None:
                     raise NotFoundError(f"no live memory with customId {shown_value(custom_id)} "
                                         f"in space {w.canonical}")
@@ -372,7 +377,8 @@ class EngineWrites:
             if selector == "id" and id is not None:
                 row, named = self._by_id(w, id.strip())
             elif selector == "content" and content is not None:
-                found = w.find_live(sha=stored_hash(content))
+                digest = stored_hash(content)
+                found = w.find_live(sha=digest, writable_only=True) or w.find_live(sha=digest)
                 if found is None:
                     raise NotFoundError(f"no live memory with exactly that text in space {w.canonical}")
                 row = found
@@ -412,7 +418,8 @@ class EngineWrites:
         if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
             raise InvalidInputError("since must be a time in epoch seconds")
         try:
-            at = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            moment = datetime.fromtimestamp(since, UTC).replace(tzinfo=None)
+            at = moment.isoformat(timespec="microseconds") + "Z"  # a year before 1000 padded too
         except (OverflowError, OSError, ValueError):
             raise InvalidInputError("since must be a time in epoch seconds") from None
         for what, text in (("content", content), ("query", query)):
@@ -420,20 +427,23 @@ class EngineWrites:
                 _checked_selector(text, space=space, what=what)
         asked = query_text(query) if content is None else ""
         wanted = self._embed(asked) if asked else None
+        digest = stored_hash(content) if content is not None else ""
         with self._writes.writing(space) as w:
             gone = w.forgotten_since(at, limit=RECENT_FORGETS)
             nearest = w.nearest_live(wanted) if wanted is not None and gone else None
+            twin = w.find_live(sha=digest, writable_only=True) if content is not None and gone else None
         if content is not None:
-            digest = stored_hash(content)
             found = next((m for m in gone if content_hash(m.content) == digest), None)
-            return None if found is None else ForgetResult(memory=found, matched_by="content")
+            if found is None or twin is not None:
+                return None  # a live memory still says it: a forget run now would take it
+            return ForgetResult(memory=found, matched_by="content")
         if wanted is None or not gone:
             return None
         sims = [float(v @ wanted) for v in self._embed_many([m.content for m in gone])]
         best = max(range(len(gone)), key=sims.__getitem__)
         if sims[best] < FORGET_MIN_SIMILARITY:
             return None
-        if nearest is not None and nearest[1] >= sims[best]:
+        if nearest is not None and nearest[1] >= sims[best] - SAME_SCORE:
             return None  # a live memory is closer: this request's forget is not done yet
         return ForgetResult(memory=gone[best], matched_by="query", similarity=round(sims[best], 4))
 

@@ -58,8 +58,14 @@ class PostgresWrite:
         self._view = view
         self._me = pg._me()
         self._locked: set[tuple[int, str]] = set()
-        self._lock(self._me, view.canonical)
-        # The clock is read once the space's lock is held: writes to a space take their
+        # Every (owner, space) this person may change here, locked at once in one order:
+        # two people who share spaces both ways and change each other's rows then wait
+        # for each other instead of deadlocking, and a row is read only once its owner's
+        # space is locked, so no other write can retire it in between.
+        for owner, space in sorted({(self._me, view.canonical)}
+                                   | {(o, t) for o in view.writers for t in view.spaces}):
+            self._lock(owner, space)
+        # The clock is read once the space's locks are held: writes to a space take their
         # times in the order they commit.
         self._when = utc_now()
         self.at = iso_utc(self._when) or ""
@@ -121,12 +127,13 @@ class PostgresWrite:
         return LiveRow(row_to_memory(row), int(row[_OWNER])), similarity
 
     def forgotten_since(self, since: str, *, limit: int) -> list[Memory]:
-        """Rows this person reads, forgotten at or after ``since``, newest first."""
+        """Rows this person could have forgotten (those they may change), forgotten at or
+        after ``since``, newest first."""
         rows = self._conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE space = ANY(%(spaces)s) "
             "AND owner_id = ANY(%(owners)s) AND state = 'forgotten' AND forgotten_at >= %(since)s "
             "ORDER BY forgotten_at DESC, seq DESC LIMIT %(n)s",
-            {"spaces": list(self.spaces), "owners": list(self._view.readers),
+            {"spaces": list(self.spaces), "owners": list(self._view.writers),
              "since": datetime.fromisoformat(since.replace("Z", "+00:00")), "n": int(limit)},
         ).fetchall()
         return [row_to_memory(r) for r in rows]
@@ -284,12 +291,15 @@ class PostgresWrites(PgCore):
         from bli_memory.core.extraction.tombstones import fingerprint
 
         with self._tx("purge") as conn:
-            chain, owner_id = self._chain(conn, id)
-            view = self._view(conn, chain[0].space)
+            start, owner_id = self._start(conn, id)
+            view = self._view(conn, start.space)
             if owner_id not in view.writers:
                 raise NotFoundError(f"memory {id} is in a space shared with you read-only",
                                     reason="read_only")
-            self._lock_space(conn, owner_id, chain[0].space)
+            # Locked before the chain is read: an update committing in between would
+            # otherwise leave a live version of what is being erased.
+            self._lock_space(conn, owner_id, start.space)
+            chain, _ = self._chain(conn, id)
             cur = conn.execute(
                 "DELETE FROM memories WHERE space = %s AND owner_id = %s AND id = ANY(%s::uuid[])",
                 (chain[0].space, owner_id, [m.id for m in chain]),
