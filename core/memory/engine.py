@@ -229,6 +229,7 @@ class MemoryEngine(EngineWrites):
         import uuid
 
         from bli_memory.core.errors import NotFoundError
+        from bli_memory.core.memory.expiry import is_expired
         from bli_memory.core.memory.version_ids import shown_id
 
         hint = " (include_inactive / --include-inactive reads old versions)"
@@ -247,11 +248,8 @@ class MemoryEngine(EngineWrites):
         if memory is not None and memory.state == "superseded" and not include_inactive \
                 and chain[0].state == "active":
             memory = chain[0]  # an id names the memory: read its live head
-        if memory is not None and not include_inactive and memory.expires_at is not None:
-            from datetime import UTC, datetime
-
-            if memory.expires_at <= datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"):
-                memory = None  # expired: out of the live set, as update and forget see it
+        if memory is not None and not include_inactive and is_expired(memory.expires_at):
+            memory = None  # expired: out of the live set, as update and forget see it
         if memory is None or (memory.state != "active" and not include_inactive):
             raise NotFoundError(f"no live memory with id {shown_id(id)}{hint}")
         history = [m for m in chain if m.id != memory.id]

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError
+from bli_memory.core.memory.expiry import is_expired, now_text
 from bli_memory.core.memory.retrieval import query_text
 from bli_memory.core.memory.retrieval_writes import (
     FORGET_MIN_SIMILARITY,
@@ -174,10 +175,6 @@ def _require_text(**given: Any) -> None:
             raise InvalidInputError(f"{name} must be a string")
 
 
-def _expired(memory: Memory, at: str) -> bool:
-    return memory.expires_at is not None and memory.expires_at <= at
-
-
 def _lives_longer(expires_at: str | None, than: str | None) -> bool:
     """True when a memory expiring at ``expires_at`` outlives one expiring at ``than``."""
     return than is not None and (expires_at is None or expires_at > than)
@@ -259,7 +256,7 @@ class EngineWrites:
         with self._writes.writing(space) as w:
             if got.custom_id is not None:
                 row = w.find_live(custom_id=got.custom_id, unexpired=False, writable_only=True)
-                if row is not None and not _expired(row.memory, w.at) and is_same_upsert(
+                if row is not None and not is_expired(row.memory.expires_at, w.at) and is_same_upsert(
                         row.memory, sha, meta, got.expires_at):
                     return done("duplicate", row.memory)
             else:
@@ -271,9 +268,12 @@ class EngineWrites:
             if row is not None:
                 if not w.retire(row, "superseded"):
                     raise NotFoundError(f"memory {row.memory.id} is no longer live")
+                keyed = got.custom_id is not None  # else: the twin's later expiry, and nothing else
                 memory = upserted_version(
-                    row.memory, content=got.text, custom_id=row.memory.custom_id, metadata=meta,
-                    source=got.source, session_id=got.session_id, at=w.at, expires_at=got.expires_at)
+                    row.memory, content=got.text, custom_id=row.memory.custom_id,
+                    metadata=meta if keyed else None, source=got.source if keyed else row.memory.source,
+                    session_id=got.session_id if keyed else row.memory.session_id, at=w.at,
+                    expires_at=got.expires_at)
                 w.insert(memory, vector, like=row)
                 return done("updated", memory, row.memory)
             memory = first_version(space=w.canonical, content=got.text, custom_id=got.custom_id,
@@ -292,8 +292,7 @@ class EngineWrites:
                 another space.
         """
         start, newest = w.chain_ends(id)
-        live = (newest is not None and newest.state == "active"
-                and (newest.expires_at is None or newest.expires_at > w.at))
+        live = newest is not None and newest.state == "active" and not is_expired(newest.expires_at, w.at)
         head, named = live_head(id, start, newest, live=live)
         row = w.find_live(id=head.id)
         if row is None:
@@ -418,8 +417,7 @@ class EngineWrites:
         if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
             raise InvalidInputError("since must be a time in epoch seconds")
         try:
-            moment = datetime.fromtimestamp(since, UTC).replace(tzinfo=None)
-            at = moment.isoformat(timespec="microseconds") + "Z"  # a year before 1000 padded too
+            at = now_text(datetime.fromtimestamp(since, UTC))
         except (OverflowError, OSError, ValueError):
             raise InvalidInputError("since must be a time in epoch seconds") from None
         for what, text in (("content", content), ("query", query)):
@@ -431,12 +429,9 @@ class EngineWrites:
         with self._writes.writing(space) as w:
             gone = w.forgotten_since(at, limit=RECENT_FORGETS)
             nearest = w.nearest_live(wanted) if wanted is not None and gone else None
-            twin = w.find_live(sha=digest, writable_only=True) if content is not None and gone else None
         if content is not None:
             found = next((m for m in gone if content_hash(m.content) == digest), None)
-            if found is None or twin is not None:
-                return None  # a live memory still says it: a forget run now would take it
-            return ForgetResult(memory=found, matched_by="content")
+            return None if found is None else ForgetResult(memory=found, matched_by="content")
         if wanted is None or not gone:
             return None
         sims = [float(v @ wanted) for v in self._embed_many([m.content for m in gone])]

@@ -21,7 +21,7 @@ from typing import Any
 from bli_memory.core.errors import InvalidInputError
 from bli_memory.core.memory.storable_text import shown_value
 
-__all__ = ["expiry_datetime", "parse_expiry"]
+__all__ = ["expiry_datetime", "is_expired", "now_text", "parse_expiry"]
 
 #: Longest expiry string considered, in characters (the longest ISO 8601 time with
 #: microseconds and a zone is 32); longer input is refused without being echoed.
@@ -78,3 +78,17 @@ def expiry_datetime(value: Any, *, future: bool = False) -> datetime | None:
     """
     text = parse_expiry(value, future=future)
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def now_text(moment: datetime | None = None) -> str:
+    """``moment`` (default now) in the stores' fixed-width UTC form,
+    ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, whose text order is time order (years before 1000 padded)."""
+    at = (moment or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(timespec="microseconds") + "Z"
+
+
+def is_expired(expires_at: str | None, at: str | None = None) -> bool:
+    """True when a memory expiring at ``expires_at`` (the stores' form, None: never) has
+    expired at ``at`` (the same form; default now)."""
+    return expires_at is not None and expires_at <= (at or now_text())
+

@@ -11,7 +11,6 @@ Pages read one page of rows at a time (keyset on ``seq``), never a whole space.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -93,7 +92,9 @@ def _space_arg(request: Request) -> str:
 
 
 def _expired(m: Memory) -> bool:
-    return bool(m.expires_at and m.expires_at <= datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    from bli_memory.core.memory.expiry import is_expired
+
+    return is_expired(m.expires_at)
 
 
 # --- the first page: a space and the others ------------------------------------------

@@ -221,7 +221,7 @@ class PostgresWrites(PgCore):
         row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = %s", (id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no memory with id {shown}")
-        start, owner_id = row_to_memory(row), int(row[15])
+        start, owner_id = row_to_memory(row), int(row[_OWNER])
         view = self._view(conn, start.space)
         if owner_id not in view.readers:
             raise NotFoundError(f"no memory with id {shown}")

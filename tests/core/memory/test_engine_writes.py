@@ -282,3 +282,21 @@ def test_a_retried_forget_by_query_is_not_another_memorys(engine: MemoryEngine, 
     engine.forget(space="s", id=a.id)
     found = engine.forgotten_by(space="s", since=0.0, query=query)
     assert found is not None and found.memory.id == a.id
+
+
+def test_a_keyless_twin_only_lengthens_a_keyed_memorys_life(engine: MemoryEngine, store: FakeStore) -> None:
+    keyed = engine.save("Likes green tea.", space="s", custom_id="drink", source="mcp",
+                        metadata={"kind": "preference", "note": "keep"}, expires_at="2099-07-01").memory
+    later = engine.save("Likes green tea.", space="s", metadata={"kind": "note"}, source="hook:claude")
+    assert later.status == "updated" and later.memory.expires_at is None
+    assert (later.memory.custom_id, later.memory.metadata, later.memory.source) == (
+        "drink", {"kind": "preference", "note": "keep"}, keyed.source)
+
+
+def test_a_retried_forget_by_text_answers_the_forget_done_even_with_a_live_copy(engine: MemoryEngine) -> None:
+    engine.save("Prefers tabs.", space="s")
+    engine.save("Prefers tabs.", space="s", custom_id="indent")  # a second live copy, under a key
+    gone = engine.forget(space="s", content="Prefers tabs.")
+    again = engine.forgotten_by(space="s", since=0.0, content="Prefers tabs.")
+    assert again is not None and again.memory.id == gone.memory.id  # the retry does not forget the other
+
