@@ -158,9 +158,9 @@ class Daemon:
             self.endpoint.release()
             return 1
         log("started", pid=self.pid, version=VERSION, idle_seconds=self.idle_seconds)
-        # numpy first, in this thread, before any worker thread starts: two threads
-        # importing it at once can be handed a half-initialised module by importlib.
-        import numpy  # noqa: F401
+        from bli_memory.core.memory.embeddings import import_numpy_here
+
+        import_numpy_here()  # before the warm-up thread starts
 
         self._start_thread(self._warm, "daemon-warm")
         self._start_thread(self._drain, "daemon-drain")

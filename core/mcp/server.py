@@ -87,9 +87,9 @@ def build_server(state_factory: Callable[[], ServerState]) -> MCPServer[ServerSt
             return
         warmed = threading.Event()
         stop = threading.Event()
-        # numpy first, in this thread, before any worker thread starts: two threads
-        # importing it at once can be handed a half-initialised module by importlib.
-        import numpy  # noqa: F401
+        from bli_memory.core.memory.embeddings import import_numpy_here
+
+        import_numpy_here()  # before the warm-up thread starts
 
         # Load the model off the request path so `initialize` answers at once.
         threading.Thread(target=_safe_warm, args=(state.backend, warmed), daemon=True,

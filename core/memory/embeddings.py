@@ -49,6 +49,7 @@ __all__ = [
     "ModelManifest",
     "OnnxEmbedder",
     "get_embedder",
+    "import_numpy_here",
     "parse_sums",
     "read_verified_model_files",
 ]
@@ -391,6 +392,14 @@ class OnnxEmbedder:
 
 _instance: OnnxEmbedder | None = None
 _instance_lock = threading.Lock()
+
+
+def import_numpy_here() -> None:
+    """Import numpy in the calling thread, before a long-lived process starts its warm-up
+    thread: two threads importing it at once can be handed a half-initialised module by
+    importlib (a page of the memory browser failed so). The MCP server, the daemon, the
+    memory browser and the service call this first."""
+    import numpy  # noqa: F401
 
 
 def get_embedder() -> OnnxEmbedder:

@@ -138,9 +138,9 @@ def main(argv: list[str]) -> int:
     guard = build_app(state, port=port)
     sys.stdout.write(guard.url + "\n")
     sys.stdout.flush()
-    # numpy first, in this thread: a page's search thread and the warm-up thread importing
-    # it at once can be handed a half-initialised module by importlib (a page failed so).
-    import numpy  # noqa: F401
+    from bli_memory.core.memory.embeddings import import_numpy_here
+
+    import_numpy_here()  # before the warm-up thread starts
 
     # Open the store and load the model now, so the first search does not wait for them.
     threading.Thread(target=_warm_up, args=(backend,), name="bli-ui-warm-up", daemon=True).start()

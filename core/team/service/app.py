@@ -244,7 +244,9 @@ def create_app(
             except Exception as exc:
                 _log.error("embedding model failed to load: %s", type(exc).__name__)
 
-        import numpy  # noqa: F401  (here, first: two threads importing it at once can fail)
+        from bli_memory.core.memory.embeddings import import_numpy_here
+
+        import_numpy_here()  # before the warm-up thread starts
 
         threading.Thread(target=warm, name="warm-up", daemon=True).start()
         stop = anyio.Event()
