@@ -1,0 +1,76 @@
+"""A repository's commit messages, read with git, newest first, and read again only from
+where the last read stopped.
+
+A commit message is often the only place a decision's reason is written ("switch the queue
+to Dramatiq: Celery's prefetch lost jobs on deploy"). Merges are left out: their message
+says which branch, not why. Standard library only (git itself is run as a process).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["MAX_COMMITS", "Commit", "read_commits"]
+
+#: Most commits read in one index run (the newest).
+MAX_COMMITS = 10_000
+
+_FIELD, _RECORD = "\x1f", "\x1e"
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit message.
+
+    Attributes:
+        sha: The full id (40 hex digits).
+        date: The committer date, ISO 8601 with its offset.
+        subject: The first line.
+        body: The rest, stripped (may be empty).
+    """
+
+    sha: str
+    date: str
+    subject: str
+    body: str
+
+    @property
+    def short(self) -> str:
+        """The first 12 hex digits, as a match shows the commit."""
+        return self.sha[:12]
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=300,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ValueError(f"cannot read the git history: {exc}") from None
+
+
+def read_commits(root: Path, *, since: str | None = None, limit: int = MAX_COMMITS) -> list[Commit]:
+    """The commits of ``HEAD`` newer than ``since`` (all when ``since`` is None or is no
+    longer in the history, as after a rewrite), newest first, at most ``limit``.
+
+    Raises:
+        ValueError: ``root`` is not in a git work tree, or git is missing.
+    """
+    if since is not None and _git(root, "merge-base", "--is-ancestor", since, "HEAD").returncode != 0:
+        since = None
+    span = [f"{since}..HEAD"] if since else ["HEAD"]
+    done = _git(root, "log", "--no-merges", f"--max-count={int(limit)}",
+                f"--format=%H{_FIELD}%cI{_FIELD}%s{_FIELD}%b{_RECORD}", *span, "--")
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip()
+        if "does not have any commits" in message or "unknown revision" in message:
+            return []  # a repository with no commit yet
+        raise ValueError(f"cannot read the git history: {message[:200]}")
+    out = []
+    for record in done.stdout.decode("utf-8", "replace").split(_RECORD):
+        fields = record.strip("\n").split(_FIELD)
+        if len(fields) == 4 and len(fields[0]) >= 40:
+            out.append(Commit(sha=fields[0], date=fields[1], subject=fields[2].strip(),
+                              body=fields[3].strip()))
+    return out
