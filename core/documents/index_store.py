@@ -1,0 +1,285 @@
+"""The embedded documents index: one SQLite file beside the memory store, never mixed into it.
+
+Kept apart on purpose: documents are derived data, rebuilt from the repository at will, so
+deleting the index is deleting this file, and the memory store's rules (dedup, versions,
+tombstones) never apply to them. Per space (container tag):
+
+- ``doc_files``: each indexed file's size, mtime and content hash (an unchanged file costs a
+  stat on the next run);
+- ``doc_chunks``: the chunks of documents and the commit messages, each with its kind
+  (``document`` or ``commit``), path and lines or sha and date, heading trail, text (its
+  secrets masked before it is stored) and embedding (float32 blob);
+- ``doc_fts``: FTS5 over the chunks' terms, as the memory store indexes memories
+  (:mod:`bli_memory.core.memory.terms`);
+- ``doc_forgotten``: paths the person keeps out (``documents forget PATH``);
+- ``doc_state``: the repository root, the last commit read, when it was refreshed, and what
+  was skipped and why.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction. Standard library only (numpy arrives
+with the vectors the caller gives).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.errors import StoreError
+from bli_memory.core.memory.terms import FTS_TOKENIZE, index_text
+
+__all__ = ["DocumentIndex", "IndexedChunk", "SpaceState"]
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS doc_files (
+    space TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, PRIMARY KEY (space, path));
+CREATE TABLE IF NOT EXISTS doc_chunks (
+    seq INTEGER PRIMARY KEY, space TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('document', 'commit')),
+    path TEXT NOT NULL DEFAULT '', sha TEXT, date TEXT, heading TEXT NOT NULL DEFAULT '[]',
+    start_line INTEGER, end_line INTEGER, text TEXT NOT NULL, embedding BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS doc_chunks_file ON doc_chunks (space, kind, path);
+CREATE VIRTUAL TABLE IF NOT EXISTS doc_fts USING fts5 (terms, tokenize = "{FTS_TOKENIZE}");
+CREATE TABLE IF NOT EXISTS doc_forgotten (space TEXT NOT NULL, path TEXT NOT NULL, at TEXT NOT NULL,
+    PRIMARY KEY (space, path));
+CREATE TABLE IF NOT EXISTS doc_state (space TEXT PRIMARY KEY, root TEXT, last_commit TEXT,
+    refreshed_at TEXT, skipped TEXT NOT NULL DEFAULT '[]');
+"""
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """A chunk as stored (``heading`` is the trail, outermost first)."""
+
+    seq: int
+    space: str
+    kind: str
+    path: str
+    sha: str | None
+    date: str | None
+    heading: tuple[str, ...]
+    start: int | None
+    end: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class SpaceState:
+    """What the index holds for a space: counts, the last commit read, when it was refreshed
+    (ISO 8601 UTC or None), and the skipped files as ``[(path, reason), ...]``."""
+
+    documents: int
+    chunks: int
+    commits: int
+    last_commit: str | None
+    refreshed_at: str | None
+    root: str | None
+    skipped: tuple[tuple[str, str], ...]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class DocumentIndex:
+    """The documents index file (created on first use, mode 0600 in a 0700 folder).
+
+    Args:
+        path: The SQLite file.
+
+    Raises:
+        StoreError: the file cannot be opened.
+
+    Thread-safe (one connection behind a lock).
+    """
+
+    def __init__(self, path: Path) -> None:
+        from bli_memory.core.private_files import make_own_private_dir, make_private_file
+
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            make_own_private_dir(path.parent)
+            make_private_file(path)
+            self._conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA secure_delete = ON")
+            self._conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the documents index: {exc}", reason="store_unavailable") from exc
+
+    def close(self) -> None:
+        """Close the file. Idempotent."""
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"the documents index is busy: {exc}", reason="store_busy") from exc
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    # --- files ---------------------------------------------------------------------
+
+    def files(self, space: str) -> dict[str, tuple[int, int, str]]:
+        """``{path: (size, mtime_ns, sha256)}`` of the indexed documents of a space."""
+        with self._lock:
+            rows = self._conn.execute("SELECT path, size, mtime_ns, sha256 FROM doc_files WHERE space = ?",
+                                      (space,)).fetchall()
+        return {str(r[0]): (int(r[1]), int(r[2]), str(r[3])) for r in rows}
+
+    def touch_file(self, space: str, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size and mtime for a file whose content did not change."""
+        with self._write() as conn:
+            conn.execute("UPDATE doc_files SET size = ?, mtime_ns = ? WHERE space = ? AND path = ?",
+                         (size, mtime_ns, space, path))
+
+    def replace_file(self, space: str, path: str, *, size: int, mtime_ns: int, sha256: str,
+                     chunks: Sequence[tuple[tuple[str, ...], int, int, str]], vectors: Any) -> None:
+        """Put a file's chunks (``(heading, start, end, text)``, text already masked) and
+        their vectors (float32, one row each) in place of its old ones, in one transaction."""
+        with self._write() as conn:
+            self._drop(conn, space, "document", path)
+            for (heading, start, end, text), vector in zip(chunks, vectors, strict=True):
+                self._insert(conn, space, "document", path, None, None, heading, start, end, text, vector)
+            conn.execute("INSERT INTO doc_files (space, path, size, mtime_ns, sha256) VALUES (?, ?, ?, ?, ?) "
+                         "ON CONFLICT (space, path) DO UPDATE SET size = excluded.size, "
+                         "mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256",
+                         (space, path, size, mtime_ns, sha256))
+
+    def remove_file(self, space: str, path: str) -> None:
+        """Drop a file and its chunks (deleted from the repository, or forgotten)."""
+        with self._write() as conn:
+            self._drop(conn, space, "document", path)
+            conn.execute("DELETE FROM doc_files WHERE space = ? AND path = ?", (space, path))
+
+    @staticmethod
+    def _drop(conn: sqlite3.Connection, space: str, kind: str, path: str) -> None:
+        seqs = [r[0] for r in conn.execute(
+            "SELECT seq FROM doc_chunks WHERE space = ? AND kind = ? AND path = ?", (space, kind, path))]
+        for seq in seqs:
+            conn.execute("DELETE FROM doc_fts WHERE rowid = ?", (seq,))
+        conn.execute("DELETE FROM doc_chunks WHERE space = ? AND kind = ? AND path = ?", (space, kind, path))
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, space: str, kind: str, path: str, sha: str | None, date: str | None,
+                heading: tuple[str, ...], start: int | None, end: int | None, text: str, vector: Any) -> None:
+        from bli_memory.core.embedded.vector_codec import encode_vector
+
+        cur = conn.execute(
+            "INSERT INTO doc_chunks (space, kind, path, sha, date, heading, start_line, end_line, text, "
+            "embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (space, kind, path, sha, date, json.dumps(list(heading), ensure_ascii=False), start, end, text,
+             encode_vector(vector)))
+        terms = index_text(" ".join((*heading, path, text)))
+        conn.execute("INSERT INTO doc_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms))
+
+    # --- commits -------------------------------------------------------------------
+
+    def add_commits(self, space: str, commits: Sequence[tuple[str, str, str]], vectors: Any,
+                    last_commit: str | None) -> None:
+        """Append commit messages (``(sha, date, text)``, text already masked) and record
+        the newest sha read."""
+        with self._write() as conn:
+            for (sha, date, text), vector in zip(commits, vectors, strict=True):
+                self._insert(conn, space, "commit", "", sha, date, (), None, None, text, vector)
+            if last_commit is not None:
+                conn.execute("INSERT INTO doc_state (space, last_commit) VALUES (?, ?) ON CONFLICT (space) "
+                             "DO UPDATE SET last_commit = excluded.last_commit", (space, last_commit))
+
+    # --- forget, state ---------------------------------------------------------------
+
+    def forget_path(self, space: str, path: str) -> int:
+        """Keep ``path`` (a file, or a folder ending in ``/``) out of the space's index from now
+        on, and drop what is indexed of it; returns the files dropped."""
+        prefix = path if path.endswith("/") else None
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO doc_forgotten (space, path, at) VALUES (?, ?, ?)",
+                         (space, path, _now()))
+            paths = [r[0] for r in conn.execute("SELECT path FROM doc_files WHERE space = ?", (space,))
+                     if (r[0].startswith(prefix) if prefix else r[0] == path)]
+            for p in paths:
+                self._drop(conn, space, "document", p)
+                conn.execute("DELETE FROM doc_files WHERE space = ? AND path = ?", (space, p))
+        return len(paths)
+
+    def forgotten_paths(self, space: str) -> list[str]:
+        """The paths kept out of the space's index (a folder ends in ``/``)."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute(
+                "SELECT path FROM doc_forgotten WHERE space = ? ORDER BY path", (space,))]
+
+    def set_state(self, space: str, *, root: str, skipped: Sequence[tuple[str, str]]) -> None:
+        """Record a finished run: the root, its time and what was skipped."""
+        with self._write() as conn:
+            conn.execute("INSERT INTO doc_state (space, root, refreshed_at, skipped) VALUES (?, ?, ?, ?) "
+                         "ON CONFLICT (space) DO UPDATE SET root = excluded.root, "
+                         "refreshed_at = excluded.refreshed_at, skipped = excluded.skipped",
+                         (space, root, _now(), json.dumps([list(s) for s in skipped])))
+
+    def state(self, space: str) -> SpaceState:
+        """The space's counts and state."""
+        with self._lock:
+            conn = self._conn
+            docs = conn.execute("SELECT count(*) FROM doc_files WHERE space = ?", (space,)).fetchone()[0]
+            counts = dict(conn.execute(
+                "SELECT kind, count(*) FROM doc_chunks WHERE space = ? GROUP BY kind", (space,)).fetchall())
+            row = conn.execute("SELECT root, last_commit, refreshed_at, skipped FROM doc_state "
+                               "WHERE space = ?", (space,)).fetchone()
+        root, last, at, skipped = row if row else (None, None, None, "[]")
+        return SpaceState(documents=int(docs), chunks=int(counts.get("document", 0)),
+                          commits=int(counts.get("commit", 0)), last_commit=last, refreshed_at=at, root=root,
+                          skipped=tuple((str(p), str(r)) for p, r in json.loads(skipped)))
+
+    # --- reads for search ----------------------------------------------------------------
+
+    def vectors(self, space: str, kinds: Sequence[str]) -> tuple[list[int], Any]:
+        """``(seqs, matrix)``: every chunk of these kinds in the space and its unit vector."""
+        import numpy as np
+
+        from bli_memory.core.embedded.vector_codec import decode_vector
+
+        marks = ",".join("?" * len(kinds))
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT seq, embedding FROM doc_chunks WHERE space = ? AND kind IN ({marks})",
+                (space, *kinds)).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [int(r[0]) for r in rows], np.vstack([decode_vector(r[1]) for r in rows])
+
+    def keyword(self, space: str, kinds: Sequence[str], match: str, *, limit: int) -> list[int]:
+        """Chunks matching an FTS5 expression, best (bm25) first."""
+        marks = ",".join("?" * len(kinds))
+        with self._lock:
+            return [int(r[0]) for r in self._conn.execute(
+                "SELECT c.seq FROM doc_fts f JOIN doc_chunks c ON c.seq = f.rowid WHERE doc_fts MATCH ? "
+                f"AND c.space = ? AND c.kind IN ({marks}) ORDER BY bm25(doc_fts) LIMIT ?",
+                (match, space, *kinds, int(limit)))]
+
+    def chunks(self, seqs: Sequence[int]) -> dict[int, IndexedChunk]:
+        """Chunks by seq."""
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT seq, space, kind, path, sha, date, heading, start_line, end_line, text "
+                f"FROM doc_chunks WHERE seq IN ({marks})", tuple(seqs)).fetchall()
+        return {int(r[0]): IndexedChunk(int(r[0]), r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])),
+                                        r[7], r[8], r[9]) for r in rows}

@@ -1,0 +1,135 @@
+"""Index a repository's documents and commit messages into a space, incrementally.
+
+One run (:func:`index_space`):
+
+1. lists the tracked documents (:func:`~bli_memory.core.documents.sources.tracked_documents`),
+   leaving out the forgotten paths;
+2. for each one, compares size and mtime with the index: unchanged costs a stat; a changed
+   one is read, hashed (same content: only the stat is recorded), chunked
+   (:func:`~bli_memory.core.documents.chunks.chunk_document`), masked
+   (:func:`~bli_memory.core.memory.redaction.redact`: no secret reaches the index) and
+   embedded, then put in place of its old chunks in one transaction;
+3. drops the files no longer tracked;
+4. appends the commit messages newer than the last one read
+   (:func:`~bli_memory.core.documents.commits.read_commits`).
+
+A run can be long on a large repository (minutes for thousands of files): it reports its
+progress through ``progress`` and is run in the background, never inside a hook.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.documents.chunks import chunk_document
+from bli_memory.core.documents.commits import read_commits
+from bli_memory.core.documents.index_store import DocumentIndex
+from bli_memory.core.documents.sources import DEFAULT_INCLUDE, Skipped, glob_matches, tracked_documents
+
+__all__ = ["EMBED_BATCH", "IndexReport", "index_space"]
+
+#: Chunks embedded per model call.
+EMBED_BATCH = 64
+
+
+@dataclass
+class IndexReport:
+    """What one run did: files seen, (re)indexed, unchanged, removed; chunks and commits
+    written; files skipped, by reason."""
+
+    documents: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks: int = 0
+    commits: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def _embed(embed_many: Callable[[Sequence[str]], Any], texts: Sequence[str]) -> Any:
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    parts = [np.asarray(embed_many(texts[i:i + EMBED_BATCH]), dtype=np.float32)
+             for i in range(0, len(texts), EMBED_BATCH)]
+    return np.vstack(parts)
+
+
+def _masked(text: str) -> str:
+    from bli_memory.core.memory.redaction import redact
+
+    return redact(text).text
+
+
+def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Callable[[Sequence[str]], Any],
+                include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
+                progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
+    """Bring the space's index up to date with the repository at ``root``.
+
+    Args:
+        index: The documents index.
+        root: A folder in a git work tree (its tracked documents are indexed).
+        space: The container tag the documents belong to.
+        embed_many: ``(texts) -> unit vectors`` of the embedding model.
+        include: Globs of the files that are documents.
+        exclude: Globs never indexed.
+        progress: Called as ``(stage, done, total)`` with stage ``documents`` or ``commits``.
+
+    Returns:
+        :class:`IndexReport`.
+
+    Raises:
+        ValueError: ``root`` is not in a git work tree.
+        StoreError: the index cannot be written.
+    """
+    report = IndexReport()
+    forgotten = index.forgotten_paths(space)
+    docs, skipped = tracked_documents(root, include=include, exclude=[*exclude, *forgotten])
+    skipped = [Skipped(s.path, "forgotten") if glob_matches(s.path, forgotten) else s for s in skipped]
+    known = index.files(space)
+    report.documents = len(docs)
+    for n, doc in enumerate(docs, 1):
+        if progress is not None:
+            progress("documents", n, len(docs))
+        old = known.pop(doc.path, None)
+        if old is not None and old[:2] == (doc.size, doc.mtime_ns):
+            report.unchanged += 1
+            continue
+        try:
+            raw = (root / doc.path).read_bytes()
+        except OSError:
+            continue
+        sha = hashlib.sha256(raw).hexdigest()
+        if old is not None and old[2] == sha:
+            index.touch_file(space, doc.path, doc.size, doc.mtime_ns)
+            report.unchanged += 1
+            continue
+        text = raw.decode("utf-8", "replace")
+        pieces = [(c.heading, c.start, c.end, _masked(c.text)) for c in chunk_document(doc.path, text)]
+        vectors = _embed(embed_many, [" / ".join((*h, body)) for h, _, _, body in pieces])
+        index.replace_file(space, doc.path, size=doc.size, mtime_ns=doc.mtime_ns, sha256=sha, chunks=pieces,
+                           vectors=vectors)
+        report.indexed += 1
+        report.chunks += len(pieces)
+    for gone in known:  # no longer tracked, or now skipped
+        index.remove_file(space, gone)
+        report.removed += 1
+    last = index.state(space).last_commit
+    commits = read_commits(root, since=last)
+    if commits:
+        texts = [_masked(f"{c.subject}\n\n{c.body}".strip()) for c in reversed(commits)]
+        vectors = _embed(embed_many, texts)
+        rows = [(c.sha, c.date, t) for c, t in zip(reversed(commits), texts, strict=True)]
+        index.add_commits(space, rows, vectors, last_commit=commits[0].sha)
+        report.commits = len(commits)
+        if progress is not None:
+            progress("commits", len(commits), len(commits))
+    for s in skipped:
+        report.skipped[s.reason] = report.skipped.get(s.reason, 0) + 1
+    index.set_state(space, root=str(root), skipped=[(s.path, s.reason) for s in skipped])
+    return report

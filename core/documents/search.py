@@ -1,0 +1,98 @@
+"""Search a space's documents and commit messages: by meaning and by keyword at once.
+
+The channels are the memory search's (:mod:`bli_memory.core.memory.retrieval`): exact cosine
+over the chunks' vectors, and FTS5 over their terms requiring every query term, then any;
+fused by the same weighted reciprocal-rank fusion
+(:func:`~bli_memory.core.memory.ranking.reciprocal_rank_fusion`). A hit carries its true
+cosine similarity (every chunk has a vector) and the fused score, which orders hits and is
+never shown as a similarity. Each hit links to where it is: the file and its lines on the
+repository's web host when the remote is a known one, else the file on disk; a commit to its
+page on the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bli_memory.core.documents.index_store import DocumentIndex, IndexedChunk
+from bli_memory.core.memory.ranking import RankingConfig, reciprocal_rank_fusion
+from bli_memory.core.memory.retrieval import query_text
+from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_terms
+
+__all__ = ["CANDIDATES", "DocumentHit", "link_for", "search_documents"]
+
+#: Candidates each channel gives the fusion.
+CANDIDATES = 50
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """One document or commit match.
+
+    Attributes:
+        chunk: The chunk matched.
+        score: The fused score (orders hits; not a similarity).
+        similarity: The cosine similarity of the chunk and the query.
+        link: Where to open it (a web URL or a ``file://`` URL), or None.
+    """
+
+    chunk: IndexedChunk
+    score: float
+    similarity: float
+    link: str | None
+
+
+def link_for(chunk: IndexedChunk, *, root: str | None, web: str | None, revision: str | None) -> str | None:
+    """Where a chunk opens.
+
+    Args:
+        root: The repository's folder on this machine.
+        web: The repository's web address (``https://github.com/org/repo``), when known.
+        revision: The commit the documents were read at, for a stable web link.
+    """
+    if chunk.kind == "commit":
+        if web and chunk.sha:
+            return f"{web}/commit/{chunk.sha}"
+        return None
+    lines = f"#L{chunk.start}-L{chunk.end}" if chunk.start else ""
+    if web:
+        marker = "/-/blob/" if "gitlab" in web else "/blob/"
+        return f"{web}{marker}{revision or 'HEAD'}/{chunk.path}{lines}"
+    if root:
+        return Path(root, chunk.path).as_uri() + lines
+    return None
+
+
+def search_documents(index: DocumentIndex, query: str, *, space: str, embed: Callable[[str], Any],
+                     limit: int = 5, kinds: Sequence[str] = ("document", "commit"),
+                     ranking: RankingConfig | None = None,
+                     links: Callable[[IndexedChunk], str | None] | None = None) -> list[DocumentHit]:
+    """The best ``limit`` chunks of ``kinds`` in the space for ``query``, best first.
+
+    An empty query, or a space with nothing indexed, gives no hits (the model is not run).
+    """
+    import numpy as np
+
+    q = query_text(query)
+    if not q or limit < 1:
+        return []
+    seqs, matrix = index.vectors(space, kinds)
+    if not seqs:
+        return []
+    wanted = np.asarray(embed(q), dtype=np.float32)
+    sims = matrix @ wanted
+    order = np.argsort(-sims)[:CANDIDATES]
+    rankings: dict[str, list[int]] = {"vector": [seqs[i] for i in order]}
+    terms = query_terms(q)
+    for channel, expr in (("keyword_all", fts_all_query(terms)), ("keyword_any", fts_any_query(terms))):
+        if expr:
+            rankings[channel] = index.keyword(space, kinds, expr, limit=CANDIDATES)
+    fused = reciprocal_rank_fusion(rankings, ranking or RankingConfig())
+    best = sorted(fused, key=lambda s: (-fused[s], s))[:limit]
+    position = {s: i for i, s in enumerate(seqs)}
+    found = index.chunks(best)
+    return [DocumentHit(chunk=found[s], score=fused[s], similarity=round(float(sims[position[s]]), 4),
+                        link=links(found[s]) if links else None) for s in best if s in found]
