@@ -38,6 +38,9 @@ commands:
   memory search|save|update|recall|list|get|forget|purge|export|import|audit|...
                          search, save, correct, inspect and manage the stored memories
                          (`memory --help` lists them all)
+  documents index|status|search|forget|delete
+                         the project's documents and commit messages, searched beside
+                         its memories
   model list|install NAME
                          embedding models: install mpnet (all-mpnet-base-v2) to use it
   ui [--no-open] [--port N]
@@ -138,6 +141,7 @@ _SUBCOMMANDS = {
     "worker": "bli_memory.core.cli.worker",
     "service": "bli_memory.core.cli.service",
     "memory": "bli_memory.core.cli.memory",
+    "documents": "bli_memory.core.cli.documents",
     "model": "bli_memory.core.cli.model",
     "ui": "bli_memory.core.ui.cli",
 }

@@ -1,0 +1,190 @@
+"""``bli-memory-mcp documents index|status|search|forget|delete``: the project's own documents
+and commit history, indexed beside the memories (:mod:`bli_memory.core.documents`).
+
+The index is a file of its own next to the memory store (``documents.sqlite3``); a space
+defaults to the current folder's, the repository to the git work tree around it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["index_path", "main"]
+
+
+def index_path() -> Path:
+    """The documents index file: ``documents.sqlite3`` beside the memory store."""
+    from bli_memory.core.settings import load_settings
+
+    return load_settings().store_path.with_name("documents.sqlite3")
+
+
+def _space(arg: str | None) -> str:
+    from bli_memory.core.memory.engine_writes import checked_space
+
+    if arg:
+        return checked_space(arg)
+    from bli_memory.core.hooks.container_tag import checked_space as folder_space
+
+    return folder_space(os.getcwd(), environ=os.environ).tag
+
+
+def _root(arg: str | None) -> Path:
+    from bli_memory.core.errors import InvalidInputError
+
+    where = arg or os.getcwd()
+    done = subprocess.run(["git", "-C", where, "rev-parse", "--show-toplevel"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise InvalidInputError(f"{where} is not inside a git work tree: documents are the files git tracks")
+    return Path(done.stdout.strip())
+
+
+def _embedder() -> Any:
+    from bli_memory.core.memory import embeddings
+    from bli_memory.core.memory.embedder import load_embedder
+    from bli_memory.core.plugins import get_plugin_manager
+    from bli_memory.core.settings import load_settings
+
+    name = load_settings().embedder
+    if name == embeddings.MODEL_NAME:
+        return embeddings.get_embedder()
+    return load_embedder(name, get_plugin_manager())
+
+
+def main(argv: list[str]) -> int:
+    """Run one ``documents`` subcommand; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="bli-memory-mcp documents",
+        description="The project's documents and commit messages, searched beside its memories.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    p = sub.add_parser("index", help="index (or bring up to date) the repository's documents and commits")
+    p.add_argument("--space", help="container tag (default: the current folder's)")
+    p.add_argument("--root", help="a folder in the repository (default: the current folder)")
+    p.add_argument("--include", action="append", default=None, metavar="GLOB",
+                   help="files that are documents")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="files never indexed")
+    p = sub.add_parser("status", help="what is indexed, when, and what was skipped and why")
+    p.add_argument("--space")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("search", help="search the documents and commit messages")
+    p.add_argument("query")
+    p.add_argument("--space")
+    p.add_argument("--kind", choices=("document", "commit", "all"), default="all")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("forget", help="keep a path (a file, or a folder ending in /) out of the index")
+    p.add_argument("path")
+    p.add_argument("--space")
+    p = sub.add_parser("delete", help="delete the whole documents index (every space)")
+    p.add_argument("--yes", action="store_true", help="really delete it")
+    args = parser.parse_args(argv)
+
+    if args.command == "delete":
+        return _delete(args.yes)
+    from bli_memory.core.documents.index_store import DocumentIndex
+
+    index = DocumentIndex(index_path())
+    try:
+        space = _space(args.space)
+        if args.command == "index":
+            return _index(index, space, args)
+        if args.command == "status":
+            return _status(index, space, args.json)
+        if args.command == "forget":
+            path = args.path.strip().removeprefix("./")
+            dropped = index.forget_path(space, path)
+            sys.stdout.write(f"{path} is kept out of space {space} from now on ({dropped} file(s) dropped)\n")
+            return 0
+        return _search(index, space, args)
+    finally:
+        index.close()
+
+
+def _index(index: Any, space: str, args: argparse.Namespace) -> int:
+    from bli_memory.core.documents.indexer import index_space
+    from bli_memory.core.documents.sources import DEFAULT_INCLUDE
+
+    root = _root(args.root)
+    embedder = _embedder()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if sys.stderr.isatty() and (done == total or done % 50 == 0):
+            sys.stderr.write(f"\r{stage}: {done}/{total}")
+            sys.stderr.flush()
+
+    report = index_space(index, root, space=space, embed_many=embedder.embed,
+                         include=args.include or DEFAULT_INCLUDE, exclude=args.exclude, progress=progress)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
+    sys.stdout.write(f"space {space}: {report.documents} documents ({report.indexed} indexed, "
+                     f"{report.unchanged} unchanged, {report.removed} removed; {report.chunks} chunks), "
+                     f"{report.commits} new commits; skipped: {skipped}\n")
+    return 0
+
+
+def _status(index: Any, space: str, as_json: bool) -> int:
+    st = index.state(space)
+    if as_json:
+        out = {"space": space, "documents": st.documents, "chunks": st.chunks, "commits": st.commits,
+               "lastCommit": st.last_commit, "refreshedAt": st.refreshed_at, "root": st.root,
+               "skipped": [{"path": p, "reason": r} for p, r in st.skipped]}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    when = st.refreshed_at or "never"
+    sys.stdout.write(f"space {space}: {st.documents} documents ({st.chunks} chunks), {st.commits} commits; "
+                     f"refreshed {when}\n")
+    for path, reason in st.skipped:
+        sys.stdout.write(f"  skipped {path}: {reason}\n")
+    return 0
+
+
+def _search(index: Any, space: str, args: argparse.Namespace) -> int:
+    from bli_memory.core.documents.search import link_for, search_documents
+
+    kinds = ("document", "commit") if args.kind == "all" else (args.kind,)
+    embedder = _embedder()
+    root = index.state(space).root
+    hits = search_documents(index, args.query, space=space, embed=lambda t: embedder.embed([t])[0],
+                            limit=max(1, min(args.limit, 50)), kinds=kinds,
+                            links=lambda c: link_for(c, root=root, web=None, revision=None))
+    if args.json:
+        rows = [{"kind": h.chunk.kind, "path": h.chunk.path or None, "startLine": h.chunk.start,
+                 "endLine": h.chunk.end, "sha": h.chunk.sha, "date": h.chunk.date,
+                 "heading": list(h.chunk.heading), "text": h.chunk.text, "similarity": h.similarity,
+                 "link": h.link} for h in hits]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    if not hits:
+        sys.stdout.write(f"(no documents or commits match in space {space}; `documents index` first?)\n")
+    for h in hits:
+        c = h.chunk
+        where = (f"{c.path}:{c.start}-{c.end}" if c.kind == "document" else f"commit {c.sha and c.sha[:12]} "
+                 f"{(c.date or '')[:10]}")
+        trail = " > ".join(c.heading)
+        sys.stdout.write(f"{where}  [similarity {h.similarity:.2f}]{'  ' + trail if trail else ''}\n")
+        sys.stdout.write("    " + " ".join(c.text.split())[:300] + "\n")
+    return 0
+
+
+def _delete(yes: bool) -> int:
+    path = index_path()
+    if not yes:
+        sys.stdout.write(f"this deletes {path} (every space's documents index); run again with --yes\n")
+        return 1
+    removed = 0
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            part.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+    sys.stdout.write(f"deleted {path}\n" if removed else f"no documents index at {path}\n")
+    return 0
