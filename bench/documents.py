@@ -92,7 +92,8 @@ def main() -> int:
             seqs = index.keyword(q["repo"], ("document",), expr, limit=5) if expr else []
             chunks = index.chunks(seqs)
             keyword = next((i for i, s in enumerate(seqs, 1) if s in chunks and _hit(chunks[s], q)), None)
-            results["rows"].append({"repo": q["repo"], "q": q["q"], "hybrid_rank": hybrid, "keyword_rank": keyword})
+            results["rows"].append({"repo": q["repo"], "q": q["q"], "hybrid_rank": hybrid,
+                                    "keyword_rank": keyword})
         index.close()
     rows = results["rows"]
 
