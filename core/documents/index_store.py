@@ -104,6 +104,10 @@ class DocumentIndex:
 
         self.path = path
         self._lock = threading.RLock()
+        #: ``{(space, kinds): (version, seqs, matrix)}``: the vectors of a search, kept until
+        #: the file changes (this connection's writes, or another's: ``PRAGMA data_version``).
+        self._vectors: dict[tuple[str, tuple[str, ...]], tuple[Any, list[int], Any]] = {}
+        self._own_writes = 0
         try:
             make_own_private_dir(path.parent)
             make_private_file(path)
@@ -129,6 +133,7 @@ class DocumentIndex:
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
+                self._own_writes += 1
             except BaseException:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -249,19 +254,29 @@ class DocumentIndex:
     # --- reads for search ----------------------------------------------------------------
 
     def vectors(self, space: str, kinds: Sequence[str]) -> tuple[list[int], Any]:
-        """``(seqs, matrix)``: every chunk of these kinds in the space and its unit vector."""
+        """``(seqs, matrix)``: every chunk of these kinds in the space and its unit vector, read
+        once and kept until the file changes."""
         import numpy as np
 
         from bli_memory.core.embedded.vector_codec import decode_vector
 
+        key = (space, tuple(kinds))
         marks = ",".join("?" * len(kinds))
         with self._lock:
+            version = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._own_writes)
+            kept = self._vectors.get(key)
+            if kept is not None and kept[0] == version:
+                return kept[1], kept[2]
             rows = self._conn.execute(
                 f"SELECT seq, embedding FROM doc_chunks WHERE space = ? AND kind IN ({marks})",
                 (space, *kinds)).fetchall()
-        if not rows:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        return [int(r[0]) for r in rows], np.vstack([decode_vector(r[1]) for r in rows])
+            if not rows:
+                return [], np.zeros((0, 0), dtype=np.float32)
+            seqs, matrix = [int(r[0]) for r in rows], np.vstack([decode_vector(r[1]) for r in rows])
+            if len(self._vectors) >= 16:
+                self._vectors.clear()
+            self._vectors[key] = (version, seqs, matrix)
+            return seqs, matrix
 
     def keyword(self, space: str, kinds: Sequence[str], match: str, *, limit: int) -> list[int]:
         """Chunks matching an FTS5 expression, best (bm25) first."""
