@@ -148,6 +148,17 @@ class DocumentIndex:
                                       (space,)).fetchall()
         return {str(r[0]): (int(r[1]), int(r[2]), str(r[3])) for r in rows}
 
+    def file_vectors(self, space: str, path: str) -> dict[tuple[tuple[str, ...], str], Any]:
+        """``{(heading, text): vector}`` of a file's chunks as indexed: a changed file's
+        unchanged chunks keep their vectors, so only what changed is embedded again."""
+        from bli_memory.core.embedded.vector_codec import decode_vector
+
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT heading, text, embedding FROM doc_chunks "
+                "WHERE space = ? AND kind = 'document' AND path = ?", (space, path)).fetchall()
+        return {(tuple(json.loads(h)), t): decode_vector(e) for h, t, e in rows}
+
     def touch_file(self, space: str, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size and mtime for a file whose content did not change."""
         with self._write() as conn:

@@ -111,7 +111,11 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
             continue
         text = raw.decode("utf-8", "replace")
         pieces = [(c.heading, c.start, c.end, _masked(c.text)) for c in chunk_document(doc.path, text)]
-        vectors = _embed(embed_many, [" / ".join((*h, body)) for h, _, _, body in pieces])
+        kept = index.file_vectors(space, doc.path) if old is not None else {}
+        fresh = [p for p in pieces if (p[0], p[3]) not in kept]
+        made = dict(zip([(h, body) for h, _, _, body in fresh],
+                        _embed(embed_many, [" / ".join((*h, body)) for h, _, _, body in fresh]), strict=True))
+        vectors = [kept.get((h, body), made.get((h, body))) for h, _, _, body in pieces]
         index.replace_file(space, doc.path, size=doc.size, mtime_ns=doc.mtime_ns, sha256=sha, chunks=pieces,
                            vectors=vectors)
         report.indexed += 1
