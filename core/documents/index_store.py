@@ -26,15 +26,15 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bli_memory.core.errors import StoreError
+from bli_memory.core.memory.documents import DocumentChunk, DocumentsState
 from bli_memory.core.memory.terms import FTS_TOKENIZE, index_text
 
-__all__ = ["DocumentIndex", "IndexedChunk", "SpaceState"]
+__all__ = ["DocumentIndex"]
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS doc_files (
@@ -51,36 +51,6 @@ CREATE TABLE IF NOT EXISTS doc_forgotten (space TEXT NOT NULL, path TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS doc_state (space TEXT PRIMARY KEY, root TEXT, last_commit TEXT,
     refreshed_at TEXT, skipped TEXT NOT NULL DEFAULT '[]');
 """
-
-
-@dataclass(frozen=True)
-class IndexedChunk:
-    """A chunk as stored (``heading`` is the trail, outermost first)."""
-
-    seq: int
-    space: str
-    kind: str
-    path: str
-    sha: str | None
-    date: str | None
-    heading: tuple[str, ...]
-    start: int | None
-    end: int | None
-    text: str
-
-
-@dataclass(frozen=True)
-class SpaceState:
-    """What the index holds for a space: counts, the last commit read, when it was refreshed
-    (ISO 8601 UTC or None), and the skipped files as ``[(path, reason), ...]``."""
-
-    documents: int
-    chunks: int
-    commits: int
-    last_commit: str | None
-    refreshed_at: str | None
-    root: str | None
-    skipped: tuple[tuple[str, str], ...]
 
 
 def _now() -> str:
@@ -151,13 +121,13 @@ class DocumentIndex:
     def file_vectors(self, space: str, path: str) -> dict[tuple[tuple[str, ...], str], Any]:
         """``{(heading, text): vector}`` of a file's chunks as indexed: a changed file's
         unchanged chunks keep their vectors, so only what changed is embedded again."""
-        from bli_memory.core.embedded.vector_codec import decode_vector
+        import numpy as np
 
         with self._lock:
             rows = self._conn.execute(
                 "SELECT heading, text, embedding FROM doc_chunks "
                 "WHERE space = ? AND kind = 'document' AND path = ?", (space, path)).fetchall()
-        return {(tuple(json.loads(h)), t): decode_vector(e) for h, t, e in rows}
+        return {(tuple(json.loads(h)), t): np.frombuffer(e, dtype="<f4") for h, t, e in rows}
 
     def touch_file(self, space: str, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size and mtime for a file whose content did not change."""
@@ -195,13 +165,13 @@ class DocumentIndex:
     @staticmethod
     def _insert(conn: sqlite3.Connection, space: str, kind: str, path: str, sha: str | None, date: str | None,
                 heading: tuple[str, ...], start: int | None, end: int | None, text: str, vector: Any) -> None:
-        from bli_memory.core.embedded.vector_codec import encode_vector
+        import numpy as np
 
         cur = conn.execute(
             "INSERT INTO doc_chunks (space, kind, path, sha, date, heading, start_line, end_line, text, "
             "embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (space, kind, path, sha, date, json.dumps(list(heading), ensure_ascii=False), start, end, text,
-             encode_vector(vector)))
+             np.asarray(vector, dtype="<f4").tobytes()))
         terms = index_text(" ".join((*heading, path, text)))
         conn.execute("INSERT INTO doc_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms))
 
@@ -248,7 +218,7 @@ class DocumentIndex:
                          "refreshed_at = excluded.refreshed_at, skipped = excluded.skipped",
                          (space, root, _now(), json.dumps([list(s) for s in skipped])))
 
-    def state(self, space: str) -> SpaceState:
+    def state(self, space: str) -> DocumentsState:
         """The space's counts and state."""
         with self._lock:
             conn = self._conn
@@ -258,7 +228,7 @@ class DocumentIndex:
             row = conn.execute("SELECT root, last_commit, refreshed_at, skipped FROM doc_state "
                                "WHERE space = ?", (space,)).fetchone()
         root, last, at, skipped = row if row else (None, None, None, "[]")
-        return SpaceState(documents=int(docs), chunks=int(counts.get("document", 0)),
+        return DocumentsState(documents=int(docs), chunks=int(counts.get("document", 0)),
                           commits=int(counts.get("commit", 0)), last_commit=last, refreshed_at=at, root=root,
                           skipped=tuple((str(p), str(r)) for p, r in json.loads(skipped)))
 
@@ -268,8 +238,6 @@ class DocumentIndex:
         """``(seqs, matrix)``: every chunk of these kinds in the space and its unit vector, read
         once and kept until the file changes."""
         import numpy as np
-
-        from bli_memory.core.embedded.vector_codec import decode_vector
 
         key = (space, tuple(kinds))
         marks = ",".join("?" * len(kinds))
@@ -283,7 +251,8 @@ class DocumentIndex:
                 (space, *kinds)).fetchall()
             if not rows:
                 return [], np.zeros((0, 0), dtype=np.float32)
-            seqs, matrix = [int(r[0]) for r in rows], np.vstack([decode_vector(r[1]) for r in rows])
+            seqs = [int(r[0]) for r in rows]
+            matrix = np.vstack([np.frombuffer(r[1], dtype="<f4") for r in rows])
             if len(self._vectors) >= 16:
                 self._vectors.clear()
             self._vectors[key] = (version, seqs, matrix)
@@ -298,7 +267,7 @@ class DocumentIndex:
                 f"AND c.space = ? AND c.kind IN ({marks}) ORDER BY bm25(doc_fts) LIMIT ?",
                 (match, space, *kinds, int(limit)))]
 
-    def chunks(self, seqs: Sequence[int]) -> dict[int, IndexedChunk]:
+    def chunks(self, seqs: Sequence[int]) -> dict[int, DocumentChunk]:
         """Chunks by seq."""
         if not seqs:
             return {}
@@ -307,5 +276,5 @@ class DocumentIndex:
             rows = self._conn.execute(
                 "SELECT seq, space, kind, path, sha, date, heading, start_line, end_line, text "
                 f"FROM doc_chunks WHERE seq IN ({marks})", tuple(seqs)).fetchall()
-        return {int(r[0]): IndexedChunk(int(r[0]), r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])),
+        return {int(r[0]): DocumentChunk(int(r[0]), r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])),
                                         r[7], r[8], r[9]) for r in rows}

@@ -13,39 +13,22 @@ page on the host.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core.documents.index_store import DocumentIndex, IndexedChunk
+from bli_memory.core.documents.index_store import DocumentIndex
+from bli_memory.core.memory.documents import DocumentChunk, DocumentHit
 from bli_memory.core.memory.ranking import RankingConfig, reciprocal_rank_fusion
 from bli_memory.core.memory.retrieval import query_text
 from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_terms
 
-__all__ = ["CANDIDATES", "DocumentHit", "link_for", "search_documents"]
+__all__ = ["CANDIDATES", "link_for", "search_documents"]
 
 #: Candidates each channel gives the fusion.
 CANDIDATES = 50
 
 
-@dataclass(frozen=True)
-class DocumentHit:
-    """One document or commit match.
-
-    Attributes:
-        chunk: The chunk matched.
-        score: The fused score (orders hits; not a similarity).
-        similarity: The cosine similarity of the chunk and the query.
-        link: Where to open it (a web URL or a ``file://`` URL), or None.
-    """
-
-    chunk: IndexedChunk
-    score: float
-    similarity: float
-    link: str | None
-
-
-def link_for(chunk: IndexedChunk, *, root: str | None, web: str | None, revision: str | None) -> str | None:
+def link_for(chunk: DocumentChunk, *, root: str | None, web: str | None, revision: str | None) -> str | None:
     """Where a chunk opens.
 
     Args:
@@ -69,7 +52,7 @@ def link_for(chunk: IndexedChunk, *, root: str | None, web: str | None, revision
 def search_documents(index: DocumentIndex, query: str, *, space: str, embed: Callable[[str], Any],
                      limit: int = 5, kinds: Sequence[str] = ("document", "commit"),
                      ranking: RankingConfig | None = None,
-                     links: Callable[[IndexedChunk], str | None] | None = None) -> list[DocumentHit]:
+                     links: Callable[[DocumentChunk], str | None] | None = None) -> list[DocumentHit]:
     """The best ``limit`` chunks of ``kinds`` in the space for ``query``, best first.
 
     An empty query, or a space with nothing indexed, gives no hits (the model is not run).
