@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.core.embedded.engine_base import EngineBase
 from bli_memory.core.errors import InvalidInputError, ModelMismatchError
 from bli_memory.core.hookspecs import hookimpl
+from bli_memory.core.memory.documents import DOCUMENT_KINDS
 from bli_memory.core.memory.engine_backend import EngineBackend
 from bli_memory.core.memory.records import record_problem, records_problem, usable_vector
 from bli_memory.core.models import (
@@ -32,8 +33,12 @@ from bli_memory.core.models import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from bli_memory.core.documents.index_store import DocumentIndex
     from bli_memory.core.embedded.store_browse import SQLiteBrowse
     from bli_memory.core.embedded.store_jobs import SQLiteJobs
+    from bli_memory.core.memory.documents import DocumentHit, DocumentsState
     from bli_memory.core.settings import Settings
 
 __all__ = ["EmbeddedBackend", "memory_backend", "register_embedders"]
@@ -240,6 +245,38 @@ class EmbeddedBackend(EngineBase, EngineBackend):
         """Erase every recorded turn of a space and its aliases; returns how many."""
         _, spaces = self.store.resolve_space(space)
         return self.store.recordings.delete_recordings(spaces)
+
+    # --- the project's documents (core/documents), beside the memories ------------------
+
+    def documents_index(self, *, create: bool = False) -> DocumentIndex | None:
+        """The documents index beside the store (``documents.sqlite3``), opened once; None
+        when there is none yet and ``create`` is false (a search never creates one)."""
+        path = self.store_path.with_name("documents.sqlite3")
+        with self._store_lock:
+            if self._documents is None and (create or path.exists()):
+                from bli_memory.core.documents.index_store import DocumentIndex
+
+                self._documents = DocumentIndex(path)
+            return self._documents
+
+    def search_documents(self, query: str, *, space: str, limit: int = 5,
+                         kinds: Sequence[str] = DOCUMENT_KINDS) -> list[DocumentHit]:
+        """The space's documents and commit messages matching ``query``
+        (:func:`~bli_memory.core.documents.search.search_documents`), each linked to its file
+        and lines on this machine; ``[]`` with no index."""
+        from bli_memory.core.documents.search import link_for, search_documents
+
+        index = self.documents_index()
+        if index is None:
+            return []
+        root = index.state(space).root
+        return search_documents(index, query, space=space, embed=self._embed_one, limit=limit, kinds=kinds,
+                                links=lambda c: link_for(c, root=root, web=None, revision=None))
+
+    def document_status(self, space: str) -> DocumentsState | None:
+        """What the space's documents index holds, or None with no index."""
+        index = self.documents_index()
+        return None if index is None else index.state(space)
 
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False

@@ -19,6 +19,7 @@ from bli_memory.core.memory.ranking import RankingConfig
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from bli_memory.core.documents.index_store import DocumentIndex
     from bli_memory.core.embedded.side_indexes import SideIndexes
     from bli_memory.core.embedded.store import SQLiteStore
     from bli_memory.core.memory.embedder import Embedder
@@ -53,6 +54,7 @@ class EngineBase:
         self._store: SQLiteStore | None = None
         self._store_file_id: tuple[int, int] | None = None
         self._store_lock = threading.Lock()
+        self._documents: DocumentIndex | None = None
         from bli_memory.core.embedded.reads import EmbeddedSessions
         from bli_memory.core.memory.engine import MemoryEngine
 
@@ -167,6 +169,8 @@ class EngineBase:
             self.side_indexes.close()
         if self._store is not None:
             self._store.close()
+        if self._documents is not None:
+            self._documents.close()
 
     def _embed_one(self, text: str) -> Any:
         return self.embedder.embed([text])[0]

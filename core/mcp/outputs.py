@@ -66,6 +66,21 @@ ProfileOut = ProfileRecord
 ConflictOut = ConflictRecord
 
 
+class DocumentOut(BaseModel):
+    """A match in the project's own documents or commit history (never a memory)."""
+
+    kind: Literal["document", "commit"]
+    path: str | None = Field(default=None, description="The file, relative to the repository root.")
+    startLine: int | None = None
+    endLine: int | None = None
+    sha: str | None = Field(default=None, description="The commit's id (a commit match).")
+    date: str | None = Field(default=None, description="The commit's date (a commit match).")
+    heading: list[str] = Field(default_factory=list, description="The headings above the match.")
+    text: str = Field(description="The supporting text, in full, its secrets masked.")
+    similarity: float = Field(description="Cosine similarity of the text and the query.")
+    link: str | None = Field(default=None, description="Where to open it.")
+
+
 class SearchOutput(BaseModel):
     """Result of search_memory."""
 
@@ -79,6 +94,10 @@ class SearchOutput(BaseModel):
         default_factory=list,
         description="Near-duplicate results on one subject, newer first; resolve with "
         "update_memory or forget_memory.")
+    documents: list[DocumentOut] = Field(
+        default_factory=list,
+        description="Matches in the project's own documents and commit messages, kept apart "
+        "from the memories (`bli-memory-mcp documents index` builds the index).")
 
 
 class SaveOutput(BaseModel):

@@ -15,13 +15,14 @@ Zero hits is a normal result whose text says the record is silent; a failure rai
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR, DOCUMENT_HITS, document_lines, document_out
 from bli_memory.core.mcp.outputs import (
     ConflictOut,
     ForgetOutput,
@@ -59,6 +60,11 @@ async def search_memory(
         bool, Field(description="Also return the User Profile and Recent Context.")
     ] = False,
     limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 10,
+    scope: Annotated[
+        Literal["memories", "documents", "both"],
+        Field(description="Search the memories, the project's indexed documents and commit "
+              "messages, or both (each in its own list)."),
+    ] = "both",
 ) -> Annotated[CallToolResult, SearchOutput]:
     """Search this project's memory by meaning, by keyword and by recency at once.
 
@@ -71,15 +77,22 @@ async def search_memory(
     tag = resolve_tag(state, containerTag)
     require_enabled(tag)
     res = await run_blocking(
-        state.backend.search, query, space=tag, limit=limit, include_profile=includeProfile
+        state.backend.search, "" if scope == "documents" else query, space=tag, limit=limit,
+        include_profile=includeProfile,
     )
+    docs = [] if scope == "memories" else [
+        h for h in await run_blocking(state.backend.search_documents, query, space=tag, limit=DOCUMENT_HITS)
+        if h.similarity >= DOCUMENT_FLOOR]
     profile = ProfileOut.of(res.profile) if res.profile is not None else None
     out = SearchOutput(
         query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
         results=[hit_out(h) for h in res.hits], profile=profile,
         conflicts=[ConflictOut(newer=c.newer, older=c.older, similarity=c.similarity) for c in res.conflicts],
+        documents=[document_out(d) for d in docs],
     )
-    if res.hits:
+    if scope == "documents":
+        lines = []
+    elif res.hits:
         noun = "memory" if len(res.hits) == 1 else "memories"
         lines = [f"{len(res.hits)} {noun} in space {res.space}, best first:"]
         for i, h in enumerate(res.hits, 1):
@@ -93,6 +106,7 @@ async def search_memory(
         lines = ["The query is empty, so nothing was searched; the record is silent."]
     else:
         lines = [f"The record is silent: no memory in space {res.space} matches this query."]
+    lines += document_lines(docs, scope=scope)
     if res.profile is not None:
         lines.append("User Profile:")
         lines += [f"- [{day(m.created_at)}] {one_line(m.content)}" for m in res.profile.facts] or [

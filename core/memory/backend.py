@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bli_memory.core.memory.documents import DOCUMENT_KINDS
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from pathlib import Path
 
     from bli_memory.core.memory.browse import BrowseReads
+    from bli_memory.core.memory.documents import DocumentHit, DocumentsState
     from bli_memory.core.memory.job_queue import JobQueue, ShipReport
     from bli_memory.core.models import (
         ForgetResult,
@@ -245,6 +248,17 @@ class MemoryBackend(Protocol):
         Raises:
             InvalidInputError: naming the first bad record (1-based) and what is wrong.
         """
+        ...
+
+    def search_documents(self, query: str, *, space: str, limit: int = 5,
+                         kinds: Sequence[str] = DOCUMENT_KINDS) -> list[DocumentHit]:
+        """The project's own documents and commit messages matching ``query``, best first,
+        kept apart from memories (:mod:`bli_memory.core.memory.documents`); ``[]`` when the
+        store keeps no documents index for the space."""
+        ...
+
+    def document_status(self, space: str) -> DocumentsState | None:
+        """What the space's documents index holds, or None when there is none."""
         ...
 
     @property

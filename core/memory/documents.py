@@ -9,9 +9,10 @@ with :class:`DocumentsState`. Standard library only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["DOCUMENT_KINDS", "DocumentChunk", "DocumentHit", "DocumentsState"]
+__all__ = ["DOCUMENT_KINDS", "DocumentChunk", "DocumentHit", "DocumentsState", "NoDocuments"]
 
 #: What a document match can be: a section of a file, or a commit message.
 DOCUMENT_KINDS = ("document", "commit")
@@ -70,3 +71,18 @@ class DocumentsState:
     refreshed_at: str | None
     root: str | None
     skipped: tuple[tuple[str, str], ...]
+
+
+class NoDocuments:
+    """The document half of the contract for a backend that keeps no documents index yet
+    (the service's client): no matches, no state."""
+
+    def search_documents(self, query: str, *, space: str, limit: int = 5,
+                         kinds: Sequence[str] = DOCUMENT_KINDS) -> list[DocumentHit]:
+        """No documents are indexed here: ``[]``."""
+        return []
+
+    def document_status(self, space: str) -> DocumentsState | None:
+        """No documents are indexed here: None."""
+        return None
+

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
 from bli_memory.core.hookspecs import hookimpl
+from bli_memory.core.memory.documents import NoDocuments
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -72,7 +73,7 @@ def _masked(content: str) -> Redacted:
     return redact(content) if isinstance(content, str) else Redacted(content, 0)
 
 
-class RemoteBackend:
+class RemoteBackend(NoDocuments):
     """Memory operations against the memory service over HTTP.
 
     Args:

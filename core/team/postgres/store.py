@@ -76,6 +76,7 @@ from bli_memory.core.team.postgres.transfer import EXPORT_PAGE, EXPORT_PAGE_MAX,
 from bli_memory.core.team.postgres.writes import PostgresWrites
 
 if TYPE_CHECKING:
+    from bli_memory.core.memory.documents import DocumentHit, DocumentsState
     from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.memory.engine import MemoryEngine
     from bli_memory.core.team.postgres.browse import PostgresBrowse
@@ -354,6 +355,15 @@ class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
                        chain_ids: Sequence[str] = ()) -> dict[str, int]:
         """Import exported rows as this person's (:meth:`PostgresTransfer.import_records`)."""
         return self.transfer.import_records(records, dry_run=dry_run, offset=offset, chain_ids=chain_ids)
+
+    def search_documents(self, query: str, *, space: str, limit: int = 5,
+                         kinds: Sequence[str] = ("document", "commit")) -> list[DocumentHit]:
+        """No documents index on the team store yet: ``[]``."""
+        return []
+
+    def document_status(self, space: str) -> DocumentsState | None:
+        """No documents index on the team store yet: None."""
+        return None
 
     @property
     def store_path(self) -> None:

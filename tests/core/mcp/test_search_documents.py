@@ -1,0 +1,70 @@
+"""search_memory answers the project's documents and commit messages in their own list,
+through the official MCP client over stdio, after `bli-memory-mcp documents index` on a real
+git repository; a .env file is never read, and a forgotten path stays out after a re-index."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import bin_path
+from tests.mcp_client import run_session, text_of
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(repo)})
+
+
+def _cli(project: Path, *args: str) -> str:
+    done = subprocess.run([bin_path(), "documents", *args], cwd=project, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_documents_and_commits_come_back_apart_from_memories(project: Path) -> None:
+    (project / "docs").mkdir()
+    (project / "docs" / "adr-queue.md").write_text(
+        "# ADR: the job queue\n\nWe switched the queue from Celery to Dramatiq: Celery's prefetch "
+        "lost jobs during deploys.\n")
+    (project / ".env").write_text(f"GITHUB_TOKEN={TOKEN}\n")
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "Pin ruff to 0.8", "-m", "Newer releases flag our generated code.")
+    out = _cli(project, "index")
+    assert "1 documents" in out and "1 new commits" in out and "1 secret_file" in out
+
+    async def body(client: object) -> tuple[object, object]:
+        queue = await client.call_tool("search_memory", {"query": "why did we move the queue to Dramatiq?"})
+        ruff = await client.call_tool("search_memory", {"query": "why is ruff pinned?", "scope": "documents"})
+        return queue, ruff
+
+    queue, ruff = run_session(project, body)
+    docs = queue.structured_content["documents"]
+    assert queue.structured_content["results"] == []  # memories and documents are kept apart
+    assert docs[0]["kind"] == "document" and docs[0]["path"] == "docs/adr-queue.md"
+    assert (docs[0]["startLine"], docs[0]["endLine"]) == (1, 3)
+    assert docs[0]["link"].startswith("file://") and docs[0]["link"].endswith("docs/adr-queue.md#L1-L3")
+    assert "From the project's documents and history:" in text_of(queue)
+    commit = ruff.structured_content["documents"][0]
+    assert commit["kind"] == "commit" and len(commit["sha"]) == 40 and commit["date"]
+    index_files = list(Path(os.environ["HOME"]).rglob("documents.sqlite3"))
+    assert len(index_files) == 1 and TOKEN.encode() not in index_files[0].read_bytes()
+
+    _cli(project, "forget", "docs/")
+    assert "1 forgotten" in _cli(project, "index")
+
+    async def again(client: object) -> object:
+        args = {"query": "Dramatiq Celery queue", "scope": "documents"}
+        return await client.call_tool("search_memory", args)
+
+    assert all(d["kind"] == "commit" for d in run_session(project, again).structured_content["documents"])
