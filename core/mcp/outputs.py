@@ -25,6 +25,7 @@ __all__ = [
     "AuditOutput",
     "ConflictOut",
     "DaemonOut",
+    "DocumentOut",
     "ExperienceOutput",
     "ForgetOutput",
     "GetOutput",
