@@ -29,7 +29,7 @@ def test_lists_four_tools_with_schemas_and_annotations(tmp_path: Path) -> None:
     tools = {t.name: t for t in run_session(tmp_path, body)}
     assert {"search_memory", "save_memory", "update_memory", "forget_memory"} <= set(tools)
     assert set(tools["search_memory"].input_schema["properties"]) == {
-        "query", "containerTag", "includeProfile", "limit"
+        "query", "containerTag", "includeProfile", "limit", "scope"
     }
     assert {"content", "containerTag", "customId", "extract", "metadata"} <= set(
         tools["save_memory"].input_schema["properties"]
