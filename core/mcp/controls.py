@@ -63,6 +63,7 @@ async def memory_info(
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
     info = await run_blocking(state.backend.info, space=tag)
+    docs = await run_blocking(state.backend.document_status, tag)
     daemon = state.daemon_status() if state.daemon_status is not None else None
     via: Literal["daemon", "in-process"] = "daemon" if daemon is not None else "in-process"
     out = InfoOutput(
@@ -74,6 +75,8 @@ async def memory_info(
         route="mcp stdio -> " + ("daemon -> " if daemon else "") + str(info["store"].get("kind", "?")),
         via=via, daemon=DaemonOut.model_validate(daemon) if daemon else None,
         switches=switch_status(info["space"]), reembedUnfinished=info.get("reembedUnfinished"),
+        documents=None if docs is None else {"documents": docs.documents, "chunks": docs.chunks,
+                                             "commits": docs.commits, "refreshedAt": docs.refreshed_at},
     )
     if daemon is None:
         held = "in process"
@@ -90,6 +93,9 @@ async def memory_info(
         f"Memory is {'on' if out.switches['enabled'] else 'OFF'}; recording is "
         f"{'on' if out.switches['recording'] else 'off'}. Route: {out.route} ({held})."
     )
+    if docs is not None and docs.refreshed_at:
+        text += (f"\nDocuments: {docs.documents} files ({docs.chunks} chunks) and {docs.commits} commit "
+                 f"messages, refreshed {docs.refreshed_at}.")
     from bli_memory.core.memory.model_mismatch import install_advice, mismatch_advice
 
     if out.storeEmbeddingModel:

@@ -165,6 +165,9 @@ class InfoOutput(BaseModel):
     reembedUnfinished: dict[str, int] | None = Field(
         default=None, description="Rows already moved by a `memory reembed` that stopped part way, by "
         "model; run it again to finish.")
+    documents: dict[str, Any] | None = Field(
+        default=None, description="The space's documents index: files, chunks, commits and when it "
+        "was last refreshed (None: not indexed; `bli-memory-mcp documents index`).")
 
 
 class ListOutput(BaseModel):

@@ -43,12 +43,15 @@ def test_documents_and_commits_come_back_apart_from_memories(project: Path) -> N
     out = _cli(project, "index")
     assert "1 documents" in out and "1 new commits" in out and "1 secret_file" in out
 
-    async def body(client: object) -> tuple[object, object]:
+    async def body(client: object) -> tuple[object, object, object]:
         queue = await client.call_tool("search_memory", {"query": "why did we move the queue to Dramatiq?"})
         ruff = await client.call_tool("search_memory", {"query": "why is ruff pinned?", "scope": "documents"})
-        return queue, ruff
+        return queue, ruff, await client.call_tool("memory_info", {})
 
-    queue, ruff = run_session(project, body)
+    queue, ruff, info = run_session(project, body)
+    indexed = info.structured_content["documents"]
+    assert (indexed["documents"], indexed["commits"]) == (1, 1) and indexed["refreshedAt"]
+    assert "Documents: 1 files" in text_of(info)
     docs = queue.structured_content["documents"]
     assert queue.structured_content["results"] == []  # memories and documents are kept apart
     assert docs[0]["kind"] == "document" and docs[0]["path"] == "docs/adr-queue.md"
