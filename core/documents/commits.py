@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAX_COMMITS", "Commit", "read_commits"]
+__all__ = ["MAX_COMMITS", "Commit", "head_commit", "read_commits", "web_address"]
 
 #: Most commits read in one index run (the newest).
 MAX_COMMITS = 10_000
@@ -74,3 +74,37 @@ def read_commits(root: Path, *, since: str | None = None, limit: int = MAX_COMMI
             out.append(Commit(sha=fields[0], date=fields[1], subject=fields[2].strip(),
                               body=fields[3].strip()))
     return out
+
+
+def head_commit(root: Path) -> str | None:
+    """The full id of ``HEAD``, or None (no commit yet, or not a repository)."""
+    done = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+
+#: Hosts whose web pages show a file at a commit (``/blob/``, GitLab's ``/-/blob/``) and a
+#: commit (``/commit/``).
+WEB_HOSTS = ("github.com", "gitlab.com", "codeberg.org", "bitbucket.org")
+
+
+def web_address(root: Path) -> str | None:
+    """``https://host/owner/repo`` of the repository's ``origin`` (else first remote) when it is
+    on a known web host (:data:`WEB_HOSTS`, or a host named ``gitlab.*``/``github.*``), else
+    None. Credentials in the remote never reach the address."""
+    from bli_memory.core.memory.git_remotes import normalise_remote
+
+    done = _git(root, "remote")
+    names = done.stdout.decode().split() if done.returncode == 0 else []
+    if not names:
+        return None
+    name = "origin" if "origin" in names else names[0]
+    url = _git(root, "remote", "get-url", name).stdout.decode().strip()
+    if not url:
+        return None
+    where = normalise_remote(url)
+    host, _, path = where.partition("/")
+    host = host.split(":")[0]
+    if not path or not (host in WEB_HOSTS or host.startswith(("gitlab.", "github."))):
+        return None
+    return f"https://{host}/{path}"
+

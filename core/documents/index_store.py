@@ -49,7 +49,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS doc_fts USING fts5 (terms, tokenize = "{FTS_T
 CREATE TABLE IF NOT EXISTS doc_forgotten (space TEXT NOT NULL, path TEXT NOT NULL, at TEXT NOT NULL,
     PRIMARY KEY (space, path));
 CREATE TABLE IF NOT EXISTS doc_state (space TEXT PRIMARY KEY, root TEXT, last_commit TEXT,
-    refreshed_at TEXT, skipped TEXT NOT NULL DEFAULT '[]');
+    refreshed_at TEXT, skipped TEXT NOT NULL DEFAULT '[]', web TEXT, revision TEXT);
 """
 
 
@@ -210,13 +210,16 @@ class DocumentIndex:
             return [r[0] for r in self._conn.execute(
                 "SELECT path FROM doc_forgotten WHERE space = ? ORDER BY path", (space,))]
 
-    def set_state(self, space: str, *, root: str, skipped: Sequence[tuple[str, str]]) -> None:
-        """Record a finished run: the root, its time and what was skipped."""
+    def set_state(self, space: str, *, root: str, skipped: Sequence[tuple[str, str]], web: str | None = None,
+                  revision: str | None = None) -> None:
+        """Record a finished run: the root, its time, what was skipped, and the web address and
+        commit links point at."""
         with self._write() as conn:
-            conn.execute("INSERT INTO doc_state (space, root, refreshed_at, skipped) VALUES (?, ?, ?, ?) "
-                         "ON CONFLICT (space) DO UPDATE SET root = excluded.root, "
-                         "refreshed_at = excluded.refreshed_at, skipped = excluded.skipped",
-                         (space, root, _now(), json.dumps([list(s) for s in skipped])))
+            conn.execute("INSERT INTO doc_state (space, root, refreshed_at, skipped, web, revision) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (space) DO UPDATE SET root = excluded.root, "
+                         "refreshed_at = excluded.refreshed_at, skipped = excluded.skipped, "
+                         "web = excluded.web, revision = excluded.revision",
+                         (space, root, _now(), json.dumps([list(s) for s in skipped]), web, revision))
 
     def state(self, space: str) -> DocumentsState:
         """The space's counts and state."""
@@ -225,12 +228,13 @@ class DocumentIndex:
             docs = conn.execute("SELECT count(*) FROM doc_files WHERE space = ?", (space,)).fetchone()[0]
             counts = dict(conn.execute(
                 "SELECT kind, count(*) FROM doc_chunks WHERE space = ? GROUP BY kind", (space,)).fetchall())
-            row = conn.execute("SELECT root, last_commit, refreshed_at, skipped FROM doc_state "
-                               "WHERE space = ?", (space,)).fetchone()
-        root, last, at, skipped = row if row else (None, None, None, "[]")
+            row = conn.execute("SELECT root, last_commit, refreshed_at, skipped, web, revision "
+                               "FROM doc_state WHERE space = ?", (space,)).fetchone()
+        root, last, at, skipped, web, revision = row if row else (None, None, None, "[]", None, None)
         return DocumentsState(documents=int(docs), chunks=int(counts.get("document", 0)),
                           commits=int(counts.get("commit", 0)), last_commit=last, refreshed_at=at, root=root,
-                          skipped=tuple((str(p), str(r)) for p, r in json.loads(skipped)))
+                          skipped=tuple((str(p), str(r)) for p, r in json.loads(skipped)), web=web,
+                          revision=revision)
 
     # --- reads for search ----------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.core.documents.chunks import chunk_document
-from bli_memory.core.documents.commits import read_commits
+from bli_memory.core.documents.commits import head_commit, read_commits, web_address
 from bli_memory.core.documents.index_store import DocumentIndex
 from bli_memory.core.documents.sources import DEFAULT_INCLUDE, Skipped, glob_matches, tracked_documents
 
@@ -135,5 +135,6 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
             progress("commits", len(commits), len(commits))
     for s in skipped:
         report.skipped[s.reason] = report.skipped.get(s.reason, 0) + 1
-    index.set_state(space, root=str(root), skipped=[(s.path, s.reason) for s in skipped])
+    index.set_state(space, root=str(root), skipped=[(s.path, s.reason) for s in skipped],
+                    web=web_address(root), revision=head_commit(root))
     return report

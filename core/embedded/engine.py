@@ -263,15 +263,15 @@ class EmbeddedBackend(EngineBase, EngineBackend):
                          kinds: Sequence[str] = DOCUMENT_KINDS) -> list[DocumentHit]:
         """The space's documents and commit messages matching ``query``
         (:func:`~bli_memory.core.documents.search.search_documents`), each linked to its file
-        and lines on this machine; ``[]`` with no index."""
+        and lines on the repository's web host, else on this machine; ``[]`` with no index."""
         from bli_memory.core.documents.search import link_for, search_documents
 
         index = self.documents_index()
         if index is None:
             return []
-        root = index.state(space).root
+        st = index.state(space)
         return search_documents(index, query, space=space, embed=self._embed_one, limit=limit, kinds=kinds,
-                                links=lambda c: link_for(c, root=root, web=None, revision=None))
+                                links=lambda c: link_for(c, root=st.root, web=st.web, revision=st.revision))
 
     def document_status(self, space: str) -> DocumentsState | None:
         """What the space's documents index holds, or None with no index."""

@@ -61,8 +61,9 @@ class DocumentHit:
 @dataclass(frozen=True)
 class DocumentsState:
     """What a space's documents index holds: files, their chunks and commits, the last commit
-    read, when it was refreshed (ISO 8601 UTC, or None: never), the repository's folder, and
-    the files left out as ``(path, reason)``."""
+    read, when it was refreshed (ISO 8601 UTC, or None: never), the repository's folder, the
+    files left out as ``(path, reason)``, and the repository's web address and the commit the
+    documents were read at (for links; None when the remote is not a known web host)."""
 
     documents: int
     chunks: int
@@ -71,6 +72,8 @@ class DocumentsState:
     refreshed_at: str | None
     root: str | None
     skipped: tuple[tuple[str, str], ...]
+    web: str | None = None
+    revision: str | None = None
 
 
 class NoDocuments:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.core.documents.commits import read_commits
+from bli_memory.core.documents.commits import head_commit, read_commits, web_address
 from bli_memory.core.documents.sources import glob_matches, is_secret_file, tracked_documents
 
 pytestmark = pytest.mark.e2e  # git runs as a process
@@ -72,3 +72,14 @@ def test_commits_are_read_newest_first_and_then_only_the_new_ones(repo: Path) ->
 def test_a_folder_that_is_not_a_repository_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a git repository"):
         tracked_documents(tmp_path)
+
+
+def test_links_point_at_a_known_web_host_and_never_carry_credentials(repo: Path) -> None:
+    assert web_address(repo) is None  # no remote
+    _git(repo, "remote", "add", "upstream", "https://user:s3cret@GitHub.com/Acme/Billing.git")
+    assert web_address(repo) == "https://github.com/acme/billing"
+    _git(repo, "remote", "add", "origin", "ssh://git@git.internal.example:2222/team/billing.git")
+    assert web_address(repo) is None  # origin first, and not a known web host
+    sha = head_commit(repo)
+    assert sha is not None and len(sha) == 40
+
