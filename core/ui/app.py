@@ -10,6 +10,7 @@ drive. Routes::
     GET|POST  /memory/{id}/purge       erase every version
     GET       /search?q=&space=        hybrid search, as search_memory
     GET       /captures                recent extract jobs
+    GET       /documents               the project's documents index: what it holds, skips, search
     GET       /health                  hook outcomes and latency
     GET       /ops                     experience log and the ops view
     GET       /static/...              the stylesheet
@@ -161,6 +162,7 @@ def browser_app(*, local: bool, extra_routes: list[Any] | None = None) -> Any:
     if local:
         routes[-1:-1] = [
             Route("/captures", ops_pages.captures),
+            Route("/documents", ops_pages.documents),
             Route("/health", ops_pages.health),
             Route("/ops", ops_pages.ops),
         ]

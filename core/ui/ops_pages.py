@@ -115,3 +115,34 @@ async def ops(request: Request) -> Response:
                 "next_before": f"{page[-1]['created_at']}|{page[-1]['id']}" if more else None}
 
     return render(request, "ops.html", nav="ops", **await run_in_threadpool(read))
+
+
+#: What each skip reason means, as the Documents page says it.
+SKIP_REASONS_SHOWN = {
+    "secret_file": "holds secrets by nature (never read)",
+    "excluded": "excluded by a glob",
+    "vendored": "other people's code (a vendored folder)",
+    "too_large": "larger than 1 MB",
+    "binary": "not text",
+    "generated": "marked as generated",
+    "forgotten": "kept out (documents forget)",
+}
+
+
+async def documents(request: Request) -> Response:
+    """``GET /documents?space=&q=``: what the space's documents index holds, what was left out
+    and why, and a search of it (documents and commit messages, never memories)."""
+    from bli_memory.core.ui.pages import _space_arg
+
+    machine = _machine(request)
+    space = _space_arg(request)
+    q = (request.query_params.get("q") or "").strip()[:2000]
+
+    def read() -> dict[str, Any]:
+        state = machine.document_status(space)
+        hits = machine.search_documents(q, space=space, limit=10) if q and state is not None else []
+        return {"state": state, "hits": hits}
+
+    return render(request, "documents.html", nav="documents", space=space, q=q, reasons=SKIP_REASONS_SHOWN,
+                  **await run_in_threadpool(read))
+
