@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
     from bli_memory.core.embedded.engine import EmbeddedBackend
 
-__all__ = ["CAPTURES_SHOWN", "EXPERIENCE_PAGE", "LATENCY_HOURS", "MIN_CHART_HOURS", "captures", "health",
-           "ops"]
+__all__ = ["CAPTURES_SHOWN", "EXPERIENCE_PAGE", "LATENCY_HOURS", "MIN_CHART_HOURS", "SKIP_REASONS_SHOWN",
+           "captures", "documents", "health", "ops"]
 
 #: Extract jobs listed, newest first.
 CAPTURES_SHOWN = 50
