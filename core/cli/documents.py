@@ -70,6 +70,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--include", action="append", default=None, metavar="GLOB",
                    help="files that are documents")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="files never indexed")
+    p.add_argument("--background", action="store_true",
+                   help="run in a process of its own and return at once (`documents status` shows progress)")
     p = sub.add_parser("status", help="what is indexed, when, and what was skipped and why")
     p.add_argument("--space")
     p.add_argument("--json", action="store_true")
@@ -109,38 +111,74 @@ def main(argv: list[str]) -> int:
 
 def _index(index: Any, space: str, args: argparse.Namespace) -> int:
     from bli_memory.core.documents.indexer import index_space
+    from bli_memory.core.documents.runs import IndexBusy, current_run, index_run
     from bli_memory.core.documents.sources import DEFAULT_INCLUDE
 
     root = _root(args.root)
-    embedder = _embedder()
+    if args.background:
+        running = current_run(index.path)
+        if running is not None:
+            raise IndexBusy(running)
+        return _spawn(index.path, space, root, args)
+    with index_run(index.path, space) as run:
+        embedder = _embedder()
 
-    def progress(stage: str, done: int, total: int) -> None:
-        if sys.stderr.isatty() and (done == total or done % 50 == 0):
-            sys.stderr.write(f"\r{stage}: {done}/{total}")
-            sys.stderr.flush()
+        def progress(stage: str, done: int, total: int) -> None:
+            run.progress(stage, done, total)
+            if sys.stderr.isatty() and (done == total or done % 50 == 0):
+                sys.stderr.write(f"\r{stage}: {done}/{total}")
+                sys.stderr.flush()
 
-    report = index_space(index, root, space=space, embed_many=embedder.embed,
-                         include=args.include or DEFAULT_INCLUDE, exclude=args.exclude, progress=progress)
+        report = index_space(index, root, space=space, embed_many=embedder.embed,
+                             include=args.include or DEFAULT_INCLUDE, exclude=args.exclude, progress=progress)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
     sys.stdout.write(f"space {space}: {report.documents} documents ({report.indexed} indexed, "
                      f"{report.unchanged} unchanged, {report.removed} removed; {report.chunks} chunks), "
-                     f"{report.commits} new commits; skipped: {skipped}\n")
+                     f"{report.commits} new commit{'' if report.commits == 1 else 's'}; skipped: {skipped}\n")
+    return 0
+
+
+def _spawn(path: Path, space: str, root: Path, args: argparse.Namespace) -> int:
+    """Start ``documents index`` for ``space`` in a new session, its output in ``<index>.log``."""
+    from bli_memory.core.private_files import make_own_private_dir
+
+    argv = [sys.executable, "-m", "bli_memory.core.cli.main", "documents", "index", "--space", space,
+            "--root", str(root)]
+    for glob in args.include or ():
+        argv += ["--include", glob]
+    for glob in args.exclude:
+        argv += ["--exclude", glob]
+    log = path.with_name(path.name + ".log")
+    make_own_private_dir(log.parent)
+    with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
+                                 close_fds=True, start_new_session=True)
+    sys.stdout.write(f"indexing space {space} in the background (pid {child.pid}); "
+                     f"`bli-memory-mcp documents status` shows its progress; its output goes to {log}\n")
     return 0
 
 
 def _status(index: Any, space: str, as_json: bool) -> int:
+    from bli_memory.core.documents.runs import current_run
+
     st = index.state(space)
+    running = current_run(index.path)
     if as_json:
         out = {"space": space, "documents": st.documents, "chunks": st.chunks, "commits": st.commits,
                "lastCommit": st.last_commit, "refreshedAt": st.refreshed_at, "root": st.root,
-               "skipped": [{"path": p, "reason": r} for p, r in st.skipped]}
+               "skipped": [{"path": p, "reason": r} for p, r in st.skipped],
+               "indexing": None if running is None else {
+                   "space": running.space, "stage": running.stage, "done": running.done,
+                   "total": running.total, "startedAt": running.started_at, "pid": running.pid}}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     when = st.refreshed_at or "never"
     sys.stdout.write(f"space {space}: {st.documents} documents ({st.chunks} chunks), {st.commits} commits; "
                      f"refreshed {when}\n")
+    if running is not None:
+        sys.stdout.write(running.describe() + "\n")
     for path, reason in st.skipped:
         sys.stdout.write(f"  skipped {path}: {reason}\n")
     return 0
@@ -179,8 +217,14 @@ def _delete(yes: bool) -> int:
     if not yes:
         sys.stdout.write(f"this deletes {path} (every space's documents index); run again with --yes\n")
         return 1
+    from bli_memory.core.documents.runs import IndexBusy, current_run
+
+    running = current_run(path)
+    if running is not None:
+        raise IndexBusy(running)
     removed = 0
-    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+    ends = ("-wal", "-shm", ".lock", ".run.json", ".log")
+    for part in (path, *(path.with_name(path.name + end) for end in ends)):
         try:
             part.unlink()
             removed += 1

@@ -274,9 +274,19 @@ class EmbeddedBackend(EngineBase, EngineBackend):
                                 links=lambda c: link_for(c, root=st.root, web=st.web, revision=st.revision))
 
     def document_status(self, space: str) -> DocumentsState | None:
-        """What the space's documents index holds, or None with no index."""
+        """What the space's documents index holds, with the run going on it if it is this
+        space's (:func:`~bli_memory.core.documents.runs.current_run`), or None with no index."""
+        import dataclasses
+
+        from bli_memory.core.documents.runs import current_run
+
         index = self.documents_index()
-        return None if index is None else index.state(space)
+        if index is None:
+            return None
+        running = current_run(index.path)
+        state = index.state(space)
+        return state if running is None or running.space != space else dataclasses.replace(
+            state, indexing=running.describe())
 
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False

@@ -76,7 +76,8 @@ async def memory_info(
         via=via, daemon=DaemonOut.model_validate(daemon) if daemon else None,
         switches=switch_status(info["space"]), reembedUnfinished=info.get("reembedUnfinished"),
         documents=None if docs is None else {"documents": docs.documents, "chunks": docs.chunks,
-                                             "commits": docs.commits, "refreshedAt": docs.refreshed_at},
+                                             "commits": docs.commits, "refreshedAt": docs.refreshed_at,
+                                             "indexing": docs.indexing},
     )
     if daemon is None:
         held = "in process"
@@ -96,6 +97,8 @@ async def memory_info(
     if docs is not None and docs.refreshed_at:
         text += (f"\nDocuments: {docs.documents} files ({docs.chunks} chunks) and {docs.commits} commit "
                  f"messages, refreshed {docs.refreshed_at}.")
+    if docs is not None and docs.indexing:
+        text += f"\nDocuments: {docs.indexing}."
     from bli_memory.core.memory.model_mismatch import install_advice, mismatch_advice
 
     if out.storeEmbeddingModel:

@@ -167,7 +167,8 @@ class InfoOutput(BaseModel):
         "model; run it again to finish.")
     documents: dict[str, Any] | None = Field(
         default=None, description="The space's documents index: files, chunks, commits and when it "
-        "was last refreshed (None: not indexed; `bli-memory-mcp documents index`).")
+        "was last refreshed, and the index run going on now (None: not indexed; `bli-memory-mcp documents "
+        "index`).")
 
 
 class ListOutput(BaseModel):

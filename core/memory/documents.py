@@ -62,8 +62,9 @@ class DocumentHit:
 class DocumentsState:
     """What a space's documents index holds: files, their chunks and commits, the last commit
     read, when it was refreshed (ISO 8601 UTC, or None: never), the repository's folder, the
-    files left out as ``(path, reason)``, and the repository's web address and the commit the
-    documents were read at (for links; None when the remote is not a known web host)."""
+    files left out as ``(path, reason)``, the repository's web address and the commit the
+    documents were read at (for links; None when the remote is not a known web host), and
+    the index run going on now, in one line (None: none)."""
 
     documents: int
     chunks: int
@@ -74,6 +75,7 @@ class DocumentsState:
     skipped: tuple[tuple[str, str], ...]
     web: str | None = None
     revision: str | None = None
+    indexing: str | None = None
 
 
 class NoDocuments:

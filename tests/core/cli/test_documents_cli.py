@@ -1,0 +1,106 @@
+"""``bli-memory-mcp documents index|status|search|forget|delete`` through the real console
+script, on a real git repository and the real index file beside the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from bli_memory.core.documents.runs import current_run, index_run
+from bli_memory.core.paths import store_path
+from tests.conftest import bin_path, git
+
+pytestmark = pytest.mark.e2e  # starts processes (tests/tiers.py)
+
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0" * 2
+
+
+def cli(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([bin_path(), "documents", *args], cwd=where, capture_output=True, text=True,
+                          env=dict(os.environ), timeout=300)
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    (project / "docs").mkdir()
+    (project / "README.md").write_text("# Shop\n\nThe shop sells tea.\n\n## Deploy\n\n"
+                                       f"Deploys go out on Tuesdays. The deploy token is {TOKEN}.\n")
+    (project / "docs" / "errors.md").write_text("# Error format\n\nEvery error answer is JSON with a code "
+                                                "and a message.\n")
+    (project / "docs" / "drafts").mkdir()
+    (project / "docs" / "drafts" / "queue.md").write_text("# Queue\n\nWe moved the job queue to Dramatiq.\n")
+    (project / ".env").write_text(f"DEPLOY_TOKEN={TOKEN}\n")
+    git("init", "-q", cwd=project)
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "Retry webhooks three times", "-m", "Stripe drops the first call at times.",
+        cwd=project)
+    return project
+
+
+def test_index_status_search_forget_delete(repo: Path) -> None:
+    done = cli(repo, "index")
+    assert done.returncode == 0, done.stderr
+    assert "3 documents (3 indexed" in done.stdout and "1 new commit;" in done.stdout
+    assert "1 secret_file" in done.stdout
+
+    status = json.loads(cli(repo, "status", "--json").stdout)
+    assert (status["documents"], status["commits"], status["indexing"]) == (3, 1, None)
+    assert {"path": ".env", "reason": "secret_file"} in status["skipped"]
+
+    found = json.loads(cli(repo, "search", "what does an error answer look like?", "--json").stdout)
+    assert found[0]["path"] == "docs/errors.md" and found[0]["startLine"] == 1
+    assert found[0]["link"].startswith("file://")
+    commit = json.loads(cli(repo, "search", "webhook retries", "--kind", "commit", "--json").stdout)
+    assert commit[0]["kind"] == "commit" and len(commit[0]["sha"]) == 40 and commit[0]["date"]
+
+    index = store_path().with_name("documents.sqlite3")
+    for f in index.parent.iterdir():  # the token is masked, and .env is never read
+        assert TOKEN.encode() not in f.read_bytes(), f.name
+
+    forgot = cli(repo, "forget", "docs/drafts/")
+    assert forgot.returncode == 0 and "1 file(s) dropped" in forgot.stdout
+    assert cli(repo, "index").returncode == 0
+    found = json.loads(cli(repo, "search", "which job queue do we use?", "--json").stdout)
+    assert all(not (h["path"] or "").startswith("docs/drafts/") for h in found), found
+    assert json.loads(cli(repo, "status", "--json").stdout)["documents"] == 2
+
+    assert cli(repo, "delete").returncode == 1 and index.exists()  # asks first
+    gone = cli(repo, "delete", "--yes")
+    assert gone.returncode == 0 and not index.exists()
+    assert not any(p.name.startswith("documents.sqlite3") for p in index.parent.iterdir())
+
+
+def test_a_second_run_is_refused_while_one_holds_the_index(repo: Path) -> None:
+    index = store_path().with_name("documents.sqlite3")
+    with index_run(index, "s") as run:
+        run.progress("documents", 2, 3)
+        assert current_run(index) is not None and current_run(index).done == 2
+        for args in (("index", "--space", "s"), ("index", "--space", "s", "--background")):
+            busy = cli(repo, *args)
+            assert busy.returncode != 0 and "indexing space s: documents 2/3" in busy.stderr, busy
+        status = cli(repo, "status", "--space", "s")
+        assert "indexing space s: documents 2/3" in status.stdout, status.stdout
+    assert current_run(index) is None  # the lock went with the run
+    assert cli(repo, "index", "--space", "s").returncode == 0
+
+
+def test_background_run_indexes_and_reports_when_done(repo: Path) -> None:
+    started = cli(repo, "index", "--background")
+    assert started.returncode == 0 and "in the background (pid" in started.stdout, started
+    index = store_path().with_name("documents.sqlite3")
+    deadline = time.monotonic() + 240  # a bound on waiting, never a speed assertion
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = json.loads(cli(repo, "status", "--json").stdout)
+        if status["refreshedAt"] and status["indexing"] is None:
+            break
+        time.sleep(0.5)
+    assert status["documents"] == 3 and status["commits"] == 1, status
+    assert current_run(index) is None
+    log = index.with_name("documents.sqlite3.log").read_text()
+    assert "3 documents" in log, log
