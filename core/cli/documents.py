@@ -68,8 +68,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--space", help="container tag (default: the current folder's)")
     p.add_argument("--root", help="a folder in the repository (default: the current folder)")
     p.add_argument("--include", action="append", default=None, metavar="GLOB",
-                   help="files that are documents")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="files never indexed")
+                   help="files that are documents (default: Markdown, reST, AsciiDoc, text, README, "
+                   "CHANGELOG, ...; a run given no --include or --exclude takes the last run's)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="files never indexed")
     p.add_argument("--background", action="store_true",
                    help="run in a process of its own and return at once (`documents status` shows progress)")
     p = sub.add_parser("status", help="what is indexed, when, and what was skipped and why")
@@ -111,15 +113,23 @@ def main(argv: list[str]) -> int:
 
 def _index(index: Any, space: str, args: argparse.Namespace) -> int:
     from bli_memory.core.documents.indexer import index_space
+    from bli_memory.core.documents.refresh import log_path, spawn_index_run
     from bli_memory.core.documents.runs import IndexBusy, current_run, index_run
     from bli_memory.core.documents.sources import DEFAULT_INCLUDE
 
     root = _root(args.root)
+    last = index.state(space)
+    given = bool(args.include or args.exclude)  # a run given no glob takes the last run's globs
+    include = tuple(args.include or ()) if given else last.include
+    exclude = tuple(args.exclude) if given else last.exclude
     if args.background:
         running = current_run(index.path)
         if running is not None:
             raise IndexBusy(running)
-        return _spawn(index.path, space, root, args)
+        pid = spawn_index_run(index.path, space, root, include=include, exclude=exclude)
+        sys.stdout.write(f"indexing space {space} in the background (pid {pid}); `bli-memory-mcp documents "
+                         f"status` shows its progress; its output goes to {log_path(index.path)}\n")
+        return 0
     with index_run(index.path, space) as run:
         embedder = _embedder()
 
@@ -130,33 +140,13 @@ def _index(index: Any, space: str, args: argparse.Namespace) -> int:
                 sys.stderr.flush()
 
         report = index_space(index, root, space=space, embed_many=embedder.embed,
-                             include=args.include or DEFAULT_INCLUDE, exclude=args.exclude, progress=progress)
+                             include=include or DEFAULT_INCLUDE, exclude=exclude, progress=progress)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
     sys.stdout.write(f"space {space}: {report.documents} documents ({report.indexed} indexed, "
                      f"{report.unchanged} unchanged, {report.removed} removed; {report.chunks} chunks), "
                      f"{report.commits} new commit{'' if report.commits == 1 else 's'}; skipped: {skipped}\n")
-    return 0
-
-
-def _spawn(path: Path, space: str, root: Path, args: argparse.Namespace) -> int:
-    """Start ``documents index`` for ``space`` in a new session, its output in ``<index>.log``."""
-    from bli_memory.core.private_files import make_own_private_dir
-
-    argv = [sys.executable, "-m", "bli_memory.core.cli.main", "documents", "index", "--space", space,
-            "--root", str(root)]
-    for glob in args.include or ():
-        argv += ["--include", glob]
-    for glob in args.exclude:
-        argv += ["--exclude", glob]
-    log = path.with_name(path.name + ".log")
-    make_own_private_dir(log.parent)
-    with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
-                                 close_fds=True, start_new_session=True)
-    sys.stdout.write(f"indexing space {space} in the background (pid {child.pid}); "
-                     f"`bli-memory-mcp documents status` shows its progress; its output goes to {log}\n")
     return 0
 
 

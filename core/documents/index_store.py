@@ -49,7 +49,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS doc_fts USING fts5 (terms, tokenize = "{FTS_T
 CREATE TABLE IF NOT EXISTS doc_forgotten (space TEXT NOT NULL, path TEXT NOT NULL, at TEXT NOT NULL,
     PRIMARY KEY (space, path));
 CREATE TABLE IF NOT EXISTS doc_state (space TEXT PRIMARY KEY, root TEXT, last_commit TEXT,
-    refreshed_at TEXT, skipped TEXT NOT NULL DEFAULT '[]', web TEXT, revision TEXT);
+    refreshed_at TEXT, skipped TEXT NOT NULL DEFAULT '[]', web TEXT, revision TEXT,
+    globs TEXT NOT NULL DEFAULT '{{}}');
 """
 
 
@@ -211,15 +212,18 @@ class DocumentIndex:
                 "SELECT path FROM doc_forgotten WHERE space = ? ORDER BY path", (space,))]
 
     def set_state(self, space: str, *, root: str, skipped: Sequence[tuple[str, str]], web: str | None = None,
-                  revision: str | None = None) -> None:
-        """Record a finished run: the root, its time, what was skipped, and the web address and
-        commit links point at."""
+                  revision: str | None = None, include: Sequence[str] = (),
+                  exclude: Sequence[str] = ()) -> None:
+        """Record a finished run: the root, its time, what was skipped, the web address and
+        commit links point at, and the globs it ran with (the next run's defaults)."""
+        globs = json.dumps({"include": list(include), "exclude": list(exclude)})
         with self._write() as conn:
-            conn.execute("INSERT INTO doc_state (space, root, refreshed_at, skipped, web, revision) "
-                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (space) DO UPDATE SET root = excluded.root, "
+            conn.execute("INSERT INTO doc_state (space, root, refreshed_at, skipped, web, revision, globs) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?) "
+                         "ON CONFLICT (space) DO UPDATE SET root = excluded.root, "
                          "refreshed_at = excluded.refreshed_at, skipped = excluded.skipped, "
-                         "web = excluded.web, revision = excluded.revision",
-                         (space, root, _now(), json.dumps([list(s) for s in skipped]), web, revision))
+                         "web = excluded.web, revision = excluded.revision, globs = excluded.globs",
+                         (space, root, _now(), json.dumps([list(s) for s in skipped]), web, revision, globs))
 
     def state(self, space: str) -> DocumentsState:
         """The space's counts and state."""
@@ -228,13 +232,16 @@ class DocumentIndex:
             docs = conn.execute("SELECT count(*) FROM doc_files WHERE space = ?", (space,)).fetchone()[0]
             counts = dict(conn.execute(
                 "SELECT kind, count(*) FROM doc_chunks WHERE space = ? GROUP BY kind", (space,)).fetchall())
-            row = conn.execute("SELECT root, last_commit, refreshed_at, skipped, web, revision "
+            row = conn.execute("SELECT root, last_commit, refreshed_at, skipped, web, revision, globs "
                                "FROM doc_state WHERE space = ?", (space,)).fetchone()
-        root, last, at, skipped, web, revision = row if row else (None, None, None, "[]", None, None)
+        nothing = (None, None, None, "[]", None, None, "{}")
+        root, last, at, skipped, web, revision, globs = row if row else nothing
+        ran = json.loads(globs)
         return DocumentsState(documents=int(docs), chunks=int(counts.get("document", 0)),
                           commits=int(counts.get("commit", 0)), last_commit=last, refreshed_at=at, root=root,
                           skipped=tuple((str(p), str(r)) for p, r in json.loads(skipped)), web=web,
-                          revision=revision)
+                          revision=revision, include=tuple(ran.get("include", ())),
+                          exclude=tuple(ran.get("exclude", ())))
 
     # --- reads for search ----------------------------------------------------------------
 

@@ -136,5 +136,6 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
     for s in skipped:
         report.skipped[s.reason] = report.skipped.get(s.reason, 0) + 1
     index.set_state(space, root=str(root), skipped=[(s.path, s.reason) for s in skipped],
-                    web=web_address(root), revision=head_commit(root))
+                    web=web_address(root), revision=head_commit(root),
+                    include=() if tuple(include) == DEFAULT_INCLUDE else include, exclude=exclude)
     return report

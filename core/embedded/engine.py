@@ -288,6 +288,14 @@ class EmbeddedBackend(EngineBase, EngineBackend):
         return state if running is None or running.space != space else dataclasses.replace(
             state, indexing=running.describe())
 
+    def refresh_documents(self, space: str) -> bool:
+        """Start a refresh of the space's documents index when one is due
+        (:func:`~bli_memory.core.documents.refresh.refresh_in_background`); False with no index."""
+        from bli_memory.core.documents.refresh import refresh_in_background
+
+        index = self.documents_index()
+        return index is not None and refresh_in_background(index, space) is not None
+
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False
 

@@ -174,6 +174,11 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
         block = context_block(facts, recent, space=profile.space, budget=ctx.settings.recall_budget_chars,
                               wrappers=host_wrappers(ctx.pm))
     fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
+    try:  # the index run is a process of its own; a failure to start one never fails the hook
+        if ctx.backend.refresh_documents(space):
+            fields["documents"] = "refreshing"
+    except Exception:  # noqa: BLE001 - fail open: the documents index is an extra
+        pass
     return HookResult(event="session-start", outcome="ok", block=block, fields=fields, injected=tuple(held))
 
 

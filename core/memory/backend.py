@@ -261,6 +261,12 @@ class MemoryBackend(Protocol):
         """What the space's documents index holds, or None when there is none."""
         ...
 
+    def refresh_documents(self, space: str) -> bool:
+        """Start bringing the space's documents index up to date in a process of its own when
+        it is due (the session-start hook asks); True when a run was started. Never indexes in
+        the caller, and never raises for a run it could not start."""
+        ...
+
     @property
     def browse(self) -> BrowseReads:
         """The memory browser's reads of this store, as the person sees it

@@ -64,7 +64,8 @@ class DocumentsState:
     read, when it was refreshed (ISO 8601 UTC, or None: never), the repository's folder, the
     files left out as ``(path, reason)``, the repository's web address and the commit the
     documents were read at (for links; None when the remote is not a known web host), and
-    the index run going on now, in one line (None: none)."""
+    the index run going on now, in one line (None: none), and the include and exclude globs
+    the last run used (empty: the defaults)."""
 
     documents: int
     chunks: int
@@ -76,6 +77,8 @@ class DocumentsState:
     web: str | None = None
     revision: str | None = None
     indexing: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
 
 class NoDocuments:
@@ -90,4 +93,8 @@ class NoDocuments:
     def document_status(self, space: str) -> DocumentsState | None:
         """No documents are indexed here: None."""
         return None
+
+    def refresh_documents(self, space: str) -> bool:
+        """No documents are indexed here: nothing to refresh."""
+        return False
 

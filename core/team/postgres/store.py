@@ -365,6 +365,10 @@ class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
         """No documents index on the team store yet: None."""
         return None
 
+    def refresh_documents(self, space: str) -> bool:
+        """No documents index on the team store yet: nothing to refresh."""
+        return False
+
     @property
     def store_path(self) -> None:
         """No local file: Postgres keeps the memories (the daemon watches nothing)."""

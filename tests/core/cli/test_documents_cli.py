@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 
 from bli_memory.core.documents.runs import current_run, index_run
 from bli_memory.core.paths import store_path
-from tests.conftest import bin_path, git
+from tests.conftest import FIXTURES, bin_path, git
+from tests.hooks_util import run_hook
 
 pytestmark = pytest.mark.e2e  # starts processes (tests/tiers.py)
 
@@ -104,3 +106,46 @@ def test_background_run_indexes_and_reports_when_done(repo: Path) -> None:
     assert current_run(index) is None
     log = index.with_name("documents.sqlite3.log").read_text()
     assert "3 documents" in log, log
+
+
+def test_a_run_without_globs_takes_the_last_runs(repo: Path) -> None:
+    assert cli(repo, "index", "--include", "*.md", "--exclude", "docs/drafts/*").returncode == 0
+    assert json.loads(cli(repo, "status", "--json").stdout)["documents"] == 2
+    (repo / "notes.txt").write_text("A plain text note.\n")
+    git("add", "notes.txt", cwd=repo)
+    git("commit", "-q", "-m", "Add notes", cwd=repo)
+    again = cli(repo, "index")  # the same globs: drafts and the .txt stay out
+    assert again.returncode == 0 and "2 documents" in again.stdout, again.stdout
+    wider = cli(repo, "index", "--include", "*.md", "--include", "*.txt")
+    assert "4 documents" in wider.stdout, wider.stdout  # new globs, and no exclude left
+
+
+def _stale(index: Path) -> None:
+    with sqlite3.connect(index) as conn:
+        conn.execute("UPDATE doc_state SET refreshed_at = '2020-01-01T00:00:00.000000Z'")
+
+
+def test_a_session_start_refreshes_a_stale_index_in_the_background(repo: Path) -> None:
+    payload = json.loads((FIXTURES / "claude" / "session_start.json").read_text()) | {"cwd": str(repo)}
+    run = run_hook("session-start", payload, cwd=repo)  # never indexed: nothing starts
+    assert run.returncode == 0 and "documents" not in run.receipt[1]
+    assert cli(repo, "index").returncode == 0
+    index = store_path().with_name("documents.sqlite3")
+    fresh = json.loads(cli(repo, "status", "--json").stdout)["refreshedAt"]
+    run = run_hook("session-start", payload, cwd=repo)  # refreshed just now: nothing starts
+    assert run.returncode == 0 and "documents" not in run.receipt[1]
+
+    (repo / "docs" / "errors.md").write_text("# Error format\n\nErrors follow RFC 9457 problem details.\n")
+    _stale(index)
+    run = run_hook("session-start", payload, cwd=repo)
+    assert run.returncode == 0 and run.receipt[1].get("documents") == "refreshing", run.receipt
+    deadline = time.monotonic() + 240  # a bound on waiting, never a speed assertion
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = json.loads(cli(repo, "status", "--json").stdout)
+        if status["refreshedAt"] > fresh and status["indexing"] is None:
+            break
+        time.sleep(0.5)
+    assert status["refreshedAt"] > fresh, status
+    found = json.loads(cli(repo, "search", "problem details for errors", "--json").stdout)
+    assert "RFC 9457" in found[0]["text"]
