@@ -17,6 +17,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +68,9 @@ def spawn_index_run(index_path: Path, space: str, root: Path, *, include: Sequen
     with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as out:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
                                  close_fds=True, start_new_session=True)
+    # A long-lived parent (the daemon) reaps the run when it ends; a short one exits first and
+    # leaves the run to init.
+    threading.Thread(target=child.wait, name="documents-run-reaper", daemon=True).start()
     return child.pid
 
 
