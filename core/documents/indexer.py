@@ -28,7 +28,13 @@ from typing import Any
 from bli_memory.core.documents.chunks import chunk_document
 from bli_memory.core.documents.commits import head_commit, read_commits, web_address
 from bli_memory.core.documents.index_store import DocumentIndex
-from bli_memory.core.documents.sources import DEFAULT_INCLUDE, Skipped, glob_matches, tracked_documents
+from bli_memory.core.documents.sources import (
+    DEFAULT_INCLUDE,
+    Skipped,
+    glob_matches,
+    read_document,
+    tracked_documents,
+)
 
 __all__ = ["EMBED_BATCH", "IndexReport", "index_space"]
 
@@ -101,7 +107,7 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
             report.unchanged += 1
             continue
         try:
-            raw = (root / doc.path).read_bytes()
+            raw = read_document(root, doc.path)
         except OSError:
             continue
         sha = hashlib.sha256(raw).hexdigest()

@@ -15,7 +15,13 @@ Left out, and counted with a reason (:data:`SKIP_REASONS`):
   ``vendor/``, ``third_party/``, ``site-packages/``);
 - ``too_large``: more than :data:`MAX_FILE_BYTES`;
 - ``binary``: a NUL byte in its first 8 KiB, or not UTF-8;
-- ``generated``: marked as generated in its first lines (``DO NOT EDIT``, ``@generated``).
+- ``generated``: marked as generated in its first lines (``DO NOT EDIT``, ``@generated``);
+- ``symlink``: a symbolic link, or a path that leads out of the repository through one, or
+  anything but a regular file (a FIFO would block the reader): a link named ``notes.md`` may
+  point at ``~/.aws/credentials``. A link's target is indexed where git tracks it itself.
+
+A document is read with :func:`read_document` only, which opens it without following a
+link and without blocking, and refuses anything that is not a regular file.
 
 Globs are gitignore-like: a pattern without ``/`` matches a file name anywhere, ``**``
 matches any number of folders. Standard library only (git itself is run as a process).
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,6 +46,7 @@ __all__ = [
     "SourceFile",
     "glob_matches",
     "is_secret_file",
+    "read_document",
     "tracked_documents",
 ]
 
@@ -52,7 +60,7 @@ DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.mdx", "*.rst", "*.adoc", "*.asciidoc
 MAX_FILE_BYTES = 1_000_000
 
 #: Why a candidate document is left out (see the module docstring).
-SKIP_REASONS = ("secret_file", "excluded", "vendored", "too_large", "binary", "generated")
+SKIP_REASONS = ("secret_file", "excluded", "vendored", "too_large", "binary", "generated", "symlink")
 
 _SECRET_NAMES = re.compile(
     r"""(?ix)^(
@@ -157,6 +165,7 @@ def tracked_documents(root: Path, *, include: Sequence[str] = DEFAULT_INCLUDE,
     """
     docs: list[SourceFile] = []
     skipped: list[Skipped] = []
+    real_root = os.path.realpath(root)
     for path in sorted(_git_files(root)):
         if is_secret_file(path):
             skipped.append(Skipped(path, "secret_file"))
@@ -170,13 +179,15 @@ def tracked_documents(root: Path, *, include: Sequence[str] = DEFAULT_INCLUDE,
             reason = "vendored"
         if reason is None:
             try:
-                st = os.stat(root / path)
+                st = os.lstat(root / path)
             except OSError:
                 continue  # tracked but deleted in the work tree
-            if st.st_size > MAX_FILE_BYTES:
+            if not stat.S_ISREG(st.st_mode) or not _inside(real_root, root / path):
+                reason = "symlink"
+            elif st.st_size > MAX_FILE_BYTES:
                 reason = "too_large"
             else:
-                reason = _content_problem(root / path)
+                reason = _content_problem(root, path)
         if reason is not None:
             skipped.append(Skipped(path, reason))
         else:
@@ -184,12 +195,37 @@ def tracked_documents(root: Path, *, include: Sequence[str] = DEFAULT_INCLUDE,
     return docs, skipped
 
 
-def _content_problem(file: Path) -> str | None:
+def _inside(real_root: str, file: Path) -> bool:
+    """Whether ``file`` resolves to a place inside the repository (no folder link leads out)."""
+    return os.path.realpath(file).startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def read_document(root: Path, path: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The first ``limit`` bytes of the document at ``root / path``, opened without following a
+    symbolic link and without blocking.
+
+    Raises:
+        OSError: it cannot be read, is a link (``ELOOP``), leads out of ``root``, or is not a
+            regular file.
+    """
+    file = root / path
+    if not _inside(os.path.realpath(root), file):
+        raise OSError(f"{path} leads out of the repository")
+    fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        with open(file, "rb") as f:
-            head = f.read(8192)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
+
+
+def _content_problem(root: Path, path: str) -> str | None:
+    try:
+        head = read_document(root, path, 8192)
     except OSError:
-        return "binary"
+        return "symlink"
     if b"\0" in head:
         return "binary"
     try:

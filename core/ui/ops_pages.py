@@ -126,6 +126,7 @@ SKIP_REASONS_SHOWN = {
     "binary": "not text",
     "generated": "marked as generated",
     "forgotten": "kept out (documents forget)",
+    "symlink": "a symbolic link, or not a regular file (never followed)",
 }
 
 

@@ -3,13 +3,14 @@ read from where the last read stopped. Against a real git repository."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from bli_memory.core.documents.commits import head_commit, read_commits, web_address
-from bli_memory.core.documents.sources import glob_matches, is_secret_file, tracked_documents
+from bli_memory.core.documents.sources import glob_matches, is_secret_file, read_document, tracked_documents
 
 pytestmark = pytest.mark.e2e  # git runs as a process
 
@@ -83,3 +84,34 @@ def test_links_point_at_a_known_web_host_and_never_carry_credentials(repo: Path)
     sha = head_commit(repo)
     assert sha is not None and len(sha) == 40
 
+
+
+def test_links_and_what_is_not_a_regular_file_are_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "home" / ".aws"
+    outside.mkdir(parents=True)
+    (outside / "credentials").write_text("aws_secret_access_key = outside-the-repo\n")
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "real.md").write_text("# Real\n\nInside.\n")
+    (root / "notes.md").symlink_to(outside / "credentials")  # a tracked link to a secret
+    (root / "inner.md").symlink_to(root / "docs" / "real.md")  # a link inside: its target counts once
+    (root / "guide").mkdir()
+    (root / "guide" / "intro.md").write_text("# Intro\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "docs")
+    # after the commit the work tree changes under git: a folder becomes a link out, a file a FIFO
+    (root / "guide" / "intro.md").unlink()
+    (root / "guide").rmdir()
+    (root / "guide").symlink_to(outside)
+    (outside / "intro.md").write_text("# Leaked\n")
+    (root / "docs" / "real.md").unlink()
+    os.mkfifo(root / "docs" / "real.md")
+    docs, skipped = tracked_documents(root)
+    assert docs == []
+    assert {(s.path, s.reason) for s in skipped} == {
+        ("notes.md", "symlink"), ("inner.md", "symlink"), ("guide/intro.md", "symlink"),
+        ("docs/real.md", "symlink")}
+    for path in ("notes.md", "guide/intro.md", "docs/real.md"):
+        with pytest.raises(OSError):
+            read_document(root, path)
