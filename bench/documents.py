@@ -221,12 +221,15 @@ def _ranks(index: Any, space: str, q: str, kinds: tuple[str, ...], embed: Callab
             "keyword_rank": next((i for i, s in enumerate(seqs, 1) if s in chunks and hit(chunks[s])), None)}
 
 
-def score(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
-    """recall@1, recall@5 and MRR@5 of the ranks under ``key``."""
-    ranks = [r[key] for r in rows]
-    return {"recall@1": sum(1 for r in ranks if r == 1) / len(ranks),
-            "recall@5": sum(1 for r in ranks if r is not None) / len(ranks),
-            "mrr@5": sum(1 / r for r in ranks if r is not None) / len(ranks)}
+def scores(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """recall@1, recall@5 and MRR@5 of the hybrid and of the keyword ranks."""
+    out = {}
+    for name in ("hybrid", "keyword"):
+        ranks = [r[f"{name}_rank"] for r in rows]
+        out[name] = {"recall@1": sum(1 for r in ranks if r == 1) / len(ranks),
+                     "recall@5": sum(1 for r in ranks if r is not None) / len(ranks),
+                     "mrr@5": sum(1 / r for r in ranks if r is not None) / len(ranks)}
+    return out
 
 
 def _table(results: dict[str, Any]) -> str:
@@ -266,14 +269,14 @@ def main() -> int:
         for q in data["questions"]:
             ranks = _ranks(index, q["repo"], q["q"], ("document",), embed, lambda c, q=q: _hit(c, q))
             results["rows"].append({"repo": q["repo"], "q": q["q"], **ranks})
-        results["hybrid"], results["keyword"] = score(results["rows"], "hybrid_rank"), score(results["rows"],
-                                                                                            "keyword_rank")
+        results.update(scores(results["rows"]))
 
         src = history["source"]
         root, made = history_repo(src["sdist"], src["folder"], src["notes"], Path(tmp))
         space = root.name
         t0 = time.perf_counter()
-        report = index_space(index, root, space=space, embed_many=EmbedCache(embedder))
+        cache = EmbedCache(embedder)  # the mixed part indexes the same texts again
+        report = index_space(index, root, space=space, embed_many=cache)
         commits: dict[str, Any] = {"repo": {**made, "space": space, "indexed_commits": report.commits,
                                             "documents": report.documents, "chunks": report.chunks,
                                             "index_s": round(time.perf_counter() - t0, 2)}, "rows": []}
@@ -281,12 +284,12 @@ def main() -> int:
         for q in history["questions"]:
             ranks = _ranks(index, space, q["q"], ("commit",), embed, lambda c, q=q: _commit_hit(c, q["pr"]))
             commits["rows"].append({"q": q["q"], "pr": q["pr"], "release": q["release"], **ranks})
-        commits["hybrid"], commits["keyword"] = score(commits["rows"], "hybrid_rank"), score(commits["rows"],
-                                                                                            "keyword_rank")
+        commits.update(scores(commits["rows"]))
         results["commits"] = commits
         index.close()
 
-        tables = ["Documents (30 questions, documents only, top 5):", _table(results), "",
+        tables = [f"Documents ({len(results['rows'])} questions, documents only, top 5):", _table(results),
+                  "",
                   f"Commits ({len(commits['rows'])} questions, commits only, top 5):", _table(commits)]
         if args.locomo.exists():
             import documents_mixed
@@ -307,7 +310,7 @@ def main() -> int:
                                              lambda c, q=q: _mentions(c, q["pr"]))
                        for q in history["questions"]]
             results["mixed"] = documents_mixed.run(args.locomo, root, probes, embedder=embedder,
-                                                   embed_many=EmbedCache(embedder))
+                                                   embed_many=cache)
             tables += ["", *documents_mixed.tables(results["mixed"])]
         else:
             log(f"documents: no LoCoMo file at {args.locomo}: the mixed part is skipped")

@@ -39,11 +39,15 @@ def _root(arg: str | None) -> Path:
     from bli_memory.core.errors import InvalidInputError
 
     where = arg or os.getcwd()
-    done = subprocess.run(["git", "-C", where, "rev-parse", "--show-toplevel"],
-                          capture_output=True, text=True, check=False)
+    from bli_memory.core.documents.commits import git_run
+
+    try:
+        done = git_run(Path(where), "rev-parse", "--show-toplevel", timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidInputError(f"cannot run git: {exc}") from None
     if done.returncode != 0:
         raise InvalidInputError(f"{where} is not inside a git work tree: documents are the files git tracks")
-    return Path(done.stdout.strip())
+    return Path(done.stdout.decode("utf-8", "surrogateescape").strip())
 
 
 def _embedder() -> Any:

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAX_COMMITS", "Commit", "head_commit", "read_commits", "web_address"]
+__all__ = ["GIT", "GIT_ENV", "MAX_COMMITS", "Commit", "git_run", "head_commit", "read_commits", "web_address"]
 
 #: Most commits read in one index run (the newest).
 MAX_COMMITS = 10_000
@@ -42,10 +42,30 @@ class Commit:
         return self.sha[:12]
 
 
+#: What every git run of the documents wing starts with: no file system monitor process, no
+#: signature checks (``log.showSignature`` would run gpg per commit), no pager, no prompt.
+GIT = ("git", "-c", "core.fsmonitor=false", "-c", "log.showSignature=false", "--no-pager")
+
+#: The environment of those runs: never ask for credentials.
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def git_run(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git -C root ARGS`` as :data:`GIT` does, output captured.
+
+    Raises:
+        OSError: git cannot be started.
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
+    import os
+
+    return subprocess.run([*GIT, "-C", str(root), *args], capture_output=True, timeout=timeout, check=False,
+                          env={**os.environ, **GIT_ENV})
+
+
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=300,
-                              check=False)
+        return git_run(root, *args)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ValueError(f"cannot read the git history: {exc}") from None
 

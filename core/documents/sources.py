@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from bli_memory.core.documents.commits import git_run
+
 __all__ = [
     "DEFAULT_INCLUDE",
     "MAX_FILE_BYTES",
@@ -138,8 +140,7 @@ def _git_files(root: Path) -> list[str]:
         ValueError: ``root`` is not inside a git work tree, or git is missing.
     """
     try:
-        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--", "."],
-                              capture_output=True, timeout=120, check=False)
+        done = git_run(root, "ls-files", "-z", "--cached", "--", ".", timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ValueError(f"cannot list the files git tracks: {exc}") from None
     if done.returncode != 0:
