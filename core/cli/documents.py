@@ -148,9 +148,13 @@ def _index(index: Any, space: str, args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
-    sys.stdout.write(f"space {space}: {report.documents} documents ({report.indexed} indexed, "
-                     f"{report.unchanged} unchanged, {report.removed} removed; {report.chunks} chunks), "
-                     f"{report.commits} new commit{'' if report.commits == 1 else 's'}; skipped: {skipped}\n")
+    def count(n: int, noun: str) -> str:
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
+    sys.stdout.write(f"space {space}: {count(report.documents, 'document')} ({report.indexed} indexed, "
+                     f"{report.unchanged} unchanged, {report.removed} removed; "
+                     f"{count(report.chunks, 'chunk')}), "
+                     f"{count(report.commits, 'new commit')}; skipped: {skipped}\n")
     return 0
 
 

@@ -41,7 +41,7 @@ def test_documents_and_commits_come_back_apart_from_memories(project: Path) -> N
     _git(project, "add", "-A")
     _git(project, "commit", "-q", "-m", "Pin ruff to 0.8", "-m", "Newer releases flag our generated code.")
     out = _cli(project, "index")
-    assert "1 documents" in out and "1 new commits" in out and "1 secret_file" in out
+    assert "1 document (" in out and "1 new commit;" in out and "1 secret_file" in out
 
     async def body(client: object) -> tuple[object, object, object]:
         queue = await client.call_tool("search_memory", {"query": "why did we move the queue to Dramatiq?"})
