@@ -22,6 +22,7 @@ with the vectors the caller gives).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -86,8 +87,22 @@ class DocumentIndex:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA secure_delete = ON")
             self._conn.executescript(_SCHEMA)
+            self._identity = self._file_identity()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the documents index: {exc}", reason="store_unavailable") from exc
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def is_current(self) -> bool:
+        """Whether the file this handle has open is still the one at :attr:`path`: False once
+        ``documents delete`` removed it (or it was replaced), so a long-lived process (the
+        daemon) lets go of the deleted file instead of answering from it."""
+        return self._identity is not None and self._file_identity() == self._identity
 
     def close(self) -> None:
         """Close the file. Idempotent."""

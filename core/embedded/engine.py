@@ -249,10 +249,14 @@ class EmbeddedBackend(EngineBase, EngineBackend):
     # --- the project's documents (core/documents), beside the memories ------------------
 
     def documents_index(self, *, create: bool = False) -> DocumentIndex | None:
-        """The documents index beside the store (``documents.sqlite3``), opened once; None
-        when there is none yet and ``create`` is false (a search never creates one)."""
+        """The documents index beside the store (``documents.sqlite3``), opened once and
+        again after ``documents delete`` removed or replaced the file; None when there is
+        none and ``create`` is false (a search never creates one)."""
         path = self.store_path.with_name("documents.sqlite3")
         with self._store_lock:
+            if self._documents is not None and not self._documents.is_current():
+                self._documents.close()
+                self._documents = None
             if self._documents is None and (create or path.exists()):
                 from bli_memory.core.documents.index_store import DocumentIndex
 

@@ -149,3 +149,20 @@ def test_a_session_start_refreshes_a_stale_index_in_the_background(repo: Path) -
     assert status["refreshedAt"] > fresh, status
     found = json.loads(cli(repo, "search", "problem details for errors", "--json").stdout)
     assert "RFC 9457" in found[0]["text"]
+
+
+def test_a_long_lived_backend_lets_go_of_a_deleted_index(repo: Path) -> None:
+    from bli_memory.core.embedded.engine import EmbeddedBackend
+
+    assert cli(repo, "index", "--space", "s").returncode == 0
+    backend = EmbeddedBackend(store_path())  # as the daemon holds it
+    try:
+        assert backend.search_documents("what does an error answer look like?", space="s")
+        assert cli(repo, "delete", "--yes").returncode == 0
+        assert backend.search_documents("what does an error answer look like?", space="s") == []
+        assert backend.document_status("s") is None
+        assert cli(repo, "index", "--space", "s").returncode == 0  # a new file: found again
+        assert backend.search_documents("what does an error answer look like?", space="s")
+        assert backend.document_status("s").documents == 3
+    finally:
+        backend.close()
