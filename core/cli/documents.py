@@ -86,10 +86,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--space")
     p.add_argument("--kind", choices=("document", "commit", "all"), default="all")
     p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--all", action="store_true",
+                   help="also show matches below the similarity search_memory needs to show one (0.35)")
     p.add_argument("--json", action="store_true")
-    p = sub.add_parser("forget", help="keep a path (a file, or a folder ending in /) out of the index")
-    p.add_argument("path")
+    p = sub.add_parser("forget", help="keep a path (a file, a folder or a glob, as in .gitignore) out of the "
+                       "index from now on, and drop what is indexed of it")
+    p.add_argument("path", help="relative to the repository's top folder")
     p.add_argument("--space")
+    p.add_argument("--undo", action="store_true", help="let the path back in (the next index run reads it)")
     p = sub.add_parser("delete", help="delete the whole documents index (every space)")
     p.add_argument("--yes", action="store_true", help="really delete it")
     args = parser.parse_args(argv)
@@ -106,10 +110,7 @@ def main(argv: list[str]) -> int:
         if args.command == "status":
             return _status(index, space, args.json)
         if args.command == "forget":
-            path = args.path.strip().removeprefix("./")
-            dropped = index.forget_path(space, path)
-            sys.stdout.write(f"{path} is kept out of space {space} from now on ({dropped} file(s) dropped)\n")
-            return 0
+            return _forget(index, space, args.path, undo=args.undo)
         return _search(index, space, args)
     finally:
         index.close()
@@ -139,7 +140,7 @@ def _index(index: Any, space: str, args: argparse.Namespace) -> int:
 
         def progress(stage: str, done: int, total: int) -> None:
             run.progress(stage, done, total)
-            if sys.stderr.isatty() and (done == total or done % 50 == 0):
+            if sys.stderr.isatty() and (stage == "commits" or done == total or done % 50 == 0):
                 sys.stderr.write(f"\r{stage}: {done}/{total}")
                 sys.stderr.flush()
 
@@ -153,9 +154,34 @@ def _index(index: Any, space: str, args: argparse.Namespace) -> int:
 
     sys.stdout.write(f"space {space}: {count(report.documents, 'document')} ({report.indexed} indexed, "
                      f"{report.unchanged} unchanged, {report.removed} removed; "
-                     f"{count(report.chunks, 'chunk')}), "
+                     f"{count(report.chunks, 'chunk')} written), "
                      f"{count(report.commits, 'new commit')}; skipped: {skipped}\n")
     return 0
+
+
+def _forget(index: Any, space: str, raw: str, *, undo: bool) -> int:
+    from bli_memory.core.errors import InvalidInputError
+
+    path = raw.strip().removeprefix("./")
+    if not path or path in ("/", ".") or path.startswith("/") or ".." in path.split("/") or "\0" in path:
+        raise InvalidInputError(f"{raw!r} is not a path inside the repository: give it relative to the "
+                                "repository's top folder, e.g. docs/drafts/")
+    if undo:
+        if not index.unforget_path(space, path):
+            sys.stdout.write(f"{path} was not kept out of space {space}; nothing changed\n")
+            return 1
+        sys.stdout.write(f"{path} is let back into space {space}: the next `documents index` reads it\n")
+        return 0
+    dropped = index.forget_path(space, path)
+    what = (f"{dropped} indexed file{'' if dropped == 1 else 's'} dropped" if dropped
+            else "no indexed file matched it")
+    sys.stdout.write(f"{path} is kept out of space {space} from now on ({what}; "
+                     f"`documents forget --undo {path}` lets it back in)\n")
+    return 0
+
+
+def _when(stamp: str | None) -> str:
+    return f"{stamp[:10]} {stamp[11:16]} UTC" if stamp else "never"
 
 
 def _status(index: Any, space: str, as_json: bool) -> int:
@@ -167,14 +193,16 @@ def _status(index: Any, space: str, as_json: bool) -> int:
         out = {"space": space, "documents": st.documents, "chunks": st.chunks, "commits": st.commits,
                "lastCommit": st.last_commit, "refreshedAt": st.refreshed_at, "root": st.root,
                "skipped": [{"path": p, "reason": r} for p, r in st.skipped],
+               "forgotten": index.forgotten_paths(space),
                "indexing": None if running is None else {
                    "space": running.space, "stage": running.stage, "done": running.done,
                    "total": running.total, "startedAt": running.started_at, "pid": running.pid}}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
-    when = st.refreshed_at or "never"
     sys.stdout.write(f"space {space}: {st.documents} documents ({st.chunks} chunks), {st.commits} commits; "
-                     f"refreshed {when}\n")
+                     f"refreshed {_when(st.refreshed_at)}\n")
+    for path in index.forgotten_paths(space):
+        sys.stdout.write(f"  kept out (documents forget): {path}\n")
     if running is not None:
         sys.stdout.write(running.describe() + "\n")
     for path, reason in st.skipped:
@@ -184,13 +212,15 @@ def _status(index: Any, space: str, as_json: bool) -> int:
 
 def _search(index: Any, space: str, args: argparse.Namespace) -> int:
     from bli_memory.core.documents.search import link_for, search_documents
+    from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR
 
     kinds = ("document", "commit") if args.kind == "all" else (args.kind,)
     embedder = _embedder()
-    root = index.state(space).root
-    hits = search_documents(index, args.query, space=space, embed=lambda t: embedder.embed([t])[0],
-                            limit=max(1, min(args.limit, 50)), kinds=kinds,
-                            links=lambda c: link_for(c, root=root, web=None, revision=None))
+    st = index.state(space)
+    found = search_documents(index, args.query, space=space, embed=lambda t: embedder.embed([t])[0],
+                             limit=max(1, min(args.limit, 50)), kinds=kinds,
+                             links=lambda c: link_for(c, root=st.root, web=st.web, revision=st.revision))
+    hits = found if args.all else [h for h in found if h.similarity >= DOCUMENT_FLOOR]
     if args.json:
         rows = [{"kind": h.chunk.kind, "path": h.chunk.path or None, "startLine": h.chunk.start,
                  "endLine": h.chunk.end, "sha": h.chunk.sha, "date": h.chunk.date,
@@ -199,7 +229,12 @@ def _search(index: Any, space: str, args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
     if not hits:
-        sys.stdout.write(f"(no documents or commits match in space {space}; `documents index` first?)\n")
+        if not st.refreshed_at:
+            sys.stdout.write(f"(space {space} has no documents index; run `documents index` first)\n")
+        else:
+            weaker = f"; --all shows {len(found)} weaker" if found else ""
+            sys.stdout.write(f"(no document or commit message of space {space} matches at similarity "
+                             f"{DOCUMENT_FLOOR} or more{weaker})\n")
     for h in hits:
         c = h.chunk
         where = (f"{c.path}:{c.start}-{c.end}" if c.kind == "document" else f"commit {c.sha and c.sha[:12]} "

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bli_memory.core.documents.sources import glob_matches
 from bli_memory.core.errors import StoreError
 from bli_memory.core.memory.documents import DocumentChunk, DocumentsState
 from bli_memory.core.memory.terms import FTS_TOKENIZE, index_text
@@ -207,18 +208,23 @@ class DocumentIndex:
     # --- forget, state ---------------------------------------------------------------
 
     def forget_path(self, space: str, path: str) -> int:
-        """Keep ``path`` (a file, or a folder ending in ``/``) out of the space's index from now
-        on, and drop what is indexed of it; returns the files dropped."""
-        prefix = path if path.endswith("/") else None
+        """Keep ``path`` (a gitignore-like pattern: a file, a folder, a glob) out of the space's
+        index from now on, and drop what is indexed under it; returns the files dropped."""
         with self._write() as conn:
             conn.execute("INSERT OR REPLACE INTO doc_forgotten (space, path, at) VALUES (?, ?, ?)",
                          (space, path, _now()))
             paths = [r[0] for r in conn.execute("SELECT path FROM doc_files WHERE space = ?", (space,))
-                     if (r[0].startswith(prefix) if prefix else r[0] == path)]
+                     if glob_matches(r[0], [path])]
             for p in paths:
                 self._drop(conn, space, "document", p)
                 conn.execute("DELETE FROM doc_files WHERE space = ? AND path = ?", (space, p))
         return len(paths)
+
+    def unforget_path(self, space: str, path: str) -> bool:
+        """Let ``path`` back in (the next run indexes it again); False when it was not kept out."""
+        with self._write() as conn:
+            return conn.execute("DELETE FROM doc_forgotten WHERE space = ? AND path = ?",
+                                (space, path)).rowcount > 0
 
     def forgotten_paths(self, space: str) -> list[str]:
         """The paths kept out of the space's index (a folder ends in ``/``)."""

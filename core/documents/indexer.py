@@ -56,13 +56,18 @@ class IndexReport:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def _embed(embed_many: Callable[[Sequence[str]], Any], texts: Sequence[str]) -> Any:
+def _embed(embed_many: Callable[[Sequence[str]], Any], texts: Sequence[str],
+           done: Callable[[int], None] | None = None) -> Any:
+    """Unit vectors of ``texts``, :data:`EMBED_BATCH` at a time; ``done(n)`` after each batch."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    parts = [np.asarray(embed_many(texts[i:i + EMBED_BATCH]), dtype=np.float32)
-             for i in range(0, len(texts), EMBED_BATCH)]
+    parts = []
+    for i in range(0, len(texts), EMBED_BATCH):
+        parts.append(np.asarray(embed_many(texts[i:i + EMBED_BATCH]), dtype=np.float32))
+        if done is not None:
+            done(min(i + EMBED_BATCH, len(texts)))
     return np.vstack(parts)
 
 
@@ -133,12 +138,13 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
     commits = read_commits(root, since=last)
     if commits:
         texts = [_masked(f"{c.subject}\n\n{c.body}".strip()) for c in reversed(commits)]
-        vectors = _embed(embed_many, texts)
+        if progress is not None:
+            progress("commits", 0, len(commits))
+        vectors = _embed(embed_many, texts, done=None if progress is None else
+                         (lambda n: progress("commits", n, len(commits))))
         rows = [(c.sha, c.date, t) for c, t in zip(reversed(commits), texts, strict=True)]
         index.add_commits(space, rows, vectors, last_commit=commits[0].sha)
         report.commits = len(commits)
-        if progress is not None:
-            progress("commits", len(commits), len(commits))
     for s in skipped:
         report.skipped[s.reason] = report.skipped.get(s.reason, 0) + 1
     index.set_state(space, root=str(root), skipped=[(s.path, s.reason) for s in skipped],

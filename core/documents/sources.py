@@ -118,8 +118,9 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(body[i]))
             i += 1
     regex = "".join(out)
-    if body.endswith("/"):
-        regex += ".*"  # a folder: everything under it
+    # A folder pattern matches everything under it; any other pattern also matches what lies
+    # under a folder it names, as in .gitignore ("docs/drafts" keeps docs/drafts/a.md out).
+    regex += ".*" if body.endswith("/") else "(?:/.*)?"
     return re.compile(regex if anchored else f"(?:.*/)?{regex}")
 
 

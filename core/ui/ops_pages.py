@@ -140,9 +140,12 @@ async def documents(request: Request) -> Response:
     q = (request.query_params.get("q") or "").strip()[:2000]
 
     def read() -> dict[str, Any]:
+        from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR
+
         state = machine.document_status(space)
-        hits = machine.search_documents(q, space=space, limit=10) if q and state is not None else []
-        return {"state": state, "hits": hits}
+        found = machine.search_documents(q, space=space, limit=10) if q and state is not None else []
+        hits = [h for h in found if h.similarity >= DOCUMENT_FLOOR]  # as search_memory shows them
+        return {"state": state, "hits": hits, "weaker": len(found) - len(hits), "floor": DOCUMENT_FLOOR}
 
     return render(request, "documents.html", nav="documents", space=space, q=q, reasons=SKIP_REASONS_SHOWN,
                   **await run_in_threadpool(read))

@@ -64,12 +64,33 @@ def test_index_status_search_forget_delete(repo: Path) -> None:
     for f in index.parent.iterdir():  # the token is masked, and .env is never read
         assert TOKEN.encode() not in f.read_bytes(), f.name
 
-    forgot = cli(repo, "forget", "docs/drafts/")
-    assert forgot.returncode == 0 and "1 file(s) dropped" in forgot.stdout
+    far = cli(repo, "search", "kubernetes helm chart autoscaling")  # nothing bears on it
+    assert "no document or commit message" in far.stdout and "--all shows" in far.stdout, far.stdout
+    assert "similarity" in cli(repo, "search", "kubernetes helm chart autoscaling", "--all").stdout
+
+    git("remote", "add", "origin", "https://github.com/acme/shop.git", cwd=repo)
+    assert cli(repo, "index").returncode == 0  # nothing changed but where links point
+    found = json.loads(cli(repo, "search", "what does an error answer look like?", "--json").stdout)
+    assert found[0]["link"].startswith("https://github.com/acme/shop/blob/"), found[0]["link"]
+
+    for bad in ("../outside.md", "/etc/passwd", "", "/"):
+        refused = cli(repo, "forget", bad)
+        assert refused.returncode != 0 and "inside the repository" in refused.stderr, refused
+    forgot = cli(repo, "forget", "docs/drafts")  # a folder, as .gitignore names one
+    assert forgot.returncode == 0 and "1 indexed file dropped" in forgot.stdout, forgot.stdout
+    assert "kept out (documents forget): docs/drafts" in cli(repo, "status").stdout
     assert cli(repo, "index").returncode == 0
     found = json.loads(cli(repo, "search", "which job queue do we use?", "--json").stdout)
     assert all(not (h["path"] or "").startswith("docs/drafts/") for h in found), found
-    assert json.loads(cli(repo, "status", "--json").stdout)["documents"] == 2
+    status = json.loads(cli(repo, "status", "--json").stdout)
+    assert status["documents"] == 2 and status["forgotten"] == ["docs/drafts"]
+    assert {"path": "docs/drafts/queue.md", "reason": "forgotten"} in status["skipped"]
+    assert "no indexed file matched" in cli(repo, "forget", "nothere.md").stdout
+    assert cli(repo, "forget", "--undo", "docs/drafts").returncode == 0
+    assert cli(repo, "forget", "--undo", "docs/drafts").returncode == 1  # not kept out any more
+    assert cli(repo, "forget", "--undo", "nothere.md").returncode == 0
+    assert cli(repo, "index").returncode == 0
+    assert json.loads(cli(repo, "status", "--json").stdout)["documents"] == 3
 
     assert cli(repo, "delete").returncode == 1 and index.exists()  # asks first
     gone = cli(repo, "delete", "--yes")
