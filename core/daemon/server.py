@@ -451,6 +451,13 @@ def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         sys.stdout.write(USAGE)
         return 0
+    # ``daemon stop`` reads as ``daemon --stop``; any other word is refused, never served.
+    argv = [f"--{a}" if a in ("status", "stop", "restart") else a for a in argv]
+    stray = [a for i, a in enumerate(argv)
+             if not a.startswith("-") and not (i and argv[i - 1] == "--idle-seconds")]
+    if stray:
+        sys.stderr.write(f"bli-memory-mcp daemon: unexpected argument {stray[0]!r}\n{USAGE}")
+        return 2
     if "--status" in argv:
         sys.stdout.write(json.dumps(daemon_client.status()) + "\n")
         return 0

@@ -262,6 +262,14 @@ def test_status_says_whether_the_socket_answers(daemons: Daemons) -> None:
                                       "socket": str(daemon_socket_path())}
     out = subprocess.run([bin_path(), "daemon", "--status"], capture_output=True, text=True, timeout=30)
     assert json.loads(out.stdout)["running"] is True
+    plain = subprocess.run([bin_path(), "daemon", "status"], capture_output=True, text=True, timeout=30)
+    assert json.loads(plain.stdout)["pid"] == proc.pid  # `daemon status` reads as --status
+
+
+def test_a_stray_word_is_refused_and_never_starts_a_daemon(daemons: Daemons) -> None:
+    out = subprocess.run([bin_path(), "daemon", "stats"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "unexpected argument 'stats'" in out.stderr
+    assert daemon_client.status()["running"] is False
 
 
 # --- one per user ---------------------------------------------------------------------
