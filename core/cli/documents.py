@@ -121,6 +121,7 @@ def _index(index: Any, space: str, args: argparse.Namespace) -> int:
     from bli_memory.core.documents.refresh import log_path, spawn_index_run
     from bli_memory.core.documents.runs import IndexBusy, current_run, index_run
     from bli_memory.core.documents.sources import DEFAULT_INCLUDE
+    from bli_memory.core.errors import InvalidInputError
 
     root = _root(args.root)
     last = index.state(space)
@@ -144,18 +145,18 @@ def _index(index: Any, space: str, args: argparse.Namespace) -> int:
                 sys.stderr.write(f"\r{stage}: {done}/{total}")
                 sys.stderr.flush()
 
-        report = index_space(index, root, space=space, embed_many=embedder.embed,
-                             include=include or DEFAULT_INCLUDE, exclude=exclude, progress=progress)
+        try:
+            report = index_space(index, root, space=space, embed_many=embedder.embed,
+                                 include=include or DEFAULT_INCLUDE, exclude=exclude, progress=progress)
+        except ValueError as exc:  # git could not list the files or read the history
+            raise InvalidInputError(str(exc)) from None
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
-    def count(n: int, noun: str) -> str:
-        return f"{n} {noun}{'' if n == 1 else 's'}"
-
-    sys.stdout.write(f"space {space}: {count(report.documents, 'document')} ({report.indexed} indexed, "
+    sys.stdout.write(f"space {space}: {_count(report.documents, 'document')} ({report.indexed} indexed, "
                      f"{report.unchanged} unchanged, {report.removed} removed; "
-                     f"{count(report.chunks, 'chunk')} written), "
-                     f"{count(report.commits, 'new commit')}; skipped: {skipped}\n")
+                     f"{_count(report.chunks, 'chunk')} written), "
+                     f"{_count(report.commits, 'new commit')}; skipped: {skipped}\n")
     return 0
 
 
@@ -180,6 +181,10 @@ def _forget(index: Any, space: str, raw: str, *, undo: bool) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _when(stamp: str | None) -> str:
     return f"{stamp[:10]} {stamp[11:16]} UTC" if stamp else "never"
 
@@ -199,8 +204,8 @@ def _status(index: Any, space: str, as_json: bool) -> int:
                    "total": running.total, "startedAt": running.started_at, "pid": running.pid}}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
-    sys.stdout.write(f"space {space}: {st.documents} documents ({st.chunks} chunks), {st.commits} commits; "
-                     f"refreshed {_when(st.refreshed_at)}\n")
+    sys.stdout.write(f"space {space}: {_count(st.documents, 'document')} ({_count(st.chunks, 'chunk')}), "
+                     f"{_count(st.commits, 'commit')}; refreshed {_when(st.refreshed_at)}\n")
     for path in index.forgotten_paths(space):
         sys.stdout.write(f"  kept out (documents forget): {path}\n")
     if running is not None:
@@ -256,7 +261,7 @@ def _delete(yes: bool) -> int:
     if running is not None:
         raise IndexBusy(running)
     removed = 0
-    ends = ("-wal", "-shm", ".lock", ".run.json", ".log")
+    ends = ("-wal", "-shm", ".lock", ".run.json", ".log", ".refresh")
     for part in (path, *(path.with_name(path.name + end) for end in ends)):
         try:
             part.unlink()

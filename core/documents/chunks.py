@@ -22,11 +22,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["MAX_CHUNK_CHARS", "Chunk", "chunk_document", "document_format"]
+__all__ = ["MAX_CHUNK_CHARS", "MAX_HEADING_CHARS", "Chunk", "chunk_document", "document_format"]
 
 #: Longest chunk, in characters: about 400 tokens, beyond the 256 the embedding model reads,
 #: and short enough to show whole as a match's supporting text.
 MAX_CHUNK_CHARS = 1600
+
+#: Longest heading title kept in a trail, in characters: the trail is repeated in every chunk
+#: of its section, so a one-line "heading" of a megabyte must not be.
+MAX_HEADING_CHARS = 200
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -146,7 +150,8 @@ def chunk_document(path: str, text: str, *, max_chars: int = MAX_CHUNK_CHARS) ->
     sections: list[tuple[int, int, tuple[str, ...]]] = []
     trail: list[tuple[int, str]] = []
     start = 0
-    for index, _, level, title in marks:
+    for index, _, level, full_title in marks:
+        title = full_title[:MAX_HEADING_CHARS]
         if index > start:
             sections.append((start, index, tuple(t for _, t in trail)))
         while trail and trail[-1][0] >= level:

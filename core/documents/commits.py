@@ -8,16 +8,18 @@ says which branch, not why. Standard library only (git itself is run as a proces
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GIT", "GIT_ENV", "MAX_COMMITS", "Commit", "git_run", "head_commit", "read_commits", "web_address"]
+__all__ = ["GIT", "GIT_ENV", "MAX_COMMITS", "Commit", "git_run", "head_commit", "is_ancestor", "read_commits",
+           "web_address"]
 
 #: Most commits read in one index run (the newest).
 MAX_COMMITS = 10_000
 
-_FIELD, _RECORD = "\x1f", "\x1e"
+_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\d\d:\d\d)")
 
 
 @dataclass(frozen=True)
@@ -70,29 +72,47 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
         raise ValueError(f"cannot read the git history: {exc}") from None
 
 
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def is_ancestor(root: Path, sha: str) -> bool:
+    """Whether the commit ``sha`` is in ``HEAD``'s history (False after a rewrite or a switch
+    to a branch without it)."""
+    if not _SHA.fullmatch(sha):
+        return False
+    return _git(root, "merge-base", "--is-ancestor", sha, "HEAD").returncode == 0
+
+
 def read_commits(root: Path, *, since: str | None = None, limit: int = MAX_COMMITS) -> list[Commit]:
-    """The commits of ``HEAD`` newer than ``since`` (all when ``since`` is None or is no
-    longer in the history, as after a rewrite), newest first, at most ``limit``.
+    """The commits of ``HEAD`` newer than ``since`` (all when ``since`` is None or no longer in
+    the history, as after a rewrite), newest first, at most ``limit``; none in a repository
+    with no commit yet.
+
+    The log is read with NUL between fields and records, which no commit message can hold,
+    and a record whose id is not a full commit id or whose date is not a date is dropped:
+    a message cannot forge a commit of its own.
 
     Raises:
         ValueError: ``root`` is not in a git work tree, or git is missing.
     """
-    if since is not None and _git(root, "merge-base", "--is-ancestor", since, "HEAD").returncode != 0:
-        since = None
+    if head_commit(root) is None:
+        if _git(root, "rev-parse", "--git-dir").returncode != 0:
+            raise ValueError(f"{root} is not in a git repository")
+        return []  # no commit yet (an unborn HEAD)
+    if since is not None and not is_ancestor(root, since):
+        since = None  # rewritten away: the whole history
     span = [f"{since}..HEAD"] if since else ["HEAD"]
-    done = _git(root, "log", "--no-merges", f"--max-count={int(limit)}",
-                f"--format=%H{_FIELD}%cI{_FIELD}%s{_FIELD}%b{_RECORD}", *span, "--")
+    done = _git(root, "log", "-z", "--no-merges", f"--max-count={int(limit)}",
+                "--format=%H%x00%cI%x00%s%x00%b", *span, "--")
     if done.returncode != 0:
-        message = done.stderr.decode(errors="replace").strip()
-        if "does not have any commits" in message or "unknown revision" in message:
-            return []  # a repository with no commit yet
-        raise ValueError(f"cannot read the git history: {message[:200]}")
+        raise ValueError(f"cannot read the git history: {done.stderr.decode(errors='replace').strip()[:200]}")
+    fields = done.stdout.decode("utf-8", "replace").split("\0")
     out = []
-    for record in done.stdout.decode("utf-8", "replace").split(_RECORD):
-        fields = record.strip("\n").split(_FIELD)
-        if len(fields) == 4 and len(fields[0]) >= 40:
-            out.append(Commit(sha=fields[0], date=fields[1], subject=fields[2].strip(),
-                              body=fields[3].strip()))
+    for i in range(0, len(fields) - 3, 4):
+        sha, date, subject, body = fields[i:i + 4]
+        sha = sha.strip()
+        if _SHA.fullmatch(sha) and _DATE.fullmatch(date.strip()):
+            out.append(Commit(sha=sha, date=date.strip(), subject=subject.strip(), body=body.strip()))
     return out
 
 
@@ -121,7 +141,7 @@ def web_address(root: Path) -> str | None:
     url = _git(root, "remote", "get-url", name).stdout.decode().strip()
     if not url:
         return None
-    where = normalise_remote(url)
+    where = normalise_remote(url.split("?", 1)[0].split("#", 1)[0])  # never a query's token
     host, _, path = where.partition("/")
     host = host.split(":")[0]
     if not path or not (host in WEB_HOSTS or host.startswith(("gitlab.", "github."))):

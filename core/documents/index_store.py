@@ -65,6 +65,8 @@ class DocumentIndex:
 
     Args:
         path: The SQLite file.
+        timeout: Seconds a statement waits for another connection's lock (an index run
+            writes in short transactions; a search in a hook's deadline waits 1 s at most).
 
     Raises:
         StoreError: the file cannot be opened.
@@ -72,7 +74,7 @@ class DocumentIndex:
     Thread-safe (one connection behind a lock).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, timeout: float = 10.0) -> None:
         from bli_memory.core.private_files import make_own_private_dir, make_private_file
 
         self.path = path
@@ -84,7 +86,8 @@ class DocumentIndex:
         try:
             make_own_private_dir(path.parent)
             make_private_file(path)
-            self._conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
+                                         check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA secure_delete = ON")
             self._conn.executescript(_SCHEMA)
@@ -196,14 +199,32 @@ class DocumentIndex:
 
     def add_commits(self, space: str, commits: Sequence[tuple[str, str, str]], vectors: Any,
                     last_commit: str | None) -> None:
-        """Append commit messages (``(sha, date, text)``, text already masked) and record
-        the newest sha read."""
+        """Append commit messages (``(sha, date, text)``, text already masked; a sha already
+        stored is skipped) and record the newest sha read (None: no commit)."""
         with self._write() as conn:
+            stored = {r[0] for r in conn.execute(
+                "SELECT sha FROM doc_chunks WHERE space = ? AND kind = 'commit'", (space,))}
             for (sha, date, text), vector in zip(commits, vectors, strict=True):
-                self._insert(conn, space, "commit", "", sha, date, (), None, None, text, vector)
-            if last_commit is not None:
-                conn.execute("INSERT INTO doc_state (space, last_commit) VALUES (?, ?) ON CONFLICT (space) "
-                             "DO UPDATE SET last_commit = excluded.last_commit", (space, last_commit))
+                if sha not in stored:
+                    stored.add(sha)
+                    self._insert(conn, space, "commit", "", sha, date, (), None, None, text, vector)
+            conn.execute("INSERT INTO doc_state (space, last_commit) VALUES (?, ?) ON CONFLICT (space) "
+                         "DO UPDATE SET last_commit = excluded.last_commit", (space, last_commit))
+
+    def commit_shas(self, space: str) -> set[str]:
+        """The ids of the space's stored commit messages."""
+        with self._lock:
+            return {r[0] for r in self._conn.execute(
+                "SELECT sha FROM doc_chunks WHERE space = ? AND kind = 'commit'", (space,))}
+
+    def drop_commits(self, space: str, shas: Sequence[str]) -> None:
+        """Remove these commit messages (no longer in the history, after a rewrite)."""
+        with self._write() as conn:
+            for sha in shas:
+                for (seq,) in conn.execute("SELECT seq FROM doc_chunks WHERE space = ? AND kind = 'commit' "
+                                           "AND sha = ?", (space, sha)).fetchall():
+                    conn.execute("DELETE FROM doc_fts WHERE rowid = ?", (seq,))
+                    conn.execute("DELETE FROM doc_chunks WHERE seq = ?", (seq,))
 
     # --- forget, state ---------------------------------------------------------------
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bli_memory.core.documents.chunks import chunk_document
-from bli_memory.core.documents.commits import head_commit, read_commits, web_address
+from bli_memory.core.documents.chunks import MAX_CHUNK_CHARS, chunk_document
+from bli_memory.core.documents.commits import Commit, head_commit, is_ancestor, read_commits, web_address
 from bli_memory.core.documents.index_store import DocumentIndex
 from bli_memory.core.documents.sources import (
     DEFAULT_INCLUDE,
@@ -36,7 +36,7 @@ from bli_memory.core.documents.sources import (
     tracked_documents,
 )
 
-__all__ = ["EMBED_BATCH", "IndexReport", "index_space"]
+__all__ = ["EMBED_BATCH", "IndexReport", "commit_text", "index_space", "masked_document"]
 
 #: Chunks embedded per model call.
 EMBED_BATCH = 64
@@ -77,6 +77,61 @@ def _masked(text: str) -> str:
     return redact(text).text
 
 
+def masked_document(text: str) -> str:
+    """``text`` with every secret masked, whole, before it is cut into chunks, with its line
+    count kept: a secret over several lines (a PEM key) becomes its placeholder followed by
+    as many empty lines as it took, so every chunk's line range still points at the file.
+
+    Masking the whole text first matters: cut first, a 4 KB key would be masked only in the
+    chunks holding its BEGIN or END line, and a token cut at a chunk's edge not at all. The
+    headings are read from the masked text, so a heading never holds a secret either.
+    """
+    masked = _masked(text)
+    before, after = text.splitlines(), masked.splitlines()
+    if len(after) == len(before):
+        return masked
+    import difflib
+
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        out += after[j1:j2]
+        if op != "equal" and (i2 - i1) > (j2 - j1):
+            out += [""] * ((i2 - i1) - (j2 - j1))  # the lines the placeholder took the place of
+    return "\n".join(out)
+
+
+def commit_text(commit: Commit) -> str:
+    """What is stored of a commit: its message, masked whole, then cut to
+    :data:`~bli_memory.core.documents.chunks.MAX_CHUNK_CHARS` (a message of a megabyte is a
+    pasted log, and a match shows its text whole)."""
+    text = _masked(f"{commit.subject}\n\n{commit.body}".strip())
+    return text if len(text) <= MAX_CHUNK_CHARS else text[:MAX_CHUNK_CHARS].rstrip() + " [...]"
+
+
+def _index_commits(index: DocumentIndex, root: Path, space: str, embed_many: Callable[[Sequence[str]], Any],
+                   report: IndexReport, progress: Callable[[str, int, int], None] | None) -> None:
+    """Append the commits since the last one read; after a rewrite or a branch switch (the last
+    one read is no longer in the history) read the history again, keep what is stored of it,
+    and drop the commits it no longer holds."""
+    last = index.state(space).last_commit
+    again = last is None or not is_ancestor(root, last)
+    commits = read_commits(root, since=None if again else last)
+    stored = index.commit_shas(space)
+    if again and stored:
+        index.drop_commits(space, sorted(stored - {c.sha for c in commits}))
+    new = [c for c in reversed(commits) if c.sha not in stored]  # oldest first
+    texts = [commit_text(c) for c in new]
+    if progress is not None and new:
+        progress("commits", 0, len(new))
+    vectors = _embed(embed_many, texts, done=None if progress is None else
+                     (lambda n: progress("commits", n, len(new))))
+    rows = [(c.sha, c.date, t) for c, t in zip(new, texts, strict=True)]
+    newest = commits[0].sha if commits else (None if again else last)
+    index.add_commits(space, rows, vectors if rows else [], last_commit=newest)
+    report.commits = len(rows)
+
+
 def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Callable[[Sequence[str]], Any],
                 include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
                 progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
@@ -100,9 +155,10 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
     """
     report = IndexReport()
     forgotten = index.forgotten_paths(space)
-    docs, skipped = tracked_documents(root, include=include, exclude=[*exclude, *forgotten])
-    skipped = [Skipped(s.path, "forgotten") if glob_matches(s.path, forgotten) else s for s in skipped]
     known = index.files(space)
+    docs, skipped = tracked_documents(root, include=include, exclude=[*exclude, *forgotten],
+                                      clean=known.keys())
+    skipped = [Skipped(s.path, "forgotten") if glob_matches(s.path, forgotten) else s for s in skipped]
     report.documents = len(docs)
     for n, doc in enumerate(docs, 1):
         if progress is not None:
@@ -121,7 +177,8 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
             report.unchanged += 1
             continue
         text = raw.decode("utf-8", "replace")
-        pieces = [(c.heading, c.start, c.end, _masked(c.text)) for c in chunk_document(doc.path, text)]
+        chunks = chunk_document(doc.path, masked_document(text))
+        pieces = [(c.heading, c.start, c.end, c.text) for c in chunks]
         kept = index.file_vectors(space, doc.path) if old is not None else {}
         fresh = [p for p in pieces if (p[0], p[3]) not in kept]
         made = dict(zip([(h, body) for h, _, _, body in fresh],
@@ -134,17 +191,7 @@ def index_space(index: DocumentIndex, root: Path, *, space: str, embed_many: Cal
     for gone in known:  # no longer tracked, or now skipped
         index.remove_file(space, gone)
         report.removed += 1
-    last = index.state(space).last_commit
-    commits = read_commits(root, since=last)
-    if commits:
-        texts = [_masked(f"{c.subject}\n\n{c.body}".strip()) for c in reversed(commits)]
-        if progress is not None:
-            progress("commits", 0, len(commits))
-        vectors = _embed(embed_many, texts, done=None if progress is None else
-                         (lambda n: progress("commits", n, len(commits))))
-        rows = [(c.sha, c.date, t) for c, t in zip(reversed(commits), texts, strict=True)]
-        index.add_commits(space, rows, vectors, last_commit=commits[0].sha)
-        report.commits = len(commits)
+    _index_commits(index, root, space, embed_many, report, progress)
     for s in skipped:
         report.skipped[s.reason] = report.skipped.get(s.reason, 0) + 1
     index.set_state(space, root=str(root), skipped=[(s.path, s.reason) for s in skipped],

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,12 +26,16 @@ from pathlib import Path
 from bli_memory.core.documents.index_store import DocumentIndex
 from bli_memory.core.documents.runs import current_run
 
-__all__ = ["LOG_KEEP_BYTES", "REFRESH_AFTER_S", "log_path", "refresh_in_background", "spawn_index_run"]
+__all__ = ["CLAIM_S", "LOG_KEEP_BYTES", "REFRESH_AFTER_S", "log_path", "refresh_in_background",
+           "spawn_index_run"]
 
 #: A session start refreshes an index last refreshed longer ago than this, in seconds: a
 #: burst of sessions (a host starting sub-agents) starts one run, not one each.
 REFRESH_AFTER_S = 600
 
+
+#: Seconds a refresh claim holds off other session starts (see :func:`_claim`).
+CLAIM_S = 60
 
 #: The background runs' log is started afresh past this size, in bytes (a run writes a line).
 LOG_KEEP_BYTES = 256 * 1024
@@ -79,15 +84,47 @@ def _age_s(stamp: str) -> float:
     return (datetime.now(UTC) - then).total_seconds()
 
 
-def refresh_in_background(index: DocumentIndex, space: str, *,
+def _claim(index_path: Path) -> bool:
+    """Whether this caller may start the refresh: the first of a burst of session starts (a
+    host starting sub-agents) creates ``<index>.refresh``; the others find it younger than
+    :data:`CLAIM_S` and start nothing."""
+    stamp = index_path.with_name(index_path.name + ".refresh")
+    for _ in range(2):
+        try:
+            os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - stamp.stat().st_mtime < CLAIM_S:
+                    return False
+                stamp.unlink()
+            except OSError:
+                return False
+        except OSError:
+            return False
+    return False
+
+
+def _inside(folder: str, root: str) -> bool:
+    try:
+        return Path(folder).resolve().is_relative_to(Path(root).resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def refresh_in_background(index: DocumentIndex, space: str, *, folder: str | None = None,
                           after_s: float = REFRESH_AFTER_S) -> int | None:
     """Start a refresh of ``space``'s index when it is due; returns the run's pid, or None
-    when none was started (never indexed, refreshed less than ``after_s`` seconds ago, a run
-    going, or its folder gone). Never raises for a run it could not start: None."""
+    when none was started: never indexed, refreshed less than ``after_s`` seconds ago, a run
+    going or starting (:func:`_claim`), its folder gone, or ``folder`` (the session's, which
+    the space was derived from) not inside the repository the index was built from. Never
+    raises for a run it could not start: None."""
     state = index.state(space)
     if not state.root or not state.refreshed_at or _age_s(state.refreshed_at) < after_s:
         return None
-    if current_run(index.path) is not None or not Path(state.root).is_dir():
+    if folder is not None and not _inside(folder, state.root):
+        return None
+    if current_run(index.path) is not None or not Path(state.root).is_dir() or not _claim(index.path):
         return None
     try:
         return spawn_index_run(index.path, space, Path(state.root), include=state.include,

@@ -41,7 +41,12 @@ if TYPE_CHECKING:
     from bli_memory.core.memory.documents import DocumentHit, DocumentsState
     from bli_memory.core.settings import Settings
 
-__all__ = ["EmbeddedBackend", "memory_backend", "register_embedders"]
+__all__ = ["DOCUMENTS_WAIT_S", "EmbeddedBackend", "memory_backend", "register_embedders"]
+
+#: Seconds a search or a session start waits for the documents index's lock before it goes
+#: on without documents (an index run writes in short transactions; a hook's deadline is
+#: a few seconds).
+DOCUMENTS_WAIT_S = 1.0
 
 
 class EmbeddedBackend(EngineBase, EngineBackend):
@@ -260,7 +265,7 @@ class EmbeddedBackend(EngineBase, EngineBackend):
             if self._documents is None and (create or path.exists()):
                 from bli_memory.core.documents.index_store import DocumentIndex
 
-                self._documents = DocumentIndex(path)
+                self._documents = DocumentIndex(path, timeout=DOCUMENTS_WAIT_S)
             return self._documents
 
     def search_documents(self, query: str, *, space: str, limit: int = 5,
@@ -292,13 +297,13 @@ class EmbeddedBackend(EngineBase, EngineBackend):
         return state if running is None or running.space != space else dataclasses.replace(
             state, indexing=running.describe())
 
-    def refresh_documents(self, space: str) -> bool:
+    def refresh_documents(self, space: str, folder: str | None = None) -> bool:
         """Start a refresh of the space's documents index when one is due
         (:func:`~bli_memory.core.documents.refresh.refresh_in_background`); False with no index."""
         from bli_memory.core.documents.refresh import refresh_in_background
 
         index = self.documents_index()
-        return index is not None and refresh_in_background(index, space) is not None
+        return index is not None and refresh_in_background(index, space, folder=folder) is not None
 
     #: The stop hook queues extract jobs in the file itself; nothing is spooled.
     spool_captures = False

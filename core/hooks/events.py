@@ -175,7 +175,8 @@ def _session_start(ctx: HookContext, hook_input: HookInput, space_of: SpaceOf,
                               wrappers=host_wrappers(ctx.pm))
     fields: dict[str, Any] = {"facts": len(facts), "recent": len(recent)}
     try:  # the index run is a process of its own; a failure to start one never fails the hook
-        if ctx.backend.refresh_documents(space):
+        folder = hook_input.cwd  # the host's absolute folder; the space came from it
+        if folder and os.path.isabs(folder) and ctx.backend.refresh_documents(space, folder):
             fields["documents"] = "refreshing"
     except Exception:  # noqa: BLE001 - fail open: the documents index is an extra
         pass

@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from bli_memory.core.mcp.document_results import read_document_status
 from bli_memory.core.mcp.outputs import (
     AuditOutput,
     DaemonOut,
@@ -63,7 +64,7 @@ async def memory_info(
     state = state_of(ctx)
     tag = resolve_tag(state, containerTag)
     info = await run_blocking(state.backend.info, space=tag)
-    docs = await run_blocking(state.backend.document_status, tag)
+    docs, unreadable = await run_blocking(read_document_status, state.backend, tag)
     daemon = state.daemon_status() if state.daemon_status is not None else None
     via: Literal["daemon", "in-process"] = "daemon" if daemon is not None else "in-process"
     out = InfoOutput(
@@ -96,9 +97,11 @@ async def memory_info(
     )
     if docs is not None and docs.refreshed_at:
         text += (f"\nDocuments: {docs.documents} files ({docs.chunks} chunks) and {docs.commits} commit "
-                 f"messages, refreshed {docs.refreshed_at}.")
+                 f"message{'' if docs.commits == 1 else 's'}, refreshed {docs.refreshed_at}.")
     if docs is not None and docs.indexing:
         text += f"\nDocuments: {docs.indexing}."
+    if unreadable:
+        text += f"\n{unreadable}"
     from bli_memory.core.memory.model_mismatch import install_advice, mismatch_advice
 
     if out.storeEmbeddingModel:

@@ -9,12 +9,17 @@ below 0.35.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from typing import Any
 
 from bli_memory.core.mcp.outputs import DocumentOut
-from bli_memory.core.memory.documents import DocumentHit
+from bli_memory.core.memory.documents import DocumentHit, DocumentsState
 
-__all__ = ["DOCUMENT_FLOOR", "DOCUMENT_HITS", "document_lines", "document_out"]
+__all__ = ["DOCUMENT_FLOOR", "DOCUMENT_HITS", "document_lines", "document_out", "read_document_status",
+           "read_documents"]
+
+_log = logging.getLogger(__name__)
 
 #: Most document matches a search shows (the memories come first; these support them).
 DOCUMENT_HITS = 3
@@ -46,3 +51,32 @@ def document_lines(hits: Sequence[DocumentHit], *, scope: str) -> list[str]:
         lines.append(f"{i}. {where}; similarity {h.similarity:.2f}" + (f"; {h.link}" if h.link else ""))
         lines += ["   " + line for line in c.text.strip().splitlines()]
     return lines
+
+
+def _unreadable(exc: Exception) -> str:
+    reason = getattr(exc, "reason", None) or type(exc).__name__
+    _log.warning("documents index unreadable: %s: %s", reason, exc)
+    return (f"The project's documents index could not be read ({reason}); the memories are answered "
+            "in full. `bli-memory-mcp documents status` says more, and `documents delete --yes` then "
+            "`documents index` rebuilds it.")
+
+
+def read_documents(backend: Any, query: str, *, space: str) -> tuple[list[DocumentHit], str | None]:
+    """The matches ``search_memory`` shows: at most :data:`DOCUMENT_HITS`, each at
+    :data:`DOCUMENT_FLOOR` or more. Never raises: a documents index that cannot be read (corrupt,
+    locked, half written) gives no matches and a sentence saying why, so the memories are
+    always answered."""
+    try:
+        hits = backend.search_documents(query, space=space, limit=DOCUMENT_HITS)
+        return [h for h in hits if h.similarity >= DOCUMENT_FLOOR], None
+    except Exception as exc:  # noqa: BLE001 - the documents are an extra; the memories must answer
+        return [], _unreadable(exc)
+
+
+def read_document_status(backend: Any, space: str) -> tuple[DocumentsState | None, str | None]:
+    """``memory_info``'s documents part: the state, or None and a sentence when the index
+    cannot be read (as :func:`read_documents`)."""
+    try:
+        return backend.document_status(space), None
+    except Exception as exc:  # noqa: BLE001 - as read_documents
+        return None, _unreadable(exc)

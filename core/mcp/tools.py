@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR, DOCUMENT_HITS, document_lines, document_out
+from bli_memory.core.mcp.document_results import document_lines, document_out, read_documents
 from bli_memory.core.mcp.outputs import (
     ConflictOut,
     ForgetOutput,
@@ -80,9 +80,8 @@ async def search_memory(
         state.backend.search, "" if scope == "documents" else query, space=tag, limit=limit,
         include_profile=includeProfile,
     )
-    docs = [] if scope == "memories" else [
-        h for h in await run_blocking(state.backend.search_documents, query, space=tag, limit=DOCUMENT_HITS)
-        if h.similarity >= DOCUMENT_FLOOR]
+    docs, unreadable = ([], None) if scope == "memories" else await run_blocking(
+        read_documents, state.backend, query, space=tag)
     profile = ProfileOut.of(res.profile) if res.profile is not None else None
     out = SearchOutput(
         query=query, containerTag=res.space, searchedTags=list(res.spaces), count=len(res.hits),
@@ -106,7 +105,7 @@ async def search_memory(
         lines = ["The query is empty, so nothing was searched; the record is silent."]
     else:
         lines = [f"The record is silent: no memory in space {res.space} matches this query."]
-    lines += document_lines(docs, scope=scope)
+    lines += [unreadable] if unreadable else document_lines(docs, scope=scope)
     if res.profile is not None:
         lines.append("User Profile:")
         lines += [f"- [{day(m.created_at)}] {one_line(m.content)}" for m in res.profile.facts] or [

@@ -261,10 +261,11 @@ class MemoryBackend(Protocol):
         """What the space's documents index holds, or None when there is none."""
         ...
 
-    def refresh_documents(self, space: str) -> bool:
+    def refresh_documents(self, space: str, folder: str | None = None) -> bool:
         """Start bringing the space's documents index up to date in a process of its own when
-        it is due (the session-start hook asks); True when a run was started. Never indexes in
-        the caller, and never raises for a run it could not start."""
+        it is due (the session-start hook asks, from ``folder``: only a folder inside the
+        repository the index was built from refreshes it); True when a run was started. Never
+        indexes in the caller, and never raises for a run it could not start."""
         ...
 
     @property

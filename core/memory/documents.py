@@ -94,7 +94,7 @@ class NoDocuments:
         """No documents are indexed here: None."""
         return None
 
-    def refresh_documents(self, space: str) -> bool:
+    def refresh_documents(self, space: str, folder: str | None = None) -> bool:
         """No documents are indexed here: nothing to refresh."""
         return False
 

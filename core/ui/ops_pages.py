@@ -126,7 +126,9 @@ SKIP_REASONS_SHOWN = {
     "binary": "not text",
     "generated": "marked as generated",
     "forgotten": "kept out (documents forget)",
-    "symlink": "a symbolic link, or not a regular file (never followed)",
+    "symlink": "a link (symbolic or hard), or not a regular file (never followed)",
+    "secret_path": "its path holds a secret (never read; shown masked)",
+    "bad_name": "its name is not text",
 }
 
 

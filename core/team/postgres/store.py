@@ -365,7 +365,7 @@ class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
         """No documents index on the team store yet: None."""
         return None
 
-    def refresh_documents(self, space: str) -> bool:
+    def refresh_documents(self, space: str, folder: str | None = None) -> bool:
         """No documents index on the team store yet: nothing to refresh."""
         return False
 

@@ -187,3 +187,31 @@ def test_a_long_lived_backend_lets_go_of_a_deleted_index(repo: Path) -> None:
         assert backend.document_status("s").documents == 3
     finally:
         backend.close()
+
+
+def test_a_burst_of_session_starts_starts_one_refresh_and_only_from_inside_the_repository(
+        repo: Path, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bli_memory.core.documents.index_store import DocumentIndex
+    from bli_memory.core.documents.refresh import refresh_in_background
+
+    assert cli(repo, "index", "--space", "s").returncode == 0
+    path = store_path().with_name("documents.sqlite3")
+    _stale(path)
+    index = DocumentIndex(path)
+    try:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        assert refresh_in_background(index, "s", folder=str(elsewhere)) is None  # not this repository
+        with ThreadPoolExecutor(4) as pool:
+            started = list(pool.map(lambda _: refresh_in_background(index, "s", folder=str(repo / "docs")),
+                                    range(4)))
+        assert len([pid for pid in started if pid is not None]) == 1, started
+        deadline = time.monotonic() + 240  # a bound on waiting, never a speed assertion
+        while time.monotonic() < deadline and (current_run(path) is not None
+                                                or index.state("s").refreshed_at.startswith("2020")):
+            time.sleep(0.5)
+        assert not index.state("s").refreshed_at.startswith("2020")
+    finally:
+        index.close()

@@ -71,3 +71,26 @@ def test_documents_and_commits_come_back_apart_from_memories(project: Path) -> N
         return await client.call_tool("search_memory", args)
 
     assert all(d["kind"] == "commit" for d in run_session(project, again).structured_content["documents"])
+
+
+def test_a_corrupt_documents_index_never_costs_the_memories(project: Path) -> None:
+    (project / "README.md").write_text("# Shop\n\nThe shop sells tea.\n")
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "start")
+    _cli(project, "index")
+    index_file = next(Path(os.environ["HOME"]).rglob("documents.sqlite3"))
+    index_file.write_bytes(os.urandom(8192))  # garbage where the index was
+    for extra in ("-wal", "-shm"):
+        index_file.with_name(index_file.name + extra).unlink(missing_ok=True)
+
+    async def body(client: object) -> tuple[object, object]:
+        await client.call_tool("save_memory", {"content": "Deploys go out on Tuesdays after the standup."})
+        found = await client.call_tool("search_memory", {"query": "when do deploys go out?"})
+        return found, await client.call_tool("memory_info", {})
+
+    found, info = run_session(project, body)
+    assert not found.is_error and found.structured_content["documents"] == []
+    assert "Tuesdays" in found.structured_content["results"][0]["content"]
+    assert "documents index could not be read" in text_of(found)
+    assert not info.is_error and "documents index could not be read" in text_of(info)
