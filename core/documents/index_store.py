@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS doc_chunks (
     start_line INTEGER, end_line INTEGER, text TEXT NOT NULL, embedding BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS doc_chunks_file ON doc_chunks (space, kind, path);
 CREATE VIRTUAL TABLE IF NOT EXISTS doc_fts USING fts5 (terms, tokenize = "{FTS_TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS doc_vocab USING fts5vocab (doc_fts, 'row');
+CREATE TABLE IF NOT EXISTS doc_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO doc_meta (key, value) VALUES ('chunks', 0);
 CREATE TABLE IF NOT EXISTS doc_forgotten (space TEXT NOT NULL, path TEXT NOT NULL, at TEXT NOT NULL,
     PRIMARY KEY (space, path));
 CREATE TABLE IF NOT EXISTS doc_state (space TEXT PRIMARY KEY, root TEXT, last_commit TEXT,
@@ -79,10 +82,10 @@ class DocumentIndex:
 
         self.path = path
         self._lock = threading.RLock()
-        #: ``{(space, kinds): (version, seqs, matrix)}``: the vectors of a search, kept until
-        #: the file changes (this connection's writes, or another's: ``PRAGMA data_version``).
+        #: ``{(space, kinds): (generation, seqs, matrix)}``: the vectors of a search, kept until
+        #: a chunk is written or removed (by any connection: the ``chunks`` generation in
+        #: ``doc_meta``; a run that changes nothing but the state keeps them).
         self._vectors: dict[tuple[str, tuple[str, ...]], tuple[Any, list[int], Any]] = {}
-        self._own_writes = 0
         try:
             make_own_private_dir(path.parent)
             make_private_file(path)
@@ -123,7 +126,6 @@ class DocumentIndex:
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
-                self._own_writes += 1
             except BaseException:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -181,6 +183,13 @@ class DocumentIndex:
         for seq in seqs:
             conn.execute("DELETE FROM doc_fts WHERE rowid = ?", (seq,))
         conn.execute("DELETE FROM doc_chunks WHERE space = ? AND kind = ? AND path = ?", (space, kind, path))
+        if seqs:
+            DocumentIndex._bump(conn)
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection) -> None:
+        """A chunk was written or removed: cached vectors are stale."""
+        conn.execute("UPDATE doc_meta SET value = value + 1 WHERE key = 'chunks'")
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, space: str, kind: str, path: str, sha: str | None, date: str | None,
@@ -194,6 +203,7 @@ class DocumentIndex:
              np.asarray(vector, dtype="<f4").tobytes()))
         terms = index_text(" ".join((*heading, path, text)))
         conn.execute("INSERT INTO doc_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms))
+        DocumentIndex._bump(conn)
 
     # --- commits -------------------------------------------------------------------
 
@@ -225,6 +235,7 @@ class DocumentIndex:
                                            "AND sha = ?", (space, sha)).fetchall():
                     conn.execute("DELETE FROM doc_fts WHERE rowid = ?", (seq,))
                     conn.execute("DELETE FROM doc_chunks WHERE seq = ?", (seq,))
+                    self._bump(conn)
 
     # --- forget, state ---------------------------------------------------------------
 
@@ -267,6 +278,14 @@ class DocumentIndex:
                          "web = excluded.web, revision = excluded.revision, globs = excluded.globs",
                          (space, root, _now(), json.dumps([list(s) for s in skipped]), web, revision, globs))
 
+    def links(self, space: str) -> tuple[str | None, str | None, str | None]:
+        """``(root, web address, revision)`` the space's links are made from (one row read; no
+        counts, unlike :meth:`state`)."""
+        with self._lock:
+            row = self._conn.execute("SELECT root, web, revision FROM doc_state WHERE space = ?",
+                                     (space,)).fetchone()
+        return (row[0], row[1], row[2]) if row else (None, None, None)
+
     def state(self, space: str) -> DocumentsState:
         """The space's counts and state."""
         with self._lock:
@@ -295,7 +314,7 @@ class DocumentIndex:
         key = (space, tuple(kinds))
         marks = ",".join("?" * len(kinds))
         with self._lock:
-            version = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._own_writes)
+            version = self._conn.execute("SELECT value FROM doc_meta WHERE key = 'chunks'").fetchone()[0]
             kept = self._vectors.get(key)
             if kept is not None and kept[0] == version:
                 return kept[1], kept[2]
@@ -319,6 +338,18 @@ class DocumentIndex:
                 "SELECT c.seq FROM doc_fts f JOIN doc_chunks c ON c.seq = f.rowid WHERE doc_fts MATCH ? "
                 f"AND c.space = ? AND c.kind IN ({marks}) ORDER BY bm25(doc_fts) LIMIT ?",
                 (match, space, *kinds, int(limit)))]
+
+    def term_chunks(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """``({term: chunks holding it}, chunks in all)`` over the whole index (every space),
+        for the encoded index terms given (FTS5's own counts, ``fts5vocab``)."""
+        if not terms:
+            return {}, 0
+        marks = ",".join("?" * len(terms))
+        with self._lock:
+            counts = dict(self._conn.execute(f"SELECT term, doc FROM doc_vocab WHERE term IN ({marks})",
+                                             tuple(terms)).fetchall())
+            total = self._conn.execute("SELECT count(*) FROM doc_chunks").fetchone()[0]
+        return {str(k): int(v) for k, v in counts.items()}, int(total)
 
     def chunks(self, seqs: Sequence[int]) -> dict[int, DocumentChunk]:
         """Chunks by seq."""

@@ -20,12 +20,17 @@ from bli_memory.core.documents.index_store import DocumentIndex
 from bli_memory.core.memory.documents import DocumentChunk, DocumentHit
 from bli_memory.core.memory.ranking import RankingConfig, reciprocal_rank_fusion
 from bli_memory.core.memory.retrieval import query_text
-from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_terms
+from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_forms, query_terms
 
-__all__ = ["CANDIDATES", "link_for", "search_documents"]
+__all__ = ["CANDIDATES", "COMMON_MIN", "COMMON_SHARE", "link_for", "search_documents"]
 
 #: Candidates each channel gives the fusion.
 CANDIDATES = 50
+
+#: Share of the index's chunks above which a term is too common for the any-term channel
+#: (see :func:`_telling`), and the count under which no term is too common (a small index).
+COMMON_SHARE = 0.2
+COMMON_MIN = 200
 
 
 def link_for(chunk: DocumentChunk, *, root: str | None, web: str | None, revision: str | None) -> str | None:
@@ -49,6 +54,19 @@ def link_for(chunk: DocumentChunk, *, root: str | None, web: str | None, revisio
     return None
 
 
+def _telling(index: DocumentIndex, terms: list[str]) -> list[str]:
+    """The query terms the any-term channel searches: those held by at most
+    :data:`COMMON_SHARE` of the chunks. A term in a quarter of a project's documents ("model"
+    in Django's) tells no chunk from another, adds next to nothing to a chunk's bm25 score, and
+    costs a score for every chunk holding it: on 13k chunks the any-term query took 10-19 ms
+    with such terms and under 8 without (``docs/benchmarks.md``, documents at scale). The
+    every-term channel still requires them all."""
+    forms = query_forms(terms)
+    counts, total = index.term_chunks(sorted({f for fs in forms for f in fs}))
+    bar = max(COMMON_MIN, COMMON_SHARE * total)
+    return [t for t, fs in zip(terms, forms, strict=True) if max(counts.get(f, 0) for f in fs) <= bar]
+
+
 def search_documents(index: DocumentIndex, query: str, *, space: str, embed: Callable[[str], Any],
                      limit: int = 5, kinds: Sequence[str] = ("document", "commit"),
                      ranking: RankingConfig | None = None,
@@ -67,15 +85,17 @@ def search_documents(index: DocumentIndex, query: str, *, space: str, embed: Cal
         return []
     wanted = np.asarray(embed(q), dtype=np.float32)
     sims = matrix @ wanted
-    order = np.argsort(-sims)[:CANDIDATES]
+    top = np.argpartition(-sims, CANDIDATES)[:CANDIDATES] if len(sims) > CANDIDATES else np.arange(len(sims))
+    order = top[np.argsort(-sims[top])]
     rankings: dict[str, list[int]] = {"vector": [seqs[i] for i in order]}
     terms = query_terms(q)
-    for channel, expr in (("keyword_all", fts_all_query(terms)), ("keyword_any", fts_any_query(terms))):
+    expressions = (("keyword_all", fts_all_query(terms)),
+                   ("keyword_any", fts_any_query(_telling(index, terms))))
+    for channel, expr in expressions:
         if expr:
             rankings[channel] = index.keyword(space, kinds, expr, limit=CANDIDATES)
     fused = reciprocal_rank_fusion(rankings, ranking or RankingConfig())
     best = sorted(fused, key=lambda s: (-fused[s], s))[:limit]
-    position = {s: i for i, s in enumerate(seqs)}
     found = index.chunks(best)
-    return [DocumentHit(chunk=found[s], score=fused[s], similarity=round(float(sims[position[s]]), 4),
+    return [DocumentHit(chunk=found[s], score=fused[s], similarity=round(float(sims[seqs.index(s)]), 4),
                         link=links(found[s]) if links else None) for s in best if s in found]

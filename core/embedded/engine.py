@@ -278,9 +278,9 @@ class EmbeddedBackend(EngineBase, EngineBackend):
         index = self.documents_index()
         if index is None:
             return []
-        st = index.state(space)
+        root, web, revision = index.links(space)
         return search_documents(index, query, space=space, embed=self._embed_one, limit=limit, kinds=kinds,
-                                links=lambda c: link_for(c, root=st.root, web=st.web, revision=st.revision))
+                                links=lambda c: link_for(c, root=root, web=web, revision=revision))
 
     def document_status(self, space: str) -> DocumentsState | None:
         """What the space's documents index holds, with the run going on it if it is this

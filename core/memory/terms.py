@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
@@ -113,9 +114,16 @@ def stem(word: str) -> str:
         The stem (``"researching"`` -> ``"research"``), or ``word`` unchanged when it
         is short, not purely ASCII letters (identifiers, numbers, other scripts).
     """
-    global _stemmer
     if len(word) < 4 or not word.isascii() or not word.isalpha():
         return word
+    return _snowball(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def _snowball(word: str) -> str:
+    """The Snowball stem, kept: a project's vocabulary repeats, and the pure-Python stemmer
+    cost about 8 ms per 1.5 KB chunk before (``docs/benchmarks.md``, documents at scale)."""
+    global _stemmer
     if _stemmer is None:
         import snowballstemmer
 
