@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from bli_memory.core.documents.index_store import DocumentIndex
 from bli_memory.core.documents.indexer import index_space
 from bli_memory.core.documents.sources import glob_matches, tracked_documents
 from bli_memory.core.memory.embeddings import get_embedder
+from tests.core.documents.gitrepo import git
 
 pytestmark = pytest.mark.e2e  # git runs as a process
 
@@ -28,20 +28,15 @@ KEY = ("-----BEGIN RSA PRIVATE KEY-----\n"
        + "\n-----END RSA PRIVATE KEY-----\n")
 
 
-def _git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, input=stdin,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-                               "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(repo)},
-                          ).stdout.decode()
 
 
 def _repo(root: Path, files: dict[str, str]) -> Path:
     root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    _git(root, "add", "-A")
+    git(root, "add", "-A")
     return root
 
 
@@ -69,7 +64,7 @@ def test_secrets_are_masked_whole_in_text_headings_and_paths(tmp_path: Path, ind
         "long.md": f"# Long\n\n{long_line}\n",
         f"docs/{TOKEN}/notes.md": "# Notes\n\nnothing secret here\n",
     })
-    _git(repo, "commit", "-q", "-m", "start")
+    git(repo, "commit", "-q", "-m", "start")
     report = _run(index, repo)
     assert report.skipped == {"secret_path": 1} and report.documents == 3
     raw = _stored(tmp_path)
@@ -86,29 +81,29 @@ def test_secrets_are_masked_whole_in_text_headings_and_paths(tmp_path: Path, ind
 def test_history_rewrites_and_branch_switches_keep_one_copy_of_each_commit(tmp_path: Path,
                                                                               index: DocumentIndex) -> None:
     repo = _repo(tmp_path / "r", {"a.md": "# A\n"})
-    _git(repo, "commit", "-q", "-m", "first: chose Dramatiq for the queue")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "second: retry webhooks three times")
+    git(repo, "commit", "-q", "-m", "first: chose Dramatiq for the queue")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second: retry webhooks three times")
     _run(index, repo)
-    _git(repo, "commit", "-q", "--amend", "--allow-empty", "-m", "second amended: retry webhooks five times")
+    git(repo, "commit", "-q", "--amend", "--allow-empty", "-m", "second amended: retry webhooks five times")
     _run(index, repo)
-    _git(repo, "checkout", "-q", "-b", "feature")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "feature work")
+    git(repo, "checkout", "-q", "-b", "feature")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "feature work")
     _run(index, repo)
-    _git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "main")
     _run(index, repo)
     texts = sorted(c.text for c in index.chunks(range(1, 100)).values() if c.kind == "commit")
     assert texts == ["first: chose Dramatiq for the queue", "second amended: retry webhooks five times"]
-    assert index.state("s").last_commit == _git(repo, "rev-parse", "HEAD").strip()
+    assert index.state("s").last_commit == git(repo, "rev-parse", "HEAD").strip()
 
 
 def test_a_commit_message_cannot_forge_a_commit(tmp_path: Path, index: DocumentIndex) -> None:
     repo = _repo(tmp_path / "r", {"a.md": "# A\n"})
     fake = "f" * 40
     message = f"real subject\n\nbody \x1f and \x1e{fake}\x1f2001-01-01T00:00:00+00:00\x1fFAKE\x1fbody\n"
-    _git(repo, "commit", "-q", "-F", "-", stdin=message.encode())
+    git(repo, "commit", "-q", "-F", "-", stdin=message.encode())
     _run(index, repo)
     commits = [c for c in index.chunks(range(1, 100)).values() if c.kind == "commit"]
-    real = _git(repo, "rev-parse", "HEAD").strip()
+    real = git(repo, "rev-parse", "HEAD").strip()
     assert [c.sha for c in commits] == [real] and commits[0].text.startswith("real subject")
     assert index.state("s").last_commit == real
     assert _run(index, repo).commits == 0  # and the next run reads nothing again
@@ -119,13 +114,13 @@ def test_names_that_are_not_text_an_unborn_head_a_huge_heading_and_a_huge_messag
     huge = "# " + "word " * 20_000 + "\n\nbody\n"
     repo = _repo(tmp_path / "r", {"ok.md": "# Fine\n\ntext\n", "h.md": huge})
     (repo / os.fsdecode(b"caf\xe9.md")).write_text("# cafe\n")
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     report = _run(index, repo)  # no commit yet: the files, no history, and the state is kept
     assert report.skipped == {"bad_name": 1} and report.documents == 2 and report.commits == 0
     assert index.state("s").refreshed_at is not None
     heads = [c.heading for c in index.chunks(range(1, 100)).values()]
     assert max(len(t) for h in heads for t in h) <= 200
-    _git(repo, "commit", "-q", "-F", "-", stdin=("Import the log\n\n" + "line of output\n" * 80_000).encode())
+    git(repo, "commit", "-q", "-F", "-", stdin=("Import the log\n\n" + "line of output\n" * 80_000).encode())
     assert _run(index, repo).commits == 1
     commit = next(c for c in index.chunks(range(1, 100)).values() if c.kind == "commit")
     assert len(commit.text) <= 1_610 and commit.text.endswith("[...]")

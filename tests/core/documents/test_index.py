@@ -3,7 +3,6 @@ forget a path: the real SQLite file and the shipped embedding model."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,13 @@ from bli_memory.core.documents.index_store import DocumentIndex
 from bli_memory.core.documents.indexer import index_space
 from bli_memory.core.documents.search import link_for, search_documents
 from bli_memory.core.memory.embeddings import get_embedder
+from tests.core.documents.gitrepo import git
 
 pytestmark = pytest.mark.e2e  # git runs as a process
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(repo)})
 
 
 @pytest.fixture
@@ -35,9 +31,9 @@ def repo(tmp_path: Path) -> Path:
         "## Why\n\nCelery's prefetch lost jobs during deploys; Dramatiq acknowledges late.\n")
     (root / "docs" / "errors.md").write_text("# Error format\n\nEvery error is JSON: code and message.\n")
     (root / ".env").write_text(f"GITHUB_TOKEN={TOKEN}\n")
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "Pin ruff to 0.8", "-m", "Newer versions flag our generated code.")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Pin ruff to 0.8", "-m", "Newer versions flag our generated code.")
     return root
 
 

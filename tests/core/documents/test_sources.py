@@ -4,21 +4,17 @@ read from where the last read stopped. Against a real git repository."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from bli_memory.core.documents.commits import head_commit, read_commits, web_address
 from bli_memory.core.documents.sources import glob_matches, is_secret_file, read_document, tracked_documents
+from tests.core.documents.gitrepo import git
 
 pytestmark = pytest.mark.e2e  # git runs as a process
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(repo)})
 
 
 @pytest.fixture
@@ -37,9 +33,9 @@ def repo(tmp_path: Path) -> Path:
     (root / "main.py").write_text("print('code is not a document')\n")
     (root / "ignored.md").write_text("# not tracked\n")
     (root / ".gitignore").write_text("ignored.md\n")
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "Start the tool", "-m", "Why: we need one.")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Start the tool", "-m", "Why: we need one.")
     return root
 
 
@@ -64,8 +60,8 @@ def test_commits_are_read_newest_first_and_then_only_the_new_ones(repo: Path) ->
     assert [(c.subject, c.body) for c in first] == [("Start the tool", "Why: we need one.")]
     assert len(first[0].sha) == 40 and first[0].short == first[0].sha[:12] and "T" in first[0].date
     (repo / "CHANGELOG.md").write_text("# 1.1\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "Switch the queue to Dramatiq")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Switch the queue to Dramatiq")
     assert [c.subject for c in read_commits(repo, since=first[0].sha)] == ["Switch the queue to Dramatiq"]
     assert len(read_commits(repo, since="0" * 40)) == 2  # not in the history: read all again
 
@@ -77,9 +73,9 @@ def test_a_folder_that_is_not_a_repository_is_a_clear_error(tmp_path: Path) -> N
 
 def test_links_point_at_a_known_web_host_and_never_carry_credentials(repo: Path) -> None:
     assert web_address(repo) is None  # no remote
-    _git(repo, "remote", "add", "upstream", "https://user:s3cret@GitHub.com/Acme/Billing.git")
+    git(repo, "remote", "add", "upstream", "https://user:s3cret@GitHub.com/Acme/Billing.git")
     assert web_address(repo) == "https://github.com/acme/billing"
-    _git(repo, "remote", "add", "origin", "ssh://git@git.internal.example:2222/team/billing.git")
+    git(repo, "remote", "add", "origin", "ssh://git@git.internal.example:2222/team/billing.git")
     assert web_address(repo) is None  # origin first, and not a known web host
     sha = head_commit(repo)
     assert sha is not None and len(sha) == 40
@@ -97,9 +93,9 @@ def test_links_and_what_is_not_a_regular_file_are_never_followed(tmp_path: Path)
     (root / "inner.md").symlink_to(root / "docs" / "real.md")  # a link inside: its target counts once
     (root / "guide").mkdir()
     (root / "guide" / "intro.md").write_text("# Intro\n")
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "docs")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "docs")
     # after the commit the work tree changes under git: a folder becomes a link out, a file a FIFO
     (root / "guide" / "intro.md").unlink()
     (root / "guide").rmdir()
