@@ -205,19 +205,29 @@ def _inside(real_root: str, file: Path) -> bool:
 
 
 def read_document(root: Path, path: str, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The first ``limit`` bytes of the document at ``root / path``, opened without following a
-    symbolic link and without blocking.
+    """The first ``limit`` bytes of the document at ``root / path``, opened one name at a time
+    from ``root`` without following a symbolic link at any step (``O_NOFOLLOW`` on each
+    folder and on the file, through ``dir_fd``), and without blocking. A folder swapped for a
+    link between the listing and the read (a race) fails the open instead of leading out.
 
     Raises:
-        OSError: it cannot be read, is a link (``ELOOP``), leads out of ``root``, or is not a
-            regular file.
+        OSError: it cannot be read, a name on the way is a link (``ELOOP``) or not a folder,
+            or it is not a regular file (more than one hard link counts as not one).
     """
-    file = root / path
-    if not _inside(os.path.realpath(root), file):
-        raise OSError(f"{path} leads out of the repository")
-    fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    names = path.split("/")
+    if not names or any(n in ("", ".", "..") for n in names):
+        raise OSError(f"{path} is not a plain path inside the repository")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        for name in names[:-1]:
+            step = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = step
+        step = os.open(names[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        os.close(fd)
+        fd = step
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
             raise OSError(f"{path} is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read(limit)

@@ -93,6 +93,7 @@ def test_links_and_what_is_not_a_regular_file_are_never_followed(tmp_path: Path)
     (root / "inner.md").symlink_to(root / "docs" / "real.md")  # a link inside: its target counts once
     (root / "guide").mkdir()
     (root / "guide" / "intro.md").write_text("# Intro\n")
+    (root / "hard.md").write_text("# Hard\n")
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "docs")
@@ -103,11 +104,13 @@ def test_links_and_what_is_not_a_regular_file_are_never_followed(tmp_path: Path)
     (outside / "intro.md").write_text("# Leaked\n")
     (root / "docs" / "real.md").unlink()
     os.mkfifo(root / "docs" / "real.md")
+    (root / "hard.md").unlink()
+    os.link(outside / "credentials", root / "hard.md")  # a hard link to a file outside
     docs, skipped = tracked_documents(root)
     assert docs == []
     assert {(s.path, s.reason) for s in skipped} == {
         ("notes.md", "symlink"), ("inner.md", "symlink"), ("guide/intro.md", "symlink"),
-        ("docs/real.md", "symlink")}
-    for path in ("notes.md", "guide/intro.md", "docs/real.md"):
+        ("docs/real.md", "symlink"), ("hard.md", "symlink")}
+    for path in ("notes.md", "guide/intro.md", "docs/real.md", "hard.md", "../repo/hard.md"):
         with pytest.raises(OSError):
             read_document(root, path)
