@@ -3,7 +3,8 @@
 The channels are the memory search's (:mod:`bli_memory.core.memory.retrieval`): exact cosine
 over the chunks' vectors, and FTS5 over their terms requiring every query term, then any;
 fused by the same weighted reciprocal-rank fusion
-(:func:`~bli_memory.core.memory.ranking.reciprocal_rank_fusion`). A hit carries its true
+(:func:`~bli_memory.core.memory.ranking.reciprocal_rank_fusion`, in :func:`fused_hits`, which
+the team store's document search calls too). A hit carries its true
 cosine similarity (every chunk has a vector) and the fused score, which orders hits and is
 never shown as a similarity. Each hit links to where it is: the file and its lines on the
 repository's web host when the remote is a known one, else the file on disk; a commit to its
@@ -12,7 +13,7 @@ page on the host.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from bli_memory.core.memory.ranking import RankingConfig, reciprocal_rank_fusion
 from bli_memory.core.memory.retrieval import query_text
 from bli_memory.core.memory.terms import fts_all_query, fts_any_query, query_forms, query_terms
 
-__all__ = ["CANDIDATES", "COMMON_MIN", "COMMON_SHARE", "link_for", "search_documents"]
+__all__ = ["CANDIDATES", "COMMON_MIN", "COMMON_SHARE", "fused_hits", "link_for", "search_documents"]
 
 #: Candidates each channel gives the fusion.
 CANDIDATES = 50
@@ -67,11 +68,38 @@ def _telling(index: DocumentIndex, terms: list[str]) -> list[str]:
     return [t for t, fs in zip(terms, forms, strict=True) if max(counts.get(f, 0) for f in fs) <= bar]
 
 
+def fused_hits(rankings: Mapping[str, Sequence[int]], found: Callable[[Sequence[int]], Mapping[int, Any]], *,
+               limit: int, ranking: RankingConfig | None = None,
+               links: Callable[[DocumentChunk], str | None] | None = None) -> list[DocumentHit]:
+    """The best ``limit`` hits of the channels' ``rankings`` (``{channel: seqs, best first}``),
+    fused by :func:`~bli_memory.core.memory.ranking.reciprocal_rank_fusion`: the one fusion
+    of every store's document search (this index's, and the team store's,
+    :mod:`bli_memory.core.team.postgres.documents`).
+
+    Args:
+        rankings: Seqs per channel (``vector``, ``keyword_all``, ``keyword_any``), best first.
+        found: ``(seqs) -> {seq: (chunk, cosine similarity to the query)}``; a seq it does not
+            answer (gone since the channels ran) is left out.
+        limit: Most hits.
+        ranking: The fusion weights (default :class:`RankingConfig`).
+        links: ``(chunk) -> link`` (None: no links).
+
+    Returns:
+        Hits best first (fused score, then seq); ties keep the older chunk first.
+    """
+    fused = reciprocal_rank_fusion(rankings, ranking or RankingConfig())
+    best = sorted(fused, key=lambda s: (-fused[s], s))[:limit]
+    rows = found(best)
+    return [DocumentHit(chunk=rows[s][0], score=fused[s], similarity=round(float(rows[s][1]), 4),
+                        link=links(rows[s][0]) if links else None) for s in best if s in rows]
+
+
 def search_documents(index: DocumentIndex, query: str, *, space: str, embed: Callable[[str], Any],
                      limit: int = 5, kinds: Sequence[str] = ("document", "commit"),
                      ranking: RankingConfig | None = None,
                      links: Callable[[DocumentChunk], str | None] | None = None) -> list[DocumentHit]:
-    """The best ``limit`` chunks of ``kinds`` in the space for ``query``, best first.
+    """The best ``limit`` chunks of ``kinds`` in the space for ``query``, best first
+    (:func:`fused_hits` of the exact cosine over the index's vectors and its FTS5 channels).
 
     An empty query, or a space with nothing indexed, gives no hits (the model is not run).
     """
@@ -94,8 +122,8 @@ def search_documents(index: DocumentIndex, query: str, *, space: str, embed: Cal
     for channel, expr in expressions:
         if expr:
             rankings[channel] = index.keyword(space, kinds, expr, limit=CANDIDATES)
-    fused = reciprocal_rank_fusion(rankings, ranking or RankingConfig())
-    best = sorted(fused, key=lambda s: (-fused[s], s))[:limit]
-    found = index.chunks(best)
-    return [DocumentHit(chunk=found[s], score=fused[s], similarity=round(float(sims[seqs.index(s)]), 4),
-                        link=links(found[s]) if links else None) for s in best if s in found]
+
+    def found(best: Sequence[int]) -> dict[int, tuple[DocumentChunk, float]]:
+        return {s: (c, float(sims[seqs.index(s)])) for s, c in index.chunks(best).items()}
+
+    return fused_hits(rankings, found, limit=limit, ranking=ranking, links=links)
