@@ -50,7 +50,8 @@ profile, list, get, save, update and forget are the memory engine's
 :mod:`~bli_memory.core.team.postgres.search`). Every other job is a part the handle holds,
 made on first use over the same handle: ``jobs`` (the extract-job queue),
 ``recorded_turns``, ``experience``, ``transfer`` (export, import), ``integrity`` (audit and
-repair) and ``browse``; the contract's methods they answer are one line each here. The
+repair), ``documents`` (the space's documents index, :mod:`~bli_memory.core.team.postgres.documents`)
+and ``browse``; the contract's methods they answer are one line each here. The
 schema is :mod:`~bli_memory.core.team.postgres.schema`.
 """
 
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from bli_memory.core.memory.embedder import Embedder
     from bli_memory.core.memory.engine import MemoryEngine
     from bli_memory.core.team.postgres.browse import PostgresBrowse
+    from bli_memory.core.team.postgres.documents import PostgresDocuments
 
 __all__ = [
     "EXPORT_PAGE",
@@ -270,6 +272,14 @@ class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
         return PostgresTransfer(self)
 
     @cached_property
+    def documents(self) -> PostgresDocuments:
+        """The space's documents index, shared by the team
+        (:class:`~bli_memory.core.team.postgres.documents.PostgresDocuments`)."""
+        from bli_memory.core.team.postgres.documents import PostgresDocuments
+
+        return PostgresDocuments(self)
+
+    @cached_property
     def integrity(self) -> PostgresIntegrity:
         """Audit and repair (:class:`~bli_memory.core.team.postgres.audit.PostgresIntegrity`)."""
         return PostgresIntegrity(self)
@@ -358,12 +368,13 @@ class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
 
     def search_documents(self, query: str, *, space: str, limit: int = 5,
                          kinds: Sequence[str] = ("document", "commit")) -> list[DocumentHit]:
-        """No documents index on the team store yet: ``[]``."""
-        return []
+        """The space's documents and commit messages matching ``query``, in the index this person
+        reads (:meth:`PostgresDocuments.search`); ``[]`` with none."""
+        return self.documents.search(query, space=space, limit=limit, kinds=kinds)
 
     def document_status(self, space: str) -> DocumentsState | None:
-        """No documents index on the team store yet: None."""
-        return None
+        """What the space's documents index holds (:meth:`PostgresDocuments.status`), or None."""
+        return self.documents.status(space)
 
     def refresh_documents(self, space: str, folder: str | None = None) -> bool:
         """No documents index on the team store yet: nothing to refresh."""

@@ -31,10 +31,10 @@ def test_migrations_apply_once_even_when_replicas_start_together(pg_instance: An
     for t in threads:
         t.join(120)
     assert not errors
-    assert sorted(results) == [[], [], [], ["0001", "0002", "0003", "0004"]]
+    assert sorted(results) == [[], [], [], ["0001", "0002", "0003", "0004", "0005"]]
     assert migrate(url) == []
     with psycopg.connect(url) as conn:
-        assert conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone() == ("0004",)
+        assert conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone() == ("0005",)
         ext = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         assert ext is not None
         indexes = {
@@ -42,9 +42,13 @@ def test_migrations_apply_once_even_when_replicas_start_together(pg_instance: An
         }
         recording_indexes = {r[0] for r in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_session_recordings'")}
+        document_indexes = {r[0] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_doc_chunks'")}
     assert {"memories_embedding", "memories_terms", "memories_live_custom_id", "memories_session",
             "memories_owner"} <= indexes
     assert "memory_session_recordings_space" in recording_indexes
+    assert {"memory_doc_chunks_place", "memory_doc_chunks_commit", "memory_doc_chunks_terms",
+            "memory_doc_chunks_embedding"} <= document_indexes
 
 
 def test_another_embedding_model_is_refused(pg_instance: Any) -> None:
