@@ -2,7 +2,11 @@
 and commit history, indexed beside the memories (:mod:`bli_memory.core.documents`).
 
 The index is a file of its own next to the memory store (``documents.sqlite3``); a space
-defaults to the current folder's, the repository to the git work tree around it.
+defaults to the current folder's, the repository to the git work tree around it. On a machine
+paired with a team memory service (``BLI_MEMORY_DASHBOARD_URL`` or ``cockpit login``), ``index``,
+``status``, ``search`` and ``forget`` act on the space's index on the service instead, which the
+team shares (:mod:`bli_memory.core.team.client.documents`): this machine lists, chunks and masks
+the documents and uploads what the service lacks. ``delete`` deletes this machine's file only.
 """
 
 from __future__ import annotations
@@ -62,6 +66,15 @@ def _embedder() -> Any:
     return load_embedder(name, get_plugin_manager())
 
 
+def _remote() -> Any:
+    """The service's client when this machine uses a memory service, else None."""
+    from bli_memory.core.settings import load_settings
+    from bli_memory.core.team.client.remote import RemoteBackend, remote_target
+
+    target = remote_target(load_settings())
+    return None if target is None else RemoteBackend(target[0], token=target[1])
+
+
 def main(argv: list[str]) -> int:
     """Run one ``documents`` subcommand; returns the exit code."""
     parser = argparse.ArgumentParser(
@@ -100,6 +113,12 @@ def main(argv: list[str]) -> int:
 
     if args.command == "delete":
         return _delete(args.yes)
+    remote = _remote()
+    if remote is not None:
+        try:
+            return _on_service(remote, _space(args.space), args)
+        finally:
+            remote.close()
     from bli_memory.core.documents.index_store import DocumentIndex
 
     index = DocumentIndex(index_path())
@@ -116,57 +135,91 @@ def main(argv: list[str]) -> int:
         index.close()
 
 
+def _globs(args: argparse.Namespace, last: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(include, exclude)`` of a run: the ones given, else the last run's (``last``, a
+    :class:`~bli_memory.core.memory.documents.DocumentsState` or None); an empty include means
+    the defaults."""
+    if args.include or args.exclude or last is None:
+        return tuple(args.include or ()), tuple(args.exclude)
+    return tuple(last.include), tuple(last.exclude)
+
+
 def _index(index: Any, space: str, args: argparse.Namespace) -> int:
     from bli_memory.core.documents.indexer import index_space
-    from bli_memory.core.documents.refresh import log_path, spawn_index_run
-    from bli_memory.core.documents.runs import IndexBusy, current_run, index_run
+    from bli_memory.core.documents.runs import index_run
     from bli_memory.core.documents.sources import DEFAULT_INCLUDE
     from bli_memory.core.errors import InvalidInputError
 
     root = _root(args.root)
-    last = index.state(space)
-    given = bool(args.include or args.exclude)  # a run given no glob takes the last run's globs
-    include = tuple(args.include or ()) if given else last.include
-    exclude = tuple(args.exclude) if given else last.exclude
+    include, exclude = _globs(args, index.state(space))  # a run given no glob takes the last run's globs
     if args.background:
-        running = current_run(index.path)
-        if running is not None:
-            raise IndexBusy(running)
-        pid = spawn_index_run(index.path, space, root, include=include, exclude=exclude)
-        sys.stdout.write(f"indexing space {space} in the background (pid {pid}); `bli-memory-mcp documents "
-                         f"status` shows its progress; its output goes to {log_path(index.path)}\n")
-        return 0
+        return _background(index.path, space, root, include, exclude)
     with index_run(index.path, space) as run:
         embedder = _embedder()
-
-        def progress(stage: str, done: int, total: int) -> None:
-            run.progress(stage, done, total)
-            if sys.stderr.isatty() and (stage == "commits" or done == total or done % 50 == 0):
-                sys.stderr.write(f"\r{stage}: {done}/{total}")
-                sys.stderr.flush()
-
         try:
             report = index_space(index, root, space=space, embed_many=embedder.embed,
-                                 include=include or DEFAULT_INCLUDE, exclude=exclude, progress=progress)
+                                 include=include or DEFAULT_INCLUDE, exclude=exclude, progress=_progress(run))
         except ValueError as exc:  # git could not list the files or read the history
             raise InvalidInputError(str(exc)) from None
+    return _show_report(space, report)
+
+
+def _background(lock: Path, space: str, root: Path, include: Any, exclude: Any) -> int:
+    """Start the run in a process of its own (:func:`~bli_memory.core.documents.refresh.spawn_index_run`)."""
+    from bli_memory.core.documents.refresh import log_path, spawn_index_run
+    from bli_memory.core.documents.runs import IndexBusy, current_run
+
+    running = current_run(lock)
+    if running is not None:
+        raise IndexBusy(running)
+    pid = spawn_index_run(lock, space, root, include=include, exclude=exclude)
+    sys.stdout.write(f"indexing space {space} in the background (pid {pid}); `bli-memory-mcp documents "
+                     f"status` shows its progress; its output goes to {log_path(lock)}\n")
+    return 0
+
+
+def _show_report(space: str, report: Any, where: str = "") -> int:
+    """Print one run's :class:`~bli_memory.core.documents.indexer.IndexReport` in one line."""
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
-    sys.stdout.write(f"space {space}: {_count(report.documents, 'document')} ({report.indexed} indexed, "
-                     f"{report.unchanged} unchanged, {report.removed} removed; "
+    sys.stdout.write(f"space {space}{where}: {_count(report.documents, 'document')} "
+                     f"({report.indexed} indexed, {report.unchanged} unchanged, {report.removed} removed; "
                      f"{_count(report.chunks, 'chunk')} written), "
                      f"{_count(report.commits, 'new commit')}; skipped: {skipped}\n")
     return 0
 
 
-def _forget(index: Any, space: str, raw: str, *, undo: bool) -> int:
+def _progress(run: Any) -> Any:
+    """The indexer's progress callback: the run's progress file, and a counter on a terminal."""
+
+    def progress(stage: str, done: int, total: int) -> None:
+        run.progress(stage, done, total)
+        if sys.stderr.isatty() and (stage == "commits" or done == total or done % 50 == 0):
+            sys.stderr.write(f"\r{stage}: {done}/{total}")
+            sys.stderr.flush()
+
+    return progress
+
+
+def _forget_path(raw: str) -> str:
+    """The path ``documents forget`` was given, as stored (relative to the repository's top
+    folder, no leading ``./``).
+
+    Raises:
+        InvalidInputError: it is empty, absolute, or leads out of the repository.
+    """
     from bli_memory.core.errors import InvalidInputError
 
     path = raw.strip().removeprefix("./")
     if not path or path in ("/", ".") or path.startswith("/") or ".." in path.split("/") or "\0" in path:
         raise InvalidInputError(f"{raw!r} is not a path inside the repository: give it relative to the "
                                 "repository's top folder, e.g. docs/drafts/")
+    return path
+
+
+def _forget(index: Any, space: str, raw: str, *, undo: bool) -> int:
+    path = _forget_path(raw)
     if undo:
         if not index.unforget_path(space, path):
             sys.stdout.write(f"{path} was not kept out of space {space}; nothing changed\n")
@@ -217,7 +270,6 @@ def _status(index: Any, space: str, as_json: bool) -> int:
 
 def _search(index: Any, space: str, args: argparse.Namespace) -> int:
     from bli_memory.core.documents.search import link_for, search_documents
-    from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR
 
     kinds = ("document", "commit") if args.kind == "all" else (args.kind,)
     embedder = _embedder()
@@ -225,6 +277,14 @@ def _search(index: Any, space: str, args: argparse.Namespace) -> int:
     found = search_documents(index, args.query, space=space, embed=lambda t: embedder.embed([t])[0],
                              limit=max(1, min(args.limit, 50)), kinds=kinds,
                              links=lambda c: link_for(c, root=st.root, web=st.web, revision=st.revision))
+    return _show_hits(found, space, args, indexed=bool(st.refreshed_at))
+
+
+def _show_hits(found: Any, space: str, args: argparse.Namespace, *, indexed: bool) -> int:
+    """Print a search's matches at :data:`~bli_memory.core.mcp.document_results.DOCUMENT_FLOOR`
+    or more (``--all``: every one; ``--json``: a list of objects)."""
+    from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR
+
     hits = found if args.all else [h for h in found if h.similarity >= DOCUMENT_FLOOR]
     if args.json:
         rows = [{"kind": h.chunk.kind, "path": h.chunk.path or None, "startLine": h.chunk.start,
@@ -234,7 +294,7 @@ def _search(index: Any, space: str, args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
     if not hits:
-        if not st.refreshed_at:
+        if not indexed:
             sys.stdout.write(f"(space {space} has no documents index; run `documents index` first)\n")
         else:
             weaker = f"; --all shows {len(found)} weaker" if found else ""
@@ -247,6 +307,67 @@ def _search(index: Any, space: str, args: argparse.Namespace) -> int:
         trail = " > ".join(c.heading)
         sys.stdout.write(f"{where}  [similarity {h.similarity:.2f}]{'  ' + trail if trail else ''}\n")
         sys.stdout.write("    " + " ".join(c.text.split())[:300] + "\n")
+    return 0
+
+
+def _on_service(remote: Any, space: str, args: argparse.Namespace) -> int:
+    """``index``, ``status``, ``search`` or ``forget`` on the space's index on the service
+    (:class:`~bli_memory.core.team.client.documents.RemoteDocuments`). A run holds this machine's
+    run lock beside :func:`index_path`, so ``documents status`` here shows its progress."""
+    from bli_memory.core.documents.runs import current_run, index_run
+    from bli_memory.core.errors import InvalidInputError
+
+    docs, where, lock = remote.documents, f" on the service {remote.base_url}", index_path()
+    if args.command == "index":
+        root = _root(args.root)
+        include, exclude = tuple(args.include or ()), tuple(args.exclude)
+        if args.background:
+            return _background(lock, space, root, include, exclude)
+        with index_run(lock, space) as run:
+            try:
+                report = docs.index(root, space=space, include=include, exclude=exclude,
+                                    progress=_progress(run))
+            except ValueError as exc:  # git could not list the files or read the history
+                raise InvalidInputError(str(exc)) from None
+        return _show_report(space, report, where)
+    if args.command == "search":
+        kinds = ("document", "commit") if args.kind == "all" else (args.kind,)
+        found = docs.search(args.query, space=space, limit=max(1, min(args.limit, 50)), kinds=kinds)
+        return _show_hits(found, space, args, indexed=True)
+    if args.command == "forget":
+        path = _forget_path(args.path)
+        if args.undo:
+            raise InvalidInputError("`documents forget --undo` is not offered by the service yet")
+        dropped = docs.forget(space, path)
+        what = (f"{dropped} indexed file{'' if dropped == 1 else 's'} dropped" if dropped
+                else "no indexed file matched it")
+        sys.stdout.write(f"{path} is kept out of space {space}{where} from now on ({what})\n")
+        return 0
+    plan = docs.plan(space)
+    running = current_run(lock)
+    st = plan.state
+    if args.json:
+        out = {"space": space, "service": remote.base_url, "owner": plan.owner, "writable": plan.writable,
+               "documents": st.documents if st else 0, "chunks": st.chunks if st else 0,
+               "commits": st.commits if st else 0, "lastCommit": plan.last_commit,
+               "refreshedAt": st.refreshed_at if st else None, "root": st.root if st else None,
+               "skipped": [{"path": p, "reason": r} for p, r in (st.skipped if st else ())],
+               "forgotten": list(plan.forgotten), "indexing": None if running is None else running.describe()}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    whose = f"{plan.owner}'s index" + ("" if plan.writable else ", shared with you read-only")
+    if st is None:
+        sys.stdout.write(f"space {space}{where}: no documents index yet; `documents index` builds one\n")
+    else:
+        sys.stdout.write(f"space {space}{where} ({whose}): {_count(st.documents, 'document')} "
+                         f"({_count(st.chunks, 'chunk')}), {_count(st.commits, 'commit')}; "
+                         f"refreshed {_when(st.refreshed_at)}\n")
+    for path in plan.forgotten:
+        sys.stdout.write(f"  kept out (documents forget): {path}\n")
+    if running is not None:
+        sys.stdout.write(running.describe() + "\n")
+    for path, reason in st.skipped if st else ():
+        sys.stdout.write(f"  skipped {path}: {reason}\n")
     return 0
 
 

@@ -48,9 +48,9 @@ class DocumentHitRecord(_Wire):
     def of(cls, hit: DocumentHit) -> DocumentHitRecord:
         """The record of ``hit``."""
         c = hit.chunk
-        return cls.model_construct(kind=c.kind, path=c.path or None, startLine=c.start, endLine=c.end, sha=c.sha,
-                                   date=c.date, heading=list(c.heading), text=c.text, similarity=hit.similarity,
-                                   score=hit.score, link=hit.link)
+        return cls.model_construct(kind=c.kind, path=c.path or None, startLine=c.start, endLine=c.end,
+                                   sha=c.sha, date=c.date, heading=list(c.heading), text=c.text,
+                                   similarity=hit.similarity, score=hit.score, link=hit.link)
 
     def hit(self, space: str) -> DocumentHit:
         """The :class:`~bli_memory.core.memory.documents.DocumentHit` this record holds, in

@@ -82,8 +82,8 @@ class DocumentsState:
 
 
 class NoDocuments:
-    """The document half of the contract for a backend that keeps no documents index yet
-    (the service's client): no matches, no state."""
+    """The document half of the contract for a backend that keeps no documents index (a
+    plugin's store; both shipped stores keep one): no matches, no state."""
 
     def search_documents(self, query: str, *, space: str, limit: int = 5,
                          kinds: Sequence[str] = DOCUMENT_KINDS) -> list[DocumentHit]:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError, ServiceError
 from bli_memory.core.hookspecs import hookimpl
-from bli_memory.core.memory.documents import NoDocuments
 from bli_memory.core.models import (
     ForgetResult,
     Memory,
@@ -32,6 +31,7 @@ from bli_memory.core.models import (
     SearchResult,
     UpdateResult,
 )
+from bli_memory.core.team.client.documents import DocumentCalls
 from bli_memory.core.team.client.pairing import UNPAIRED_MESSAGE, remote_target
 from bli_memory.core.team.client.service_client import (
     BULK_TIMEOUT_S,
@@ -73,7 +73,7 @@ def _masked(content: str) -> Redacted:
     return redact(content) if isinstance(content, str) else Redacted(content, 0)
 
 
-class RemoteBackend(NoDocuments):
+class RemoteBackend(DocumentCalls):
     """Memory operations against the memory service over HTTP.
 
     Args:

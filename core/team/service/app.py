@@ -37,6 +37,15 @@ a load balancer. The doors (BLI Memory spec, hook table and "Auth"):
                                retry, 400 invalid, 409 same id other content,
                                502 failed insert
 ``GET /api/memory/whoami``     the person and device a token proves
+``POST /api/documents/search`` the space's documents and commit messages matching
+                               a query (the index a team shares)
+``POST /api/documents/status`` what the space's documents index holds, whose it
+                               is, whether the caller may change it
+``POST /api/documents/manifest`` which files of a client's manifest part the index
+                               lacks or holds stale, and which it holds no longer
+``POST /api/documents/upload`` one part of a client's index run: file chunks,
+                               removed paths, commit messages, the run's state
+``POST /api/documents/forget`` keep a path out of the space's documents index
 ``GET /healthz``, ``/readyz``  liveness; readiness (database + schema + model)
 ``GET /metrics``               Prometheus text format
 ``GET /openapi.json``          OpenAPI 3.1 description of the doors
@@ -51,9 +60,10 @@ device come from the token, never from the body. Errors answer
 a memory, a prompt or a token. Tokens never reach a log line.
 
 The app is assembled here from the door table (:data:`DOORS`): the handlers live by job
-in :mod:`~bli_memory.core.team.service.memory`, :mod:`~bli_memory.core.team.service.transfer`
-and :mod:`~bli_memory.core.team.service.capture`, the door machinery (token, body, errors,
-metrics) in :mod:`~bli_memory.core.team.service.door`, the process state and the
+in :mod:`~bli_memory.core.team.service.memory`, :mod:`~bli_memory.core.team.service.transfer`,
+:mod:`~bli_memory.core.team.service.capture` and :mod:`~bli_memory.core.team.service.documents`
+(its shapes in :mod:`~bli_memory.core.team.service.document_models`), the door machinery (token,
+body, errors, metrics) in :mod:`~bli_memory.core.team.service.door`, the process state and the
 extract-job worker in :mod:`~bli_memory.core.team.service.state`, and the OpenAPI document
 is generated from the same table (:mod:`~bli_memory.core.team.service.openapi`).
 """
@@ -67,7 +77,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import ConfigError
-from bli_memory.core.team.service import capture, memory, transfer
+from bli_memory.core.team.service import capture, documents, memory, transfer
+from bli_memory.core.team.service import document_models as dm
 from bli_memory.core.team.service import models as m
 from bli_memory.core.team.service.door import (
     MAX_BODY_BYTES,
@@ -165,6 +176,24 @@ DOORS: tuple[Door, ...] = (
     Door("/api/memory/whoami", "whoami", capture.whoami,
          "The person and device a token proves (used by `cockpit login`).", None,
          {200: (m.WhoAmI, "Who.")}, method="GET"),
+    Door("/api/documents/search", "documents_search", documents.search,
+         "Search the space's documents and commit messages by meaning and keyword.", dm.DocumentSearchRequest,
+         {200: (dm.DocumentSearchAnswer, "Matches, best first; none is a normal answer.")}),
+    Door("/api/documents/status", "documents_status", documents.status,
+         "What the space's documents index holds, whose it is, and whether the caller may change it.",
+         m.SpaceRequest, {200: (dm.DocumentStatusAnswer, "The index the caller uses for the space.")}),
+    Door("/api/documents/manifest", "documents_manifest", documents.manifest,
+         "Compare one part of a client's manifest (path: SHA-256) with the space's documents index.",
+         dm.ManifestRequest, {200: (dm.ManifestAnswer, "Paths to upload, and paths to remove.")}, (403,),
+         max_body=dm.MAX_DOCUMENTS_BODY_BYTES),
+    Door("/api/documents/upload", "documents_upload", documents.upload,
+         "One part of a client's index run: file chunks, removed paths, commit messages, the run's state.",
+         dm.UploadRequest, {200: (dm.UploadAnswer, "What the part wrote.")}, (403,),
+         max_body=dm.MAX_DOCUMENTS_BODY_BYTES),
+    Door("/api/documents/forget", "documents_forget", documents.forget,
+         "Keep a path (a file, a folder ending in /, or a glob) out of the space's documents index.",
+         dm.DocumentForgetRequest, {200: (dm.DocumentForgetAnswer, "The path, and the files it dropped.")},
+         (403,)),
 )
 
 

@@ -1,0 +1,229 @@
+"""The request and answer shapes of the service's documents doors (``/api/documents/...``).
+
+Kept beside :mod:`~bli_memory.core.team.service.models` (the memory doors' shapes), on the same
+bases: requests are strict (``"10"`` is not a number) and ignore unknown keys, answers forbid
+undeclared keys, and the OpenAPI document is generated from them. A match and an index's
+state are the one wire shape of :mod:`bli_memory.core.memory.document_wire`.
+
+Every list and text is bounded, so one request costs the service a bounded amount of work:
+a manifest part names at most :data:`MAX_MANIFEST_FILES` files, an upload part carries at
+most :data:`MAX_UPLOAD_CHUNKS` chunks and :data:`MAX_UPLOAD_COMMITS` commit messages (the
+service embeds them while the client waits), and both bodies are at most
+:data:`MAX_DOCUMENTS_BODY_BYTES`. The client (:mod:`bli_memory.core.team.client.documents`)
+cuts a run into parts well inside these bounds.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bli_memory.core.memory.document_wire import DocumentHitRecord, DocumentsStateRecord
+from bli_memory.core.team.service.models import SpaceRequest
+
+__all__ = [
+    "MAX_DOCUMENTS_BODY_BYTES",
+    "MAX_MANIFEST_FILES",
+    "MAX_PATH_CHARS",
+    "MAX_SKIPPED",
+    "MAX_TEXT_CHARS",
+    "MAX_UPLOAD_CHUNKS",
+    "MAX_UPLOAD_COMMITS",
+    "ChunkIn",
+    "CommitIn",
+    "DocumentForgetAnswer",
+    "DocumentForgetRequest",
+    "DocumentSearchAnswer",
+    "DocumentSearchRequest",
+    "DocumentStatusAnswer",
+    "FileIn",
+    "ManifestAnswer",
+    "ManifestRequest",
+    "RunStateIn",
+    "SkippedIn",
+    "UploadAnswer",
+    "UploadRequest",
+]
+
+#: Largest body of the manifest and upload doors.
+MAX_DOCUMENTS_BODY_BYTES = 4 * 1024 * 1024
+#: Most files one manifest part names.
+MAX_MANIFEST_FILES = 2000
+#: Most document chunks in one upload part (all its files together).
+MAX_UPLOAD_CHUNKS = 256
+#: Most commit messages in one upload part.
+MAX_UPLOAD_COMMITS = 256
+#: Longest path, in characters.
+MAX_PATH_CHARS = 1024
+#: Longest chunk or commit message, in characters (a chunk is at most 1,600 characters;
+#: masking may lengthen it; a longer commit message is cut by the client).
+MAX_TEXT_CHARS = 8000
+#: Most files left out that a run records (the first, in path order).
+MAX_SKIPPED = 5000
+
+DocPath = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS,
+                               description="A path relative to the repository root, with `/`.")]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's bytes, hex.")]
+CommitSha = Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$", description="A commit's full id.")]
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+Line = Annotated[int, Field(ge=1, le=10**8)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- requests -------------------------------------------------------------------------
+
+
+class DocumentSearchRequest(SpaceRequest):
+    """A search of the space's documents and commit messages (``query`` is accepted for ``q``)."""
+
+    q: str | None = None
+    query: str | None = Field(None, description="Accepted for `q`.")
+    limit: Annotated[int, Field(ge=1, le=50)] = 5
+    kinds: Annotated[list[Literal["document", "commit"]], Field(max_length=2)] | None = Field(
+        None, description="What to search: documents, commit messages, or both (the default).")
+
+    @property
+    def text(self) -> str:
+        """``q``, else ``query``, else ""."""
+        return self.q if self.q is not None else (self.query or "")
+
+
+class ManifestRequest(SpaceRequest):
+    """One part of a client's manifest: the paths from ``after`` (exclusive; null: the first)
+    through ``through`` (inclusive; null: the last) in code-point order, each with its SHA-256."""
+
+    files: Annotated[dict[DocPath, Sha256], Field(max_length=MAX_MANIFEST_FILES)]
+    after: DocPath | None = None
+    through: DocPath | None = None
+
+
+class ChunkIn(_Request):
+    """One chunk of a document: its heading trail, its lines and its text."""
+
+    heading: Annotated[list[Annotated[str, Field(max_length=1000)]], Field(max_length=32)] = Field(
+        default_factory=list)
+    startLine: Line
+    endLine: Line
+    text: Text
+
+
+class FileIn(_Request):
+    """Chunks ``offset`` to ``offset + len(chunks) - 1`` of ``total`` of one version of a file; the
+    part that reaches ``total`` completes it."""
+
+    path: DocPath
+    sha256: Sha256
+    size: Annotated[int, Field(ge=0, le=10**10)]
+    offset: Annotated[int, Field(ge=0, le=10**6)] = 0
+    total: Annotated[int, Field(ge=0, le=10**6)]
+    chunks: Annotated[list[ChunkIn], Field(max_length=MAX_UPLOAD_CHUNKS)]
+
+    @model_validator(mode="after")
+    def _fits(self) -> FileIn:
+        if self.offset + len(self.chunks) > self.total:
+            raise ValueError("a file part holds chunks past its total")
+        return self
+
+
+class CommitIn(_Request):
+    """One commit message, its secrets masked by the client."""
+
+    sha: CommitSha
+    date: Annotated[str, Field(max_length=64)]
+    text: Text
+
+
+class SkippedIn(_Request):
+    """A file left out of the index, and why."""
+
+    path: DocPath
+    reason: Annotated[str, Field(max_length=32)]
+
+
+class RunStateIn(_Request):
+    """What a finished run records."""
+
+    root: Annotated[str, Field(max_length=4096)] | None = None
+    skipped: Annotated[list[SkippedIn], Field(max_length=MAX_SKIPPED)] = Field(default_factory=list)
+    web: Annotated[str, Field(max_length=2048)] | None = None
+    revision: CommitSha | None = None
+
+
+class UploadRequest(SpaceRequest):
+    """One part of a client's run: file parts, paths to remove, new commit messages, and (the
+    last part) the run's state."""
+
+    files: Annotated[list[FileIn], Field(max_length=MAX_UPLOAD_CHUNKS)] = Field(default_factory=list)
+    removed: Annotated[list[DocPath], Field(max_length=MAX_MANIFEST_FILES)] = Field(default_factory=list)
+    commits: Annotated[list[CommitIn], Field(max_length=MAX_UPLOAD_COMMITS)] = Field(default_factory=list)
+    lastCommit: CommitSha | None = Field(None, description="The newest commit read so far.")
+    finished: RunStateIn | None = Field(None, description="The run's state (its last part).")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> UploadRequest:
+        if sum(len(f.chunks) for f in self.files) > MAX_UPLOAD_CHUNKS:
+            raise ValueError(f"an upload part holds at most {MAX_UPLOAD_CHUNKS} chunks")
+        return self
+
+
+class DocumentForgetRequest(SpaceRequest):
+    """A path to keep out of the index from now on: a file, a folder ending in ``/``, or a glob."""
+
+    path: DocPath
+
+
+# --- answers --------------------------------------------------------------------------
+
+
+class DocumentSearchAnswer(_Answer):
+    """Matches, best first; none is a normal answer."""
+
+    containerTag: str
+    results: list[DocumentHitRecord]
+
+
+class DocumentStatusAnswer(_Answer):
+    """The index the caller uses for the space: what it holds (null: none yet), whose it is,
+    whether the caller may change it, where the next run starts and the forgotten paths."""
+
+    containerTag: str
+    state: DocumentsStateRecord | None
+    owner: str
+    writable: bool
+    lastCommit: str | None
+    forgotten: list[str]
+
+
+class ManifestAnswer(_Answer):
+    """Paths of the part the index lacks or holds another version of (upload them), and paths
+    it holds in the part's range that the part does not name (remove them)."""
+
+    stale: list[str]
+    extra: list[str]
+
+
+class UploadAnswer(_Answer):
+    """What the part wrote."""
+
+    files: int = Field(description="Files completed.")
+    chunks: int = Field(description="Document chunks written.")
+    embedded: int = Field(description="Texts the service's model embedded (the others kept their vectors).")
+    removed: int
+    commits: int = Field(description="Commit messages added.")
+    forgotten: int = Field(description="File parts left out: their path is forgotten.")
+
+
+class DocumentForgetAnswer(_Answer):
+    """The path kept out, and how many files it dropped."""
+
+    containerTag: str
+    path: str
+    dropped: int
