@@ -8,7 +8,7 @@ the same files left out, a secret file never read, the same secrets masked), and
 
 1. ``POST /api/documents/status``: whether this person may change the space's index, its
    forgotten paths and the last commit it read;
-2. the tracked documents are listed and hashed, and the manifest (``{path: sha256}``) is
+2. the tracked documents are listed and hashed, and the manifest (each path and its SHA-256) is
    compared with the index in parts of at most :data:`MANIFEST_PART_FILES` paths
    (``POST /api/documents/manifest``), which answer the paths to upload and to remove;
 3. ``POST /api/documents/upload`` in parts of at most :data:`UPLOAD_PART_CHUNKS` chunks and
@@ -207,8 +207,8 @@ class RemoteDocuments:
         after: str | None = None
         for k, part in enumerate(parts):
             through = None if k == len(parts) - 1 else part[-1]
-            body = {"containerTag": space, "files": {p: manifest[p] for p in part}, "after": after,
-                    "through": through}
+            body = {"containerTag": space, "files": [{"path": p, "sha256": manifest[p]} for p in part],
+                    "after": after, "through": through}
             data = self._call("POST", "/api/documents/manifest", body, timeout=BULK_TIMEOUT_S)
             got = parsed(lambda d: ([str(p) for p in d["stale"]], [str(p) for p in d["extra"]]), data)
             stale += [p for p in got[0] if p in manifest]

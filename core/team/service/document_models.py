@@ -39,6 +39,7 @@ __all__ = [
     "DocumentStatusAnswer",
     "FileIn",
     "ManifestAnswer",
+    "ManifestFile",
     "ManifestRequest",
     "RunStateIn",
     "SkippedIn",
@@ -96,11 +97,18 @@ class DocumentSearchRequest(SpaceRequest):
         return self.q if self.q is not None else (self.query or "")
 
 
+class ManifestFile(_Request):
+    """One document of a client's manifest: its path and the SHA-256 of its bytes."""
+
+    path: DocPath
+    sha256: Sha256
+
+
 class ManifestRequest(SpaceRequest):
     """One part of a client's manifest: the paths from ``after`` (exclusive; null: the first)
     through ``through`` (inclusive; null: the last) in code-point order, each with its SHA-256."""
 
-    files: Annotated[dict[DocPath, Sha256], Field(max_length=MAX_MANIFEST_FILES)]
+    files: Annotated[list[ManifestFile], Field(max_length=MAX_MANIFEST_FILES)]
     after: DocPath | None = None
     through: DocPath | None = None
 

@@ -48,7 +48,8 @@ def status(request: Request, p: Principal, req: SpaceRequest) -> tuple[int, d.Do
 
 def manifest(request: Request, p: Principal, req: d.ManifestRequest) -> tuple[int, d.ManifestAnswer]:
     """``POST /api/documents/manifest``: which paths of a manifest part to upload and which to remove."""
-    stale, extra = acting(request, p).documents.manifest(req.containerTag, req.files, after=req.after,
+    files = {f.path: f.sha256 for f in req.files}
+    stale, extra = acting(request, p).documents.manifest(req.containerTag, files, after=req.after,
                                                          through=req.through)
     return 200, d.ManifestAnswer(stale=stale, extra=extra)
 
