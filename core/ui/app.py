@@ -157,12 +157,12 @@ def browser_app(*, local: bool, extra_routes: list[Any] | None = None) -> Any:
         Route("/memory/{id}/forget", pages.forget, methods=both),
         Route("/memory/{id}/purge", pages.purge, methods=both),
         Route("/search", pages.search),
+        Route("/documents", ops_pages.documents),
         Mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]
     if local:
         routes[-1:-1] = [
             Route("/captures", ops_pages.captures),
-            Route("/documents", ops_pages.documents),
             Route("/health", ops_pages.health),
             Route("/ops", ops_pages.ops),
         ]

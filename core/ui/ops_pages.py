@@ -134,18 +134,21 @@ SKIP_REASONS_SHOWN = {
 
 async def documents(request: Request) -> Response:
     """``GET /documents?space=&q=``: what the space's documents index holds, what was left out
-    and why, and a search of it (documents and commit messages, never memories)."""
+    and why, and a search of it (documents and commit messages, never memories). Served by
+    both stores: the local page reads this machine's index, the team service's the index the
+    signed-in person reads (the one the team shares)."""
     from bli_memory.core.ui.pages import _space_arg
+    from bli_memory.core.ui.render import browser_state
 
-    machine = _machine(request)
+    store = browser_state(request).backend
     space = _space_arg(request)
     q = (request.query_params.get("q") or "").strip()[:2000]
 
     def read() -> dict[str, Any]:
         from bli_memory.core.mcp.document_results import DOCUMENT_FLOOR
 
-        state = machine.document_status(space)
-        found = machine.search_documents(q, space=space, limit=10) if q and state is not None else []
+        state = store.document_status(space)
+        found = store.search_documents(q, space=space, limit=10) if q and state is not None else []
         hits = [h for h in found if h.similarity >= DOCUMENT_FLOOR]  # as search_memory shows them
         return {"state": state, "hits": hits, "weaker": len(found) - len(hits), "floor": DOCUMENT_FLOOR}
 

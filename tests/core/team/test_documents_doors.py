@@ -149,3 +149,23 @@ def test_manifest_parts_cover_every_path_once_and_forgotten_paths_stay_out(
     assert late.json()["forgotten"] == 1 and late.json()["files"] == 0
     status = _status(client, p, space)
     assert status.forgotten == ["docs/"] and status.state is not None and status.state.documents == 2
+
+
+def test_the_services_documents_page_shows_the_index_the_person_reads(
+    client: Any, new_person, admin: Any, space: str
+) -> None:
+    alice, bob, carol = new_person(), new_person(), new_person()
+    text = "Deploys go out on Tuesdays after the change board."
+    up = _post(client, alice, "upload", {"containerTag": space, "files": [
+        {"path": "docs/deploy.md", "sha256": _sha(text), "size": len(text), "total": 1,
+         "chunks": [_chunk(text, 1, ("Deploy",))]}],
+        "finished": {"root": "/work/shop", "skipped": [{"path": ".env", "reason": "secret_file"}]}})
+    assert up.status_code == 200
+    admin.share_space(owner=alice.name, space=space, grantee=bob.name, access="read")
+    client.cookies.clear()
+    page = client.get(f"/ui/documents?space={space}&q=when+do+deploys+go+out", headers=bob.headers)
+    assert page.status_code == 200, page.text
+    assert "docs/deploy.md" in page.text and "change board" in page.text and ".env" in page.text
+    assert 'href="/ui/documents"' in page.text
+    other = client.get(f"/ui/documents?space={space}&q=deploys", headers=carol.headers)
+    assert other.status_code == 200 and "not indexed" in other.text and "change board" not in other.text
