@@ -127,6 +127,9 @@ def test_manifest_parts_cover_every_path_once_and_forgotten_paths_stay_out(
         {"path": name, "sha256": sha, "size": 1, "total": 1, "chunks": [_chunk(f"text of {name}")]}
         for name, sha in held.items()]})
     assert up.status_code == 200 and up.json()["files"] == 5
+    empty = {"path": "docs/empty.md", "sha256": _sha(""), "size": 0, "total": 0, "chunks": []}
+    assert _post(client, p, "upload", {"containerTag": space, "files": [empty]}).json()["files"] == 1
+    held["docs/empty.md"] = _sha("")
     # The client now has README.md (changed), docs/b.md, docs/new.md and zz.md, in two parts.
     def manifest(files: dict[str, str], **bounds: str) -> dm.ManifestAnswer:
         listed = [{"path": k, "sha256": v} for k, v in files.items()]
@@ -136,12 +139,12 @@ def test_manifest_parts_cover_every_path_once_and_forgotten_paths_stay_out(
     one = manifest({"README.md": _sha("changed"), "docs/b.md": held["docs/b.md"]}, through="docs/b.md")
     two = manifest({"docs/new.md": _sha("new"), "zz.md": held["zz.md"]}, after="docs/b.md")
     assert (one.stale, one.extra) == (["README.md"], ["docs/a.md"])
-    assert (two.stale, two.extra) == (["docs/new.md"], ["docs/c.md"])
+    assert (two.stale, two.extra) == (["docs/new.md"], ["docs/c.md", "docs/empty.md"])
 
     forgot = _post(client, p, "forget", {"containerTag": space, "path": "./docs/"})
     assert forgot.status_code == 200
     assert dm.DocumentForgetAnswer.model_validate(forgot.json()).model_dump() == {
-        "containerTag": space, "path": "docs/", "dropped": 3}
+        "containerTag": space, "path": "docs/", "dropped": 4}
     again = manifest({"docs/new.md": _sha("new"), "zz.md": held["zz.md"]})
     assert (again.stale, again.extra) == ([], ["README.md"])  # a forgotten path is never asked for
     late = _post(client, p, "upload", {"containerTag": space, "files": [  # an old client sends it anyway

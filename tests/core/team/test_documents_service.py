@@ -88,6 +88,10 @@ def test_a_team_shares_one_documents_index_through_the_service(
     assert TOKEN not in json.dumps(rows) and "DEPLOY_TOKEN" not in json.dumps(rows)
     assert '".env", "secret_file"' in rows["indexes"][0][0].replace("[", "").replace("]", "")
     assert any("[REDACTED" in text for *_, text in rows["chunks"])
+    status = json.loads(_cli(repo, alice, svc.url, "status", "--json").stdout)
+    assert (status["owner"], status["writable"]) == (alice.name, True)
+    assert (status["documents"], status["commits"]) == (4, 1)
+    assert status["service"] == svc.url and {"path": ".env", "reason": "secret_file"} in status["skipped"]
 
     # Bob (a writer) and Carol (a reader) search Alice's index; Dave, without a share, sees none of it.
     b, c, d = (RemoteBackend(svc.url, token=p.token) for p in (bob, carol, dave))
@@ -114,6 +118,8 @@ def test_a_team_shares_one_documents_index_through_the_service(
         git("remote", "set-url", "origin", REMOTE, cwd=clone)
         denied = _cli(clone, carol, svc.url, "index")
         assert denied.returncode != 0 and "read-only" in denied.stderr
+        read = json.loads(_cli(clone, carol, svc.url, "search", "when do deploys go out?", "--json").stdout)
+        assert read[0]["path"] == "README.md" and read[0]["link"].endswith("/README.md#L5-L7")
         assert _rows(service_db, space) == rows
 
         # Bob re-indexes the same commit from his own clone: nothing is uploaded again.
