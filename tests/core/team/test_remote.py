@@ -227,3 +227,24 @@ def test_record_turn_posts_to_the_record_door_and_needs_an_id() -> None:
     with pytest.raises(ServiceError) as err:
         _client(lambda r: httpx.Response(503, json={})).record_turn("t", space="repo_x__1", source="hook")
     assert err.value.reason == "http_503"
+
+
+def test_a_service_without_the_documents_doors_answers_no_documents_and_is_asked_no_more() -> None:
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        return httpx.Response(404, json={"error": {"reason": "not_found", "message": "no such door"}})
+
+    client = _client(handler)
+    assert client.search_documents("error format", space="repo_x__1") == []
+    assert client.document_status("repo_x__1") is None
+    assert asked == ["/api/documents/search"]  # the first 404 is remembered
+    answer = {"containerTag": "repo_x__1", "state": None, "owner": "alice", "writable": True,
+              "lastCommit": None, "forgotten": []}
+    fresh = _client(lambda r: httpx.Response(200, json=answer))
+    assert fresh.document_status("repo_x__1") is None  # no index yet
+    broken = _client(lambda r: httpx.Response(200, json={"results": [{"kind": "document"}]}))
+    with pytest.raises(ServiceError) as err:
+        broken.search_documents("error format", space="repo_x__1")
+    assert err.value.reason == "bad_response"
