@@ -135,11 +135,14 @@ def test_a_team_shares_one_documents_index_through_the_service(
 
         # search_memory through the service answers with the documents in their own list.
         async def body(client: Any) -> Any:
-            return await client.call_tool("search_memory", {"query": "when do deploys go out?"})
+            found = await client.call_tool("search_memory", {"query": "when do deploys go out?"})
+            return found, await client.call_tool("memory_info", {})
 
         env = {"BLI_MEMORY_DASHBOARD_URL": svc.url, "BLI_MEMORY_DEVICE_TOKEN": bob.token}
-        res = run_session(clone, body, **env)
+        res, info = run_session(clone, body, **env)
         assert not res.is_error, text_of(res)
+        assert info.structured_content["documents"]["documents"] == 4
+        assert "Documents: 4 files" in text_of(info)
         docs = res.structured_content["documents"]
         assert docs[0]["path"] == "README.md" and docs[0]["heading"] == ["Shop", "Deploy"]
         assert docs[0]["startLine"] == 5 and TOKEN not in text_of(res)
