@@ -203,19 +203,19 @@ def _progress(run: Any) -> Any:
 
 
 def _forget_path(raw: str) -> str:
-    """The path ``documents forget`` was given, as stored (relative to the repository's top
-    folder, no leading ``./``).
+    """The path ``documents forget`` was given, as it is kept
+    (:func:`~bli_memory.core.documents.globs.forget_pattern`).
 
     Raises:
         InvalidInputError: it is empty, absolute, or leads out of the repository.
     """
+    from bli_memory.core.documents.globs import forget_pattern
     from bli_memory.core.errors import InvalidInputError
 
-    path = raw.strip().removeprefix("./")
-    if not path or path in ("/", ".") or path.startswith("/") or ".." in path.split("/") or "\0" in path:
-        raise InvalidInputError(f"{raw!r} is not a path inside the repository: give it relative to the "
-                                "repository's top folder, e.g. docs/drafts/")
-    return path
+    try:
+        return forget_pattern(raw)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 def _forget(index: Any, space: str, raw: str, *, undo: bool) -> int:
@@ -320,28 +320,35 @@ def _on_service(remote: Any, space: str, args: argparse.Namespace) -> int:
     docs, where, lock = remote.documents, f" on the service {remote.base_url}", index_path()
     if args.command == "index":
         root = _root(args.root)
+        given = bool(args.include or args.exclude)  # none given: the index's last run's globs
         include, exclude = tuple(args.include or ()), tuple(args.exclude)
         if args.background:
             return _background(lock, space, root, include, exclude)
         with index_run(lock, space) as run:
             try:
-                report = docs.index(root, space=space, include=include, exclude=exclude,
-                                    progress=_progress(run))
+                report = docs.index(root, space=space, include=include if given else None,
+                                    exclude=exclude if given else None, progress=_progress(run))
             except ValueError as exc:  # git could not list the files or read the history
                 raise InvalidInputError(str(exc)) from None
         return _show_report(space, report, where)
     if args.command == "search":
         kinds = ("document", "commit") if args.kind == "all" else (args.kind,)
         found = docs.search(args.query, space=space, limit=max(1, min(args.limit, 50)), kinds=kinds)
-        return _show_hits(found, space, args, indexed=True)
+        return _show_hits(found, space, args, indexed=bool(found) or docs.plan(space).state is not None)
     if args.command == "forget":
         path = _forget_path(args.path)
         if args.undo:
-            raise InvalidInputError("`documents forget --undo` is not offered by the service yet")
+            if not docs.unforget(space, path):
+                sys.stdout.write(f"{path} was not kept out of space {space}{where}; nothing changed\n")
+                return 1
+            sys.stdout.write(f"{path} is let back into space {space}{where}: the next `documents index` "
+                             "reads it\n")
+            return 0
         dropped = docs.forget(space, path)
         what = (f"{dropped} indexed file{'' if dropped == 1 else 's'} dropped" if dropped
                 else "no indexed file matched it")
-        sys.stdout.write(f"{path} is kept out of space {space}{where} from now on ({what})\n")
+        sys.stdout.write(f"{path} is kept out of space {space}{where} from now on ({what}; "
+                         f"`documents forget --undo {path}` lets it back in)\n")
         return 0
     plan = docs.plan(space)
     running = current_run(lock)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-__all__ = ["glob_matches", "name_matches"]
+__all__ = ["forget_pattern", "glob_matches", "name_matches"]
 
 
 def name_matches(pattern: str, name: str) -> bool:
@@ -87,3 +87,17 @@ def glob_matches(path: str, patterns: Iterable[str]) -> bool:
     """True when the repository path ``path`` (``/`` between names, no leading ``/``) matches
     one of the gitignore-like ``patterns`` (see the module docstring)."""
     return any(_matches(p, path) for p in patterns)
+
+
+def forget_pattern(raw: str) -> str:
+    """The pattern ``documents forget`` keeps out, from what it was given: relative to the
+    repository's top folder, without a leading ``./``.
+
+    Raises:
+        ValueError: it is empty, absolute, or leads out of the repository (``..``).
+    """
+    path = raw.strip().removeprefix("./")
+    if not path or path in ("/", ".") or path.startswith("/") or ".." in path.split("/") or "\0" in path:
+        raise ValueError(f"{raw[:200]!r} is not a path inside the repository: give it relative to the "
+                         "repository's top folder, e.g. docs/drafts/")
+    return path

@@ -52,6 +52,7 @@ __all__ = [
     "SourceFile",
     "glob_matches",
     "is_secret_file",
+    "masked_paths",
     "read_document",
     "tracked_documents",
 ]
@@ -170,8 +171,7 @@ def tracked_documents(root: Path, *, include: Sequence[str] = DEFAULT_INCLUDE, e
             skipped.append(Skipped(path, reason))
         else:
             docs.append(SourceFile(path, st.st_size, st.st_mtime_ns))
-    masked = _masked_paths([*(d.path for d in docs if d.path not in clean),
-                            *(s.path for s in skipped if s.reason != "bad_name")])
+    masked = masked_paths([*(d.path for d in docs if d.path not in clean), *(s.path for s in skipped)])
     skipped += [Skipped(masked[d.path], "secret_path") for d in docs if d.path in masked]
     skipped = sorted((Skipped(masked.get(s.path, s.path), s.reason) for s in skipped), key=lambda s: s.path)
     return [d for d in docs if d.path not in masked], skipped
@@ -182,9 +182,10 @@ def tracked_documents(root: Path, *, include: Sequence[str] = DEFAULT_INCLUDE, e
 _BAD_NAME = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 
-def _masked_paths(paths: Sequence[str]) -> dict[str, str]:
+def masked_paths(paths: Sequence[str]) -> dict[str, str]:
     """``{path: path with its secrets masked}`` for the paths that hold a secret (a token as a
-    folder name). One redaction over all of them at once: a tenth of the cost of one each."""
+    folder name). One redaction over all of them at once: a tenth of the cost of one each.
+    (The team service masks the paths a client reports with it too.)"""
     if not paths:
         return {}
     from bli_memory.core.memory.redaction import redact

@@ -81,6 +81,9 @@ class DocumentsStateRecord(_Wire):
     web: str | None = None
     revision: str | None = Field(None, description="The commit the documents were read at.")
     indexing: str | None = None
+    include: list[str] = Field(default_factory=list, description="The last run's include globs (empty: "
+                                                                 "the defaults).")
+    exclude: list[str] = Field(default_factory=list, description="The last run's exclude globs.")
 
     @classmethod
     def of(cls, st: DocumentsState) -> DocumentsStateRecord:
@@ -89,11 +92,12 @@ class DocumentsStateRecord(_Wire):
             documents=st.documents, chunks=st.chunks, commits=st.commits, lastCommit=st.last_commit,
             refreshedAt=st.refreshed_at, root=st.root,
             skipped=[SkippedRecord.model_construct(path=p, reason=r) for p, r in st.skipped], web=st.web,
-            revision=st.revision, indexing=st.indexing)
+            revision=st.revision, indexing=st.indexing, include=list(st.include), exclude=list(st.exclude))
 
     def state(self) -> DocumentsState:
         """The :class:`~bli_memory.core.memory.documents.DocumentsState` this record holds."""
         return DocumentsState(documents=self.documents, chunks=self.chunks, commits=self.commits,
                               last_commit=self.lastCommit, refreshed_at=self.refreshedAt, root=self.root,
                               skipped=tuple((s.path, s.reason) for s in self.skipped), web=self.web,
-                              revision=self.revision, indexing=self.indexing)
+                              revision=self.revision, indexing=self.indexing, include=tuple(self.include),
+                              exclude=tuple(self.exclude))

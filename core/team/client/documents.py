@@ -4,18 +4,26 @@ The service keeps one documents index per space, shared by everyone who may read
 (:mod:`bli_memory.core.team.postgres.documents`), but it never reads a repository. So
 ``documents index`` on a paired machine (:meth:`RemoteDocuments.index`) does the repository's
 side here, with the embedded index's own steps (:mod:`bli_memory.core.documents.prepare`:
-the same files left out, a secret file never read, the same secrets masked), and uploads:
+the same files left out, a secret file never read, no link followed, a path holding a secret
+never sent and every listed path masked, each document masked whole before it is cut, each
+commit message masked whole and capped), and uploads:
 
 1. ``POST /api/documents/status``: whether this person may change the space's index, its
-   forgotten paths and the last commit it read;
+   forgotten paths, the last commit it read and the last run's globs (a run given none takes
+   them);
 2. the tracked documents are listed and hashed, and the manifest (each path and its SHA-256) is
    compared with the index in parts of at most :data:`MANIFEST_PART_FILES` paths
    (``POST /api/documents/manifest``), which answer the paths to upload and to remove;
-3. ``POST /api/documents/upload`` in parts of at most :data:`UPLOAD_PART_CHUNKS` chunks and
-   :data:`UPLOAD_PART_BYTES` of text (a large file spans parts): the stale files' chunks
-   (text only: the service embeds them with its own model, as it embeds memories), the
-   removed paths, the commit messages since the index's last commit (oldest first), and,
-   in the last part, the run's state. A run with nothing changed sends that last part only.
+3. the commits since the index's last commit are read; when that commit is no longer in the
+   history (an amend, a rebase, a branch switch), the whole history is read again and its ids
+   are compared with the index's the same way, in parts of commit ids, which answer the
+   commits the index lacks and the ones the history no longer has;
+4. ``POST /api/documents/upload`` in parts of at most :data:`UPLOAD_PART_CHUNKS` chunks and
+   :data:`UPLOAD_PART_BYTES` of text (a large file spans parts): the paths and commits to
+   remove first, then the stale files' chunks (text only: the service embeds them with its
+   own model, as it embeds memories), the new commit messages (oldest first), and, in the
+   last part, the run's state (with the newest commit read and the run's globs). A run with
+   nothing changed sends that last part only.
 
 Every part is idempotent on the service, so a run cut short is finished by running it again.
 :class:`DocumentCalls` gives :class:`~bli_memory.core.team.client.remote.RemoteBackend` the
@@ -39,7 +47,6 @@ if TYPE_CHECKING:
     from bli_memory.core.documents.indexer import IndexReport
 
 __all__ = [
-    "COMMIT_TEXT_CHARS",
     "MANIFEST_PART_FILES",
     "SKIPPED_SENT",
     "UPLOAD_PART_BYTES",
@@ -55,8 +62,6 @@ MANIFEST_PART_FILES = 1000
 UPLOAD_PART_CHUNKS = 128
 #: Most bytes of text in one upload part (the service takes bodies of 4 MB).
 UPLOAD_PART_BYTES = 1024 * 1024
-#: Longest commit message sent, in characters (the model reads the first 256 tokens).
-COMMIT_TEXT_CHARS = 8000
 #: Most left-out files a run records on the service (the first, in path order).
 SKIPPED_SENT = 5000
 
@@ -73,15 +78,6 @@ class ServiceIndex:
     writable: bool
     last_commit: str | None
     forgotten: tuple[str, ...]
-
-
-def _sendable(path: str) -> bool:
-    """Whether a path is text JSON can carry (git may list names that are not UTF-8)."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class RemoteDocuments:
@@ -124,27 +120,41 @@ class RemoteDocuments:
         return parsed(lambda d: [DocumentHitRecord.model_validate(h).hit(space) for h in d["results"]], data)
 
     def forget(self, space: str, path: str) -> int:
-        """Keep ``path`` out of the space's index from now on (``POST /api/documents/forget``);
-        returns the files it dropped.
+        """Keep ``path`` (a ``.gitignore`` line: a file, a folder, a glob) out of the space's
+        index from now on (``POST /api/documents/forget``); returns the files it dropped.
 
         Raises:
+            InvalidInputError: a path outside the repository.
             NotFoundError: reason ``read_only`` (the index is shared with this person read-only).
         """
         data = self._call("POST", "/api/documents/forget", {"containerTag": space, "path": path})
         return parsed(lambda d: int(d["dropped"]), data)
 
+    def unforget(self, space: str, path: str) -> bool:
+        """Let ``path`` back into the space's index (the next run uploads it); False when it was
+        not kept out (``POST /api/documents/forget`` with ``undo``).
+
+        Raises:
+            NotFoundError: reason ``read_only``.
+        """
+        body = {"containerTag": space, "path": path, "undo": True}
+        data = self._call("POST", "/api/documents/forget", body)
+        return parsed(lambda d: bool(d["undone"]), data)
+
     # --- an index run ------------------------------------------------------------------
 
     def index(self, root: Path, *, space: str, include: Sequence[str] | None = None,
-              exclude: Sequence[str] = (),
+              exclude: Sequence[str] | None = None,
               progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
         """Bring the space's index on the service up to date with the repository at ``root``
         (the module's steps).
 
         Args:
             root: A folder in a git work tree.
-            include: Globs of the files that are documents (default: the embedded index's).
-            exclude: Globs never indexed.
+            include: Globs of the files that are documents (empty: the embedded index's
+                defaults).
+            exclude: Globs never indexed. With neither ``include`` nor ``exclude`` (both None),
+                the index's last run's globs.
             progress: Called as ``(stage, done, total)``: ``documents`` (read and hashed),
                 ``upload`` (parts sent).
 
@@ -157,9 +167,15 @@ class RemoteDocuments:
             NotFoundError: reason ``read_only`` (the index is shared with this person read-only).
             ServiceError: the service failed; running again finishes the run.
         """
-        from bli_memory.core.documents.commits import head_commit, read_commits, web_address
+        from bli_memory.core.documents.commits import head_commit, web_address
         from bli_memory.core.documents.indexer import IndexReport
-        from bli_memory.core.documents.prepare import commit_rows, list_sources, read_source, skip_counts
+        from bli_memory.core.documents.prepare import (
+            commit_rows,
+            list_sources,
+            read_history,
+            read_source,
+            skip_counts,
+        )
         from bli_memory.core.documents.sources import DEFAULT_INCLUDE
 
         plan = self.plan(space)
@@ -167,9 +183,12 @@ class RemoteDocuments:
             raise NotFoundError(f"the documents index of space {space} is {plan.owner}'s, shared with you "
                                 "read-only: `documents search` reads it; only its writers refresh it",
                                 reason="read_only")
+        if include is None and exclude is None and plan.state is not None:  # the last run's globs
+            include, exclude = plan.state.include, plan.state.exclude
+        include = () if tuple(include or ()) == DEFAULT_INCLUDE else tuple(include or ())
+        exclude = tuple(exclude or ())
         docs, skipped = list_sources(root, include=include or DEFAULT_INCLUDE, exclude=exclude,
                                      forgotten=plan.forgotten)
-        docs = [d for d in docs if _sendable(d.path)]
         report = IndexReport(documents=len(docs), skipped=skip_counts(skipped))
         manifest: dict[str, str] = {}
         for n, doc in enumerate(docs, 1):
@@ -178,14 +197,20 @@ class RemoteDocuments:
             read = read_source(root, doc)
             if read is not None:
                 manifest[doc.path] = read[1]
-        stale, extra = self._compare(space, manifest)
+        stale, extra = self._compare(space, manifest, lambda part: {
+            "files": [{"path": p, "sha256": manifest[p]} for p in part]})
         report.unchanged = len(manifest) - len(stale)
-        commits = [(sha, date, text[:COMMIT_TEXT_CHARS])
-                   for sha, date, text in commit_rows(read_commits(root, since=plan.last_commit))]
+        commits, again = read_history(root, plan.last_commit)
+        newest = commits[0].sha if commits else (None if again else plan.last_commit)
+        gone: list[str] = []
+        if again and plan.state is not None and plan.state.commits:  # rewritten: keep one copy of each
+            missing, gone = self._compare(space, {c.sha: "" for c in commits}, lambda part: {"commits": part})
+            lacking = set(missing)
+            commits = [c for c in commits if c.sha in lacking]
         finished = {"root": str(root), "web": web_address(root), "revision": head_commit(root),
-                    "skipped": [{"path": s.path, "reason": s.reason} for s in skipped if _sendable(s.path)]
-                    [:SKIPPED_SENT]}
-        bodies = list(_parts(root, space, stale, extra, commits, finished, read_source))
+                    "skipped": [{"path": s.path, "reason": s.reason} for s in skipped][:SKIPPED_SENT],
+                    "lastCommit": newest, "include": list(include), "exclude": list(exclude)}
+        bodies = list(_parts(root, space, stale, (extra, gone), commit_rows(commits), finished, read_source))
         for n, body in enumerate(bodies, 1):
             data = self._call("POST", "/api/documents/upload", body, timeout=BULK_TIMEOUT_S)
             got = parsed(lambda d: (int(d["files"]), int(d["chunks"]), int(d["removed"]),
@@ -198,17 +223,18 @@ class RemoteDocuments:
                 progress("upload", n, len(bodies))
         return report
 
-    def _compare(self, space: str, manifest: Mapping[str, str]) -> tuple[list[str], list[str]]:
-        """``(stale, extra)`` of the whole manifest, asked for in parts that cover every path once."""
-        paths = sorted(manifest)
-        parts = [paths[i:i + MANIFEST_PART_FILES] for i in range(0, len(paths), MANIFEST_PART_FILES)] or [[]]
+    def _compare(self, space: str, manifest: Mapping[str, str],
+                 listed: Callable[[list[str]], dict[str, Any]]) -> tuple[list[str], list[str]]:
+        """``(stale, extra)`` of a whole manifest (``{path: sha256}``, or commit ids), asked for
+        in parts that cover every key once; ``listed(part)`` is a part's list in the body."""
+        keys = sorted(manifest)
+        parts = [keys[i:i + MANIFEST_PART_FILES] for i in range(0, len(keys), MANIFEST_PART_FILES)] or [[]]
         stale: list[str] = []
         extra: list[str] = []
         after: str | None = None
         for k, part in enumerate(parts):
             through = None if k == len(parts) - 1 else part[-1]
-            body = {"containerTag": space, "files": [{"path": p, "sha256": manifest[p]} for p in part],
-                    "after": after, "through": through}
+            body = {"containerTag": space, **listed(part), "after": after, "through": through}
             data = self._call("POST", "/api/documents/manifest", body, timeout=BULK_TIMEOUT_S)
             got = parsed(lambda d: ([str(p) for p in d["stale"]], [str(p) for p in d["extra"]]), data)
             stale += [p for p in got[0] if p in manifest]
@@ -217,13 +243,15 @@ class RemoteDocuments:
         return stale, extra
 
 
-def _parts(root: Path, space: str, stale: Sequence[str], extra: Sequence[str],
+def _parts(root: Path, space: str, stale: Sequence[str], removed: tuple[Sequence[str], Sequence[str]],
            commits: Sequence[tuple[str, str, str]], finished: dict[str, Any],
            read: Callable[..., Any]) -> Iterator[dict[str, Any]]:
     """The upload bodies of a run, each within :data:`UPLOAD_PART_CHUNKS` chunks (or commit
-    messages) and :data:`UPLOAD_PART_BYTES` of chunks; the last carries ``finished``. A stale
-    file is read again and cut when its part is made, so a run holds one file's text at a
-    time; a file with more chunks than a part holds spans parts (``offset``, ``total``)."""
+    messages) and :data:`UPLOAD_PART_BYTES` of chunks; the last carries ``finished``. The
+    ``removed`` paths and commit ids come first, so a run cut short after its first commit
+    part has dropped what the history lost. A stale file is read again and cut when its part
+    is made, so a run holds one file's text at a time; a file with more chunks than a part
+    holds spans parts (``offset``, ``total``)."""
     from bli_memory.core.documents.prepare import document_pieces
     from bli_memory.core.documents.sources import SourceFile
 
@@ -231,11 +259,12 @@ def _parts(root: Path, space: str, stale: Sequence[str], extra: Sequence[str],
         return {"containerTag": space, "files": [], "removed": [], "commits": []}
 
     body, size, count = fresh(), 0, 0
-    for i in range(0, len(extra), MANIFEST_PART_FILES):
-        if body["removed"]:
-            yield body
-            body = fresh()
-        body["removed"] = list(extra[i:i + MANIFEST_PART_FILES])
+    for key, keys in zip(("removed", "removedCommits"), removed, strict=True):
+        for i in range(0, len(keys), MANIFEST_PART_FILES):
+            if body.get(key):
+                yield body
+                body = fresh()
+            body[key] = list(keys[i:i + MANIFEST_PART_FILES])
     for path in stale:
         got = read(root, SourceFile(path, 0, 0))
         if got is None:

@@ -23,68 +23,43 @@ carries the file version it belongs to (``file_sha256``) and its place in it
 (``ordinal``): a part sent twice writes nothing twice, and a file changes at once when its
 last part arrives (its old version's chunks are dropped then, and the file's new hash
 recorded). Until then a search reads the old version: a chunk counts only when its
-version is the file's recorded one. Commit messages are kept once per sha. The service
-masks every text again, as its save does, and embeds it with its own model; a chunk whose
-heading and text the file already had keeps its vector.
+version is the file's recorded one. Commit messages are kept once per sha; after a history
+rewrite the client compares the history's shas with the index's
+(:meth:`~PostgresDocuments.commit_manifest`) and the run drops the ones the history no longer
+has, so an amended commit leaves one message. The service masks every text again, as its
+save does (a file part whose path holds a secret is left out, and the paths of the files
+left out are masked), and embeds it with its own model; a chunk whose heading and text the
+file already had keeps its vector.
 
-Search (:meth:`~PostgresDocuments.search`) is the memories' channels over these rows:
-pgvector's cosine and ``tsvector`` keyword matches (all terms, then any), fused by
-:func:`bli_memory.core.documents.search.fused_hits`, the embedded index's own fusion.
+Search (:meth:`~PostgresDocuments.search`,
+:func:`~bli_memory.core.team.postgres.document_search.search_index`) is the memories'
+channels over these rows, fused by :func:`bli_memory.core.documents.search.fused_hits`, the
+embedded index's own fusion.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.core.errors import InvalidInputError, NotFoundError
-from bli_memory.core.memory.documents import DOCUMENT_KINDS, DocumentChunk, DocumentHit, DocumentsState
-from bli_memory.core.team.postgres.base import (
-    PgCore,
-    SpaceView,
-    iso_utc,
-    tsquery_text,
-    tsvector_text,
-    vector_literal,
+from bli_memory.core.memory.documents import DOCUMENT_KINDS, DocumentHit, DocumentsState
+from bli_memory.core.team.postgres.base import PgCore, SpaceView, iso_utc, tsvector_text
+from bli_memory.core.team.postgres.document_search import CURRENT, search_index
+from bli_memory.core.team.postgres.document_writes import (
+    FilePart,
+    RunState,
+    clean,
+    embed_texts,
+    finish,
+    write_part,
 )
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = ["FilePart", "IndexPlan", "PostgresDocuments", "RunState", "UploadReport"]
-
-#: A document chunk as uploaded: ``(heading trail, first line, last line, text)``.
-Piece = tuple[tuple[str, ...], int, int, str]
-
-#: A chunk counts only when it is of the file's recorded version (or is a commit message).
-_CURRENT = ("(c.kind = 'commit' OR EXISTS (SELECT 1 FROM memory_doc_files f WHERE f.index_id = c.index_id "
-            "AND f.path = c.path AND f.sha256 = c.file_sha256))")
-
-
-@dataclass(frozen=True)
-class FilePart:
-    """Some chunks of one version of a file: ``chunks`` are its chunks ``offset`` to
-    ``offset + len(chunks) - 1`` of ``total``; the part that ends at ``total`` completes it."""
-
-    path: str
-    sha256: str
-    size: int
-    offset: int
-    total: int
-    chunks: Sequence[Piece]
-
-
-@dataclass(frozen=True)
-class RunState:
-    """What a finished run records: the repository's folder on the client, the files left out
-    as ``(path, reason)``, the web address and the commit links point at."""
-
-    root: str | None
-    skipped: Sequence[tuple[str, str]] = ()
-    web: str | None = None
-    revision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,23 +78,18 @@ class IndexPlan:
 @dataclass
 class UploadReport:
     """What one upload wrote: files completed, chunks written (``embedded`` of them run through
-    the model), files removed, commits added, and parts left out because their path is
-    forgotten."""
+    the model), files removed, commits added and dropped, and parts left out because their
+    path is forgotten or holds a secret."""
 
     files: int = 0
     chunks: int = 0
     embedded: int = 0
     removed: int = 0
     commits: int = 0
+    commits_removed: int = 0
     forgotten: int = 0
+    secret: int = 0
     paths: list[str] = field(default_factory=list)
-
-
-def _clean(text: str) -> str:
-    """``text`` masked as the service masks every save, without NUL (Postgres text holds none)."""
-    from bli_memory.core.memory.redaction import redact
-
-    return redact(text.replace("\x00", "")).text
 
 
 class PostgresDocuments:
@@ -193,20 +163,21 @@ class PostgresDocuments:
             if index_id is None:
                 return None
             row = conn.execute(
-                "SELECT root, last_commit, refreshed_at, skipped, web, revision, "
+                "SELECT root, last_commit, refreshed_at, skipped, web, revision, globs, "
                 "(SELECT count(*) FROM memory_doc_files WHERE index_id = i.id) FROM memory_doc_indexes i "
                 "WHERE id = %s", (index_id,)).fetchone()
             counts = dict(conn.execute(
-                f"SELECT c.kind, count(*) FROM memory_doc_chunks c WHERE c.index_id = %s AND {_CURRENT} "
+                f"SELECT c.kind, count(*) FROM memory_doc_chunks c WHERE c.index_id = %s AND {CURRENT} "
                 "GROUP BY c.kind", (index_id,)).fetchall())
         if row is None:
             return None
-        root, last, at, skipped, web, revision, files = row
+        root, last, at, skipped, web, revision, globs, files = row
         return DocumentsState(documents=int(files), chunks=int(counts.get("document", 0)),
                               commits=int(counts.get("commit", 0)), last_commit=last,
                               refreshed_at=iso_utc(at), root=root,
                               skipped=tuple((str(p), str(r)) for p, r in (skipped or [])), web=web,
-                              revision=revision)
+                              revision=revision, include=tuple((globs or {}).get("include", ())),
+                              exclude=tuple((globs or {}).get("exclude", ())))
 
     def search(self, query: str, *, space: str, limit: int = 5,
                kinds: Sequence[str] = DOCUMENT_KINDS) -> list[DocumentHit]:
@@ -215,9 +186,7 @@ class PostgresDocuments:
 
         An empty query, or no index, gives no hits (the model is not run).
         """
-        from bli_memory.core.documents.search import CANDIDATES, fused_hits, link_for
-        from bli_memory.core.memory.retrieval import MAX_QUERY_TERMS, query_text
-        from bli_memory.core.memory.terms import query_terms
+        from bli_memory.core.memory.retrieval import query_text
 
         q = query_text(query)
         kinds = [k for k in dict.fromkeys(kinds) if k in DOCUMENT_KINDS]
@@ -227,34 +196,7 @@ class PostgresDocuments:
             index_id, _, _ = self._target(conn, self._pg._view(conn, space))
             if index_id is None:
                 return []
-            web, revision = conn.execute("SELECT web, revision FROM memory_doc_indexes WHERE id = %s",
-                                         (index_id,)).fetchone() or (None, None)
-            args: dict[str, Any] = {"i": index_id, "kinds": kinds, "n": CANDIDATES,
-                                    "q": vector_literal(self._pg._embed_one(q))}
-            where = f"c.index_id = %(i)s AND c.kind = ANY(%(kinds)s) AND {_CURRENT}"
-            # The outer ORDER BY restores exact distance order whichever plan ran (as memories).
-            rankings: dict[str, list[int]] = {"vector": [int(r[0]) for r in conn.execute(
-                "SELECT seq FROM (SELECT c.seq, c.embedding <=> %(q)s::vector AS d FROM memory_doc_chunks c "
-                f"WHERE {where} ORDER BY c.embedding <=> %(q)s::vector LIMIT %(n)s) AS knn ORDER BY d, seq",
-                args)]}
-            terms = query_terms(q)[:MAX_QUERY_TERMS]
-            for channel, op in (("keyword_all", "&"), ("keyword_any", "|")):
-                tsq = tsquery_text(terms, op)
-                if tsq:
-                    rankings[channel] = [int(r[0]) for r in conn.execute(
-                        f"SELECT c.seq FROM memory_doc_chunks c WHERE {where} AND c.terms @@ %(t)s::tsquery "
-                        "ORDER BY ts_rank(c.terms, %(t)s::tsquery, 1) DESC, c.seq LIMIT %(n)s",
-                        {**args, "t": tsq})]
-
-            def found(best: Sequence[int]) -> dict[int, tuple[DocumentChunk, float]]:
-                return {int(r[0]): (DocumentChunk(int(r[0]), space, r[1], r[2], r[3], r[4], tuple(r[5] or ()),
-                                                  r[6], r[7], r[8]), float(r[9])) for r in conn.execute(
-                    "SELECT seq, kind, path, sha, date, heading, start_line, end_line, text, "
-                    "1 - (embedding <=> %(q)s::vector) FROM memory_doc_chunks WHERE index_id = %(i)s "
-                    "AND seq = ANY(%(seqs)s)", {**args, "seqs": list(best)})}
-
-            return fused_hits(rankings, found, limit=limit, ranking=self._pg.ranking,
-                              links=lambda c: link_for(c, root=None, web=web, revision=revision))
+            return search_index(self._pg, conn, index_id, q, space=space, limit=limit, kinds=kinds)
 
     # --- a client's run: manifest, upload ------------------------------------------------
 
@@ -290,18 +232,43 @@ class PostgresDocuments:
         stale = sorted(p for p, sha in files.items() if held.get(p) != sha and not glob_matches(p, forgotten))
         return stale, sorted(set(held) - set(files))
 
+    def commit_manifest(self, space: str, shas: Sequence[str], *, after: str | None = None,
+                        through: str | None = None) -> tuple[list[str], list[str]]:
+        """Compare one part of a history (commit ids from ``after``, exclusive, through
+        ``through``, inclusive, in id order; None: the first, the last) with the commit
+        messages the index holds: a client asks after a history rewrite.
+
+        Returns:
+            ``(stale, extra)``: the ids the index lacks (upload them), and the ids it holds in
+            the part's range that the history no longer has (remove them).
+
+        Raises:
+            NotFoundError: reason ``read_only``.
+        """
+        with self._pg._conn("compare a history") as conn:
+            index_id = self._writable(conn, space, create=False)
+            held = {r[0] for r in conn.execute(
+                "SELECT sha FROM memory_doc_chunks WHERE index_id = %(i)s AND kind = 'commit' "
+                'AND (%(a)s::text IS NULL OR sha COLLATE "C" > %(a)s) '
+                'AND (%(t)s::text IS NULL OR sha COLLATE "C" <= %(t)s)',
+                {"i": index_id, "a": after, "t": through})} if index_id is not None else set()
+        return sorted(set(shas) - held), sorted(held - set(shas))
+
     def upload(self, space: str, *, files: Sequence[FilePart] = (), removed: Sequence[str] = (),
-               commits: Sequence[tuple[str, str, str]] = (), last_commit: str | None = None,
-               finished: RunState | None = None) -> UploadReport:
+               commits: Sequence[tuple[str, str, str]] = (), removed_commits: Sequence[str] = (),
+               last_commit: str | None = None, finished: RunState | None = None) -> UploadReport:
         """Apply one part of a client's run to the index this person changes (created if none),
         in one transaction.
 
         Args:
-            files: Chunks of files (:class:`FilePart`); a part whose path is forgotten is left out.
+            files: Chunks of files (:class:`FilePart`); a part whose path is forgotten, or holds
+                a secret, is left out.
             removed: Paths to drop with their chunks (no longer documents of the repository).
             commits: ``(sha, date, text)`` commit messages; one already kept is left alone.
+            removed_commits: Ids of commit messages to drop (no longer in the history).
             last_commit: The newest commit read so far (where the next run starts).
-            finished: The run's state, recorded with the time (its last part).
+            finished: The run's state, recorded with the time (its last part); its paths are
+                masked.
 
         Returns:
             :class:`UploadReport`.
@@ -313,7 +280,7 @@ class PostgresDocuments:
             StoreError: the database failed.
         """
         from bli_memory.core.documents.prepare import embedding_text
-        from bli_memory.core.documents.sources import glob_matches
+        from bli_memory.core.documents.sources import glob_matches, masked_paths
 
         report = UploadReport()
         with self._pg._tx("open a documents index") as conn:
@@ -321,9 +288,12 @@ class PostgresDocuments:
             forgotten = _forgotten(conn, index_id)
         kept = [f for f in files if not glob_matches(f.path, forgotten)]
         report.forgotten = len(files) - len(kept)
-        parts = [(f, [(tuple(_clean(h) for h in heading), s, e, _clean(t)) for heading, s, e, t in f.chunks])
+        secret = masked_paths([f.path for f in kept])
+        kept = [f for f in kept if f.path not in secret]  # a client that masks no path: never stored
+        report.secret = len(secret)
+        parts = [(f, [(tuple(clean(h) for h in heading), s, e, clean(t)) for heading, s, e, t in f.chunks])
                  for f in kept]
-        rows = [(_clean(t) if t else "", sha, date) for sha, date, t in commits]
+        rows = [(clean(t) if t else "", sha, date) for sha, date, t in commits]
         with self._pg._conn("read a documents index") as conn:
             texts = [t for _, pieces in parts for _, _, _, t in pieces]
             reuse: dict[tuple[str, tuple[str, ...], str], str] = {}
@@ -339,14 +309,14 @@ class PostgresDocuments:
         rows = [r for r in rows if r[1] not in have]
         wanted = list(dict.fromkeys(
             (f.path, p[0], p[3]) for f, pieces in parts for p in pieces if (f.path, p[0], p[3]) not in reuse))
-        made = self._embed([embedding_text(h, t) for _, h, t in wanted] + [t for t, _, _ in rows])
+        made = embed_texts(self._pg, [embedding_text(h, t) for _, h, t in wanted] + [t for t, _, _ in rows])
         reuse.update(zip(wanted, made, strict=False))
         commit_vectors = made[len(wanted):]
         report.embedded = len(made)
         with self._pg._tx("write a documents index", bulk=True) as conn:
             _lock(conn, index_id)
             for f, pieces in parts:
-                self._write_part(conn, index_id, f, pieces, reuse)
+                write_part(conn, index_id, f, pieces, reuse, self._pg.model_name)
                 report.chunks += len(pieces)
                 if f.offset + len(pieces) >= f.total:
                     report.files += 1
@@ -357,6 +327,10 @@ class PostgresDocuments:
                 cur = conn.execute("DELETE FROM memory_doc_files WHERE index_id = %s AND path = ANY(%s)",
                                    (index_id, list(removed)))
                 report.removed = int(cur.rowcount)
+            if removed_commits:
+                cur = conn.execute("DELETE FROM memory_doc_chunks WHERE index_id = %s AND kind = 'commit' "
+                                   "AND sha = ANY(%s)", (index_id, list(removed_commits)))
+                report.commits_removed = int(cur.rowcount)
             for (text, sha, date), vector in zip(rows, commit_vectors, strict=True):
                 cur = conn.execute(
                     "INSERT INTO memory_doc_chunks (index_id, kind, sha, date, text, terms, embedding, "
@@ -368,53 +342,8 @@ class PostgresDocuments:
                 conn.execute("UPDATE memory_doc_indexes SET last_commit = %s WHERE id = %s",
                              (last_commit, index_id))
             if finished is not None:
-                conn.execute(
-                    "UPDATE memory_doc_indexes SET root = %s, refreshed_at = now(), skipped = %s::jsonb, "
-                    "web = %s, revision = %s, updated_by = %s WHERE id = %s",
-                    (finished.root, json.dumps([list(s) for s in finished.skipped]), finished.web,
-                     finished.revision, self._pg._me(), index_id))
+                finish(conn, index_id, finished, self._pg._me())
         return report
-
-    def _embed(self, texts: Sequence[str]) -> list[str]:
-        """pgvector literals of ``texts``' vectors, by the service's model, in batches."""
-        from bli_memory.core.documents.indexer import EMBED_BATCH
-
-        out: list[str] = []
-        for i in range(0, len(texts), EMBED_BATCH):
-            out += [vector_literal(v) for v in self._pg.embedder.embed(list(texts[i:i + EMBED_BATCH]))]
-        return out
-
-    def _write_part(self, conn: psycopg.Connection[Any], index_id: int | None, f: FilePart,
-                    pieces: Sequence[Piece], vectors: Mapping[tuple[str, tuple[str, ...], str], str]) -> None:
-        """Write one part of a file; the part that ends the file checks every chunk arrived, drops
-        the file's other versions and records its hash."""
-        model = self._pg.model_name
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_doc_chunks (index_id, kind, path, file_sha256, ordinal, heading, "
-                "start_line, end_line, text, terms, embedding, embedding_model) VALUES (%s, 'document', %s, "
-                "%s, %s, %s::jsonb, %s, %s, %s, %s::tsvector, %s::vector, %s) ON CONFLICT (index_id, path, "
-                "file_sha256, ordinal) WHERE kind = 'document' DO UPDATE SET heading = excluded.heading, "
-                "start_line = excluded.start_line, end_line = excluded.end_line, text = excluded.text, "
-                "terms = excluded.terms, embedding = excluded.embedding, "
-                "embedding_model = excluded.embedding_model",
-                [(index_id, f.path, f.sha256, f.offset + n, json.dumps(list(h), ensure_ascii=False), s, e, t,
-                  tsvector_text(" ".join((*h, f.path, t))), vectors[(f.path, h, t)], model)
-                 for n, (h, s, e, t) in enumerate(pieces)])
-        if f.offset + len(pieces) < f.total:
-            return
-        row = conn.execute(
-            "SELECT count(*) FROM memory_doc_chunks WHERE index_id = %s AND kind = 'document' AND path = %s "
-            "AND file_sha256 = %s AND ordinal < %s", (index_id, f.path, f.sha256, f.total)).fetchone()
-        if row is None or int(row[0]) != f.total:
-            raise InvalidInputError(f"{f.path[:200]}: the file's other chunks were never uploaded; nothing "
-                                    "was written (run `documents index` again)")
-        conn.execute("DELETE FROM memory_doc_chunks WHERE index_id = %s AND kind = 'document' AND path = %s "
-                     "AND (file_sha256 IS DISTINCT FROM %s OR ordinal >= %s)",
-                     (index_id, f.path, f.sha256, f.total))
-        conn.execute("INSERT INTO memory_doc_files (index_id, path, size, sha256) VALUES (%s, %s, %s, %s) "
-                     "ON CONFLICT (index_id, path) DO UPDATE SET size = excluded.size, "
-                     "sha256 = excluded.sha256", (index_id, f.path, f.size, f.sha256))
 
     # --- forget --------------------------------------------------------------------------
 
@@ -423,14 +352,12 @@ class PostgresDocuments:
         person changes from now on, and drop what it holds of it; returns the files dropped.
 
         Raises:
-            InvalidInputError: an empty path.
+            InvalidInputError: an empty path, or one outside the repository (absolute, ``..``).
             NotFoundError: reason ``read_only``.
         """
         from bli_memory.core.documents.sources import glob_matches
 
-        path = (path or "").strip().removeprefix("./")
-        if not path:
-            raise InvalidInputError("name a path to forget")
+        path = _pattern(path)
         with self._pg._tx("forget a document") as conn:
             index_id = self._writable(conn, space, create=True)
             _lock(conn, index_id)
@@ -444,6 +371,35 @@ class PostgresDocuments:
                 conn.execute("DELETE FROM memory_doc_files WHERE index_id = %s AND path = ANY(%s)",
                              (index_id, paths))
         return len(paths)
+
+    def unforget(self, space: str, path: str) -> bool:
+        """Let ``path`` back into the index this person changes (the next run uploads it);
+        False when it was not kept out.
+
+        Raises:
+            InvalidInputError: as :meth:`forget`.
+            NotFoundError: reason ``read_only``.
+        """
+        path = _pattern(path)
+        with self._pg._tx("let a document back in") as conn:
+            index_id = self._writable(conn, space, create=False)
+            return index_id is not None and conn.execute(
+                "DELETE FROM memory_doc_forgotten WHERE index_id = %s AND path = %s",
+                (index_id, path)).rowcount > 0
+
+
+def _pattern(raw: str) -> str:
+    """A forget path as kept (:func:`~bli_memory.core.documents.globs.forget_pattern`).
+
+    Raises:
+        InvalidInputError: empty, absolute, or leading out of the repository.
+    """
+    from bli_memory.core.documents.globs import forget_pattern
+
+    try:
+        return forget_pattern(raw or "")
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 def _forgotten(conn: psycopg.Connection[Any], index_id: int | None) -> list[str]:

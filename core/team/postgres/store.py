@@ -377,7 +377,8 @@ class PostgresBackend(AccessMixin, PostgresWrites, EngineBackend):
         return self.documents.status(space)
 
     def refresh_documents(self, space: str, folder: str | None = None) -> bool:
-        """No documents index on the team store yet: nothing to refresh."""
+        """The service never reads a repository: a writer's ``documents index`` refreshes the
+        space's index (:mod:`~bli_memory.core.team.client.documents`); nothing to start here."""
         return False
 
     @property

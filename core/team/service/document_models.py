@@ -6,7 +6,7 @@ undeclared keys, and the OpenAPI document is generated from them. A match and an
 state are the one wire shape of :mod:`bli_memory.core.memory.document_wire`.
 
 Every list and text is bounded, so one request costs the service a bounded amount of work:
-a manifest part names at most :data:`MAX_MANIFEST_FILES` files, an upload part carries at
+a manifest part names at most :data:`MAX_MANIFEST_FILES` files (or commit ids), an upload part carries at
 most :data:`MAX_UPLOAD_CHUNKS` chunks and :data:`MAX_UPLOAD_COMMITS` commit messages (the
 service embeds them while the client waits), and both bodies are at most
 :data:`MAX_DOCUMENTS_BODY_BYTES`. The client (:mod:`bli_memory.core.team.client.documents`)
@@ -24,6 +24,7 @@ from bli_memory.core.team.service.models import SpaceRequest
 
 __all__ = [
     "MAX_DOCUMENTS_BODY_BYTES",
+    "MAX_GLOBS",
     "MAX_MANIFEST_FILES",
     "MAX_PATH_CHARS",
     "MAX_SKIPPED",
@@ -62,6 +63,8 @@ MAX_PATH_CHARS = 1024
 MAX_TEXT_CHARS = 8000
 #: Most files left out that a run records (the first, in path order).
 MAX_SKIPPED = 5000
+#: Most include (and exclude) globs a run records.
+MAX_GLOBS = 64
 
 DocPath = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS,
                                description="A path relative to the repository root, with `/`.")]
@@ -69,6 +72,8 @@ Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of
 CommitSha = Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$", description="A commit's full id.")]
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Line = Annotated[int, Field(ge=1, le=10**8)]
+Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]],
+                  Field(max_length=MAX_GLOBS)]
 
 
 class _Request(BaseModel):
@@ -106,11 +111,22 @@ class ManifestFile(_Request):
 
 class ManifestRequest(SpaceRequest):
     """One part of a client's manifest: the paths from ``after`` (exclusive; null: the first)
-    through ``through`` (inclusive; null: the last) in code-point order, each with its SHA-256."""
+    through ``through`` (inclusive; null: the last) in code-point order, each with its SHA-256.
+    Or, with ``commits``, one part of a history (after a rewrite): the commit ids from
+    ``after`` through ``through`` in id order, compared with the commit messages the index
+    holds (``files`` is then left out)."""
 
-    files: Annotated[list[ManifestFile], Field(max_length=MAX_MANIFEST_FILES)]
+    files: Annotated[list[ManifestFile], Field(max_length=MAX_MANIFEST_FILES)] = Field(default_factory=list)
+    commits: Annotated[list[CommitSha], Field(max_length=MAX_MANIFEST_FILES)] | None = Field(
+        None, description="Commit ids of the history, to compare with the index's commit messages.")
     after: DocPath | None = None
     through: DocPath | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ManifestRequest:
+        if self.commits is not None and self.files:
+            raise ValueError("a manifest part lists files or commits, not both")
+        return self
 
 
 class ChunkIn(_Request):
@@ -163,15 +179,20 @@ class RunStateIn(_Request):
     skipped: Annotated[list[SkippedIn], Field(max_length=MAX_SKIPPED)] = Field(default_factory=list)
     web: Annotated[str, Field(max_length=2048)] | None = None
     revision: CommitSha | None = None
+    lastCommit: CommitSha | None = Field(None, description="The newest commit read (null: none).")
+    include: Globs = Field(default_factory=list, description="The run's include globs (empty: the defaults).")
+    exclude: Globs = Field(default_factory=list)
 
 
 class UploadRequest(SpaceRequest):
-    """One part of a client's run: file parts, paths to remove, new commit messages, and (the
-    last part) the run's state."""
+    """One part of a client's run: file parts, paths to remove, new commit messages, commit
+    messages to drop (no longer in the history), and (the last part) the run's state."""
 
     files: Annotated[list[FileIn], Field(max_length=MAX_UPLOAD_CHUNKS)] = Field(default_factory=list)
     removed: Annotated[list[DocPath], Field(max_length=MAX_MANIFEST_FILES)] = Field(default_factory=list)
     commits: Annotated[list[CommitIn], Field(max_length=MAX_UPLOAD_COMMITS)] = Field(default_factory=list)
+    removedCommits: Annotated[list[CommitSha], Field(max_length=MAX_MANIFEST_FILES)] = Field(
+        default_factory=list, description="Commit ids the history no longer has (after a rewrite).")
     lastCommit: CommitSha | None = Field(None, description="The newest commit read so far.")
     finished: RunStateIn | None = Field(None, description="The run's state (its last part).")
 
@@ -183,9 +204,11 @@ class UploadRequest(SpaceRequest):
 
 
 class DocumentForgetRequest(SpaceRequest):
-    """A path to keep out of the index from now on: a file, a folder ending in ``/``, or a glob."""
+    """A path to keep out of the index from now on, as a ``.gitignore`` line reads (a file, a
+    folder, a glob), relative to the repository's top folder; or, with ``undo``, to let back in."""
 
     path: DocPath
+    undo: bool = Field(False, description="Let the path back in (the next run uploads it).")
 
 
 # --- answers --------------------------------------------------------------------------
@@ -226,12 +249,16 @@ class UploadAnswer(_Answer):
     embedded: int = Field(description="Texts the service's model embedded (the others kept their vectors).")
     removed: int
     commits: int = Field(description="Commit messages added.")
+    commitsRemoved: int = Field(0, description="Commit messages dropped (no longer in the history).")
     forgotten: int = Field(description="File parts left out: their path is forgotten.")
+    secret: int = Field(0, description="File parts left out: their path holds a secret.")
 
 
 class DocumentForgetAnswer(_Answer):
-    """The path kept out, and how many files it dropped."""
+    """The path kept out, and how many files it dropped (with ``undo``: whether it was kept out,
+    and is now let back in)."""
 
     containerTag: str
     path: str
     dropped: int
+    undone: bool = False

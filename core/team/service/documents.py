@@ -47,33 +47,52 @@ def status(request: Request, p: Principal, req: SpaceRequest) -> tuple[int, d.Do
 
 
 def manifest(request: Request, p: Principal, req: d.ManifestRequest) -> tuple[int, d.ManifestAnswer]:
-    """``POST /api/documents/manifest``: which paths of a manifest part to upload and which to remove."""
-    files = {f.path: f.sha256 for f in req.files}
-    stale, extra = acting(request, p).documents.manifest(req.containerTag, files, after=req.after,
-                                                         through=req.through)
+    """``POST /api/documents/manifest``: which paths of a manifest part to upload and which to
+    remove; or, for a part of a history (``commits``), which commits to upload and which to drop."""
+    docs, space, after, through = acting(request, p).documents, req.containerTag, req.after, req.through
+    if req.commits is not None:
+        stale, extra = docs.commit_manifest(space, req.commits, after=after, through=through)
+    else:
+        files = {f.path: f.sha256 for f in req.files}
+        stale, extra = docs.manifest(space, files, after=after, through=through)
     return 200, d.ManifestAnswer(stale=stale, extra=extra)
 
 
 def upload(request: Request, p: Principal, req: d.UploadRequest) -> tuple[int, d.UploadAnswer]:
     """``POST /api/documents/upload``: one part of a run (file chunks, removed paths, commits, state)."""
-    from bli_memory.core.team.postgres.documents import FilePart, RunState
+    from bli_memory.core.team.postgres.document_writes import FilePart, RunState
 
     files = [FilePart(path=f.path, sha256=f.sha256, size=f.size, offset=f.offset, total=f.total,
                       chunks=[(tuple(c.heading), c.startLine, c.endLine, c.text) for c in f.chunks])
              for f in req.files]
     fin = req.finished
     finished = None if fin is None else RunState(
-        root=fin.root, skipped=[(s.path, s.reason) for s in fin.skipped], web=fin.web, revision=fin.revision)
+        root=fin.root, skipped=[(s.path, s.reason) for s in fin.skipped], web=fin.web, revision=fin.revision,
+        last_commit=fin.lastCommit, include=fin.include, exclude=fin.exclude)
     report = acting(request, p).documents.upload(
         req.containerTag, files=files, removed=req.removed,
-        commits=[(c.sha, c.date, c.text) for c in req.commits], last_commit=req.lastCommit, finished=finished)
+        commits=[(c.sha, c.date, c.text) for c in req.commits], removed_commits=req.removedCommits,
+        last_commit=req.lastCommit, finished=finished)
     return 200, d.UploadAnswer(files=report.files, chunks=report.chunks, embedded=report.embedded,
-                               removed=report.removed, commits=report.commits, forgotten=report.forgotten)
+                               removed=report.removed, commits=report.commits,
+                               commitsRemoved=report.commits_removed, forgotten=report.forgotten,
+                               secret=report.secret)
 
 
 def forget(request: Request, p: Principal,
            req: d.DocumentForgetRequest) -> tuple[int, d.DocumentForgetAnswer]:
-    """``POST /api/documents/forget``: keep a path out of the space's index and drop what it holds of it."""
-    path = req.path.strip().removeprefix("./")
-    dropped = acting(request, p).documents.forget(req.containerTag, path)
+    """``POST /api/documents/forget``: keep a path out of the space's index and drop what it holds
+    of it; with ``undo``, let it back in. A path outside the repository is refused (400)."""
+    from bli_memory.core.documents.globs import forget_pattern
+    from bli_memory.core.errors import InvalidInputError
+
+    try:
+        path = forget_pattern(req.path)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+    docs = acting(request, p).documents
+    if req.undo:
+        undone = docs.unforget(req.containerTag, path)
+        return 200, d.DocumentForgetAnswer(containerTag=req.containerTag, path=path, dropped=0, undone=undone)
+    dropped = docs.forget(req.containerTag, path)
     return 200, d.DocumentForgetAnswer(containerTag=req.containerTag, path=path, dropped=dropped)

@@ -60,7 +60,9 @@ def test_documents_doors_need_a_token_and_refuse_what_they_cannot_keep(client: A
                        for n in range(2)]}, "at most 256 chunks"),
                    ({"containerTag": space, "commits": [{"sha": "abc", "date": "d", "text": "t"}]},
                     "commits.0.sha")],
-        "forget": [({"containerTag": space, "path": ""}, "path")],
+        "forget": [({"containerTag": space, "path": ""}, "path"),
+                   ({"containerTag": space, "path": "../other/"}, "not a path inside the repository"),
+                   ({"containerTag": space, "path": "/etc/passwd"}, "not a path inside the repository")],
     }
     for door, cases in refusals.items():
         for body, words in cases:
@@ -84,7 +86,8 @@ def test_a_file_in_parts_changes_at_once_and_a_retry_writes_nothing_twice(
         "finished": {"root": "/work/shop", "skipped": [{"path": ".env", "reason": "secret_file"}]}})
     assert up.status_code == 200, up.text
     assert dm.UploadAnswer.model_validate(up.json()).model_dump() == {
-        "files": 1, "chunks": 1, "embedded": 1, "removed": 0, "commits": 0, "forgotten": 0}
+        "files": 1, "chunks": 1, "embedded": 1, "removed": 0, "commits": 0, "commitsRemoved": 0,
+        "forgotten": 0, "secret": 0}
 
     sha2 = _sha("v2")
     parts = [_chunk("The staging database moved to db-staging-2.", 1, ("Database",)),
@@ -144,7 +147,7 @@ def test_manifest_parts_cover_every_path_once_and_forgotten_paths_stay_out(
     forgot = _post(client, p, "forget", {"containerTag": space, "path": "./docs/"})
     assert forgot.status_code == 200
     assert dm.DocumentForgetAnswer.model_validate(forgot.json()).model_dump() == {
-        "containerTag": space, "path": "docs/", "dropped": 4}
+        "containerTag": space, "path": "docs/", "dropped": 4, "undone": False}
     again = manifest({"docs/new.md": _sha("new"), "zz.md": held["zz.md"]})
     assert (again.stale, again.extra) == ([], ["README.md"])  # a forgotten path is never asked for
     late = _post(client, p, "upload", {"containerTag": space, "files": [  # an old client sends it anyway
@@ -172,3 +175,57 @@ def test_the_services_documents_page_shows_the_index_the_person_reads(
     assert 'href="/ui/documents"' in page.text
     other = client.get(f"/ui/documents?space={space}&q=deploys", headers=carol.headers)
     assert other.status_code == 200 and "not indexed" in other.text and "change board" not in other.text
+
+
+def test_what_a_client_sends_unmasked_is_kept_masked_and_a_rewritten_history_keeps_one_copy(
+    client: Any, new_person, space: str, service_db: str
+) -> None:
+    p = new_person()
+    text = "Nothing secret in here."
+    up = _post(client, p, "upload", {"containerTag": space, "files": [  # a client that masks no path
+        {"path": f"docs/{TOKEN}/notes.md", "sha256": _sha(text), "size": 1, "total": 1,
+         "chunks": [_chunk(text, 1, (f"Deploy with {TOKEN}",))]},
+        {"path": "ok.md", "sha256": _sha("ok"), "size": 1, "total": 1,
+         "chunks": [_chunk("fine", 1, (f"Deploy with {TOKEN}",))]}],
+        "commits": [{"sha": "a" * 40, "date": "2026-01-01T00:00:00Z", "text": "first"},
+                    {"sha": "b" * 40, "date": "2026-01-02T00:00:00Z", "text": "second"}],
+        "finished": {"root": f"/home/me/{TOKEN}/shop", "lastCommit": "b" * 40,
+                     "skipped": [{"path": f"secrets/{TOKEN}.md", "reason": "secret_path"}]}})
+    assert up.status_code == 200, up.text
+    assert (up.json()["secret"], up.json()["files"], up.json()["commits"]) == (1, 1, 2)
+    with psycopg.connect(service_db) as conn:
+        stored = conn.execute(
+            "SELECT row_to_json(i)::text, (SELECT json_agg(c)::text FROM memory_doc_chunks c WHERE "
+            "c.index_id = i.id), (SELECT json_agg(f)::text FROM memory_doc_files f WHERE f.index_id = i.id) "
+            "FROM memory_doc_indexes i WHERE i.space = %s", (space,)).fetchall()
+    assert TOKEN not in repr(stored) and "[REDACTED" in repr(stored)
+    status = _status(client, p, space)
+    assert status.state is not None and status.state.documents == 1 and status.lastCommit == "b" * 40
+
+    # After a rewrite the client compares the history's ids: "b" was amended into "c".
+    def history(commits: list[str], **bounds: str) -> dm.ManifestAnswer:
+        body = {"containerTag": space, "commits": commits, **bounds}
+        return dm.ManifestAnswer.model_validate(_post(client, p, "manifest", body).json())
+
+    one, two = history(["a" * 40], through="a" * 40), history(["c" * 40], after="a" * 40)
+    assert (one.stale, one.extra, two.stale, two.extra) == ([], [], ["c" * 40], ["b" * 40])
+    both = {"containerTag": space, "files": [{"path": "x.md", "sha256": _sha("x")}], "commits": ["a" * 40]}
+    assert _post(client, p, "manifest", both).status_code == 400
+    fix = _post(client, p, "upload", {"containerTag": space, "removedCommits": ["b" * 40],
+                                      "commits": [{"sha": "c" * 40, "date": "2026-01-02T00:00:00Z",
+                                                   "text": "second, amended"}],
+                                      "finished": {"root": "/work/shop", "lastCommit": "c" * 40}})
+    assert (fix.json()["commitsRemoved"], fix.json()["commits"]) == (1, 1)
+    with psycopg.connect(service_db) as conn:
+        shas = conn.execute("SELECT c.sha, c.text FROM memory_doc_chunks c JOIN memory_doc_indexes i "
+                            "ON i.id = c.index_id WHERE i.space = %s AND c.kind = 'commit' ORDER BY c.sha",
+                            (space,)).fetchall()
+    assert shas == [("a" * 40, "first"), ("c" * 40, "second, amended")]
+    assert _status(client, p, space).lastCommit == "c" * 40
+
+    # forget --undo lets a path back in; a path never kept out answers undone false.
+    assert _post(client, p, "forget", {"containerTag": space, "path": "ok.md"}).json()["dropped"] == 1
+    undo = {"containerTag": space, "path": "ok.md", "undo": True}
+    assert _post(client, p, "forget", undo).json()["undone"] is True
+    assert _status(client, p, space).forgotten == []
+    assert _post(client, p, "forget", undo).json()["undone"] is False

@@ -128,7 +128,8 @@ def test_a_team_shares_one_documents_index_through_the_service(
         git("remote", "set-url", "origin", REMOTE, cwd=clone)
         again = _cli(clone, bob, svc.url, "index")
         assert again.returncode == 0, again.stderr
-        assert "4 documents (0 indexed, 4 unchanged, 0 removed; 0 chunks), 0 new commits" in again.stdout
+        assert "4 documents (0 indexed, 4 unchanged, 0 removed; 0 chunks written), 0 new commits" in (
+            again.stdout)
         after = _rows(service_db, space)
         assert after["chunks"] == rows["chunks"] and after["files"] == rows["files"]
         assert len(after["indexes"]) == 1  # one index for the team, not one per person
@@ -150,7 +151,11 @@ def test_a_team_shares_one_documents_index_through_the_service(
 
         # Alice forgets the drafts folder: dropped at once, and kept out of every later run.
         forgot = _cli(repo, alice, svc.url, "forget", "docs/drafts/")
-        assert forgot.returncode == 0 and "(1 file(s) dropped)" in forgot.stdout
+        assert forgot.returncode == 0 and "(1 indexed file dropped;" in forgot.stdout
+        outside = _cli(repo, alice, svc.url, "forget", "../other/")
+        assert outside.returncode != 0 and "not a path inside the repository" in outside.stderr
+        listed = _cli(repo, alice, svc.url, "status")
+        assert "kept out (documents forget): docs/drafts/" in listed.stdout, listed.stdout
         assert all(h.chunk.path != "docs/drafts/queue.md"
                    for h in b.search_documents("Dramatiq job queue", space=space, kinds=("document",)))
         # Bob changes one file, removes another and commits; his run is cut into the smallest parts
@@ -179,6 +184,67 @@ def test_a_team_shares_one_documents_index_through_the_service(
         quiet = b.documents.index(clone, space=space)
         assert (quiet.indexed, quiet.chunks, quiet.removed, quiet.commits) == (0, 0, 0, 0)
         assert _rows(service_db, space)["chunks"] == final["chunks"]
+        # Alice lets the drafts back in: the next run uploads them again.
+        undone = _cli(repo, alice, svc.url, "forget", "--undo", "docs/drafts/")
+        assert undone.returncode == 0 and "let back into space" in undone.stdout, undone.stderr
+        assert _rows(service_db, space)["forgotten"] == []
+        assert b.documents.index(clone, space=space).indexed == 1
     finally:
         for backend in (b, c, d):
             backend.close()
+
+
+def test_a_secret_in_a_path_or_a_heading_never_reaches_the_service_and_a_rewrite_keeps_one_copy(
+    start_service, new_person, service_db: str, tmp_path: Path
+) -> None:
+    svc = start_service()
+    alice = new_person(f"alice-{uuid.uuid4().hex[:8]}")
+    repo = tmp_path / "shop"
+    (repo / "docs" / TOKEN).mkdir(parents=True)
+    (repo / "docs" / TOKEN / "notes.md").write_text("# Notes\n\nNothing secret in here.\n")
+    (repo / "deploy.md").write_text(f"# Deploy\n\n## Deploy with token {TOKEN}\n\nRun the deploy script.\n")
+    (repo / "ops.md").write_text("# Operations\n\nBackups run nightly at 02:00 UTC.\n")
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "Retry webhooks three times", cwd=repo)
+    space = checked_space(str(repo), environ={}).tag
+    a = RemoteBackend(svc.url, token=alice.token)
+    try:
+        # The path holding a token is never sent (and listed masked); the heading is masked on
+        # this machine, before the document is cut.
+        report = a.documents.index(repo, space=space, include=["*.md"], exclude=["ops.md"])
+        assert (report.documents, report.indexed, report.commits) == (1, 1, 1)
+        assert report.skipped == {"excluded": 1, "secret_path": 1}
+        rows = _rows(service_db, space)
+        assert TOKEN not in json.dumps(rows) and TOKEN[4:20] not in json.dumps(rows)
+        assert [p for p, _ in rows["files"]] == ["deploy.md"]
+        assert any("[REDACTED" in heading for *_, heading, _ in rows["chunks"])
+        status = a.document_status(space)
+        assert status is not None
+        assert ("docs/[REDACTED:github_token]/notes.md", "secret_path") in status.skipped
+        assert (status.include, status.exclude) == (("*.md",), ("ops.md",))
+        # A run given no globs takes the last run's: ops.md stays out.
+        assert a.documents.index(repo, space=space).skipped == {"excluded": 1, "secret_path": 1}
+
+        # The last commit is amended after the upload: the service keeps the amended message only.
+        git("commit", "-q", "--amend", "-m", "Retry webhooks five times", cwd=repo)
+        amended = git("rev-parse", "HEAD", cwd=repo).strip()
+        assert a.documents.index(repo, space=space).commits == 1
+
+        def commits() -> list[tuple[str, str]]:
+            return [(sha, text) for _, kind, _, sha, _, text in _rows(service_db, space)["chunks"]
+                    if kind == "commit"]
+
+        assert commits() == [(amended, "Retry webhooks five times")]
+        # A branch with one more commit, then back: one copy of each, never two.
+        git("checkout", "-q", "-b", "feature", cwd=repo)
+        git("commit", "-q", "--allow-empty", "-m", "Feature work", cwd=repo)
+        assert a.documents.index(repo, space=space).commits == 1
+        git("checkout", "-q", "main", cwd=repo)
+        assert a.documents.index(repo, space=space).commits == 0
+        assert commits() == [(amended, "Retry webhooks five times")]
+        status = a.document_status(space)
+        assert status is not None and (status.commits, status.last_commit) == (1, amended)
+        assert a.documents.index(repo, space=space).commits == 0  # and nothing is read twice
+    finally:
+        a.close()

@@ -2,10 +2,10 @@
 
 One documents index per space (owner, canonical tag): ``memory_doc_indexes`` holds its
 state (the repository folder it was last read from, the last commit read, when, what was
-left out and why, the web address and commit links point at, and who refreshed it). Its
-rows belong to the space, not to whoever uploaded them: everyone who may write the space
-refreshes the same index, and everyone who may read it searches it
-(:mod:`bli_memory.core.team.postgres.documents`).
+left out and why, the web address and commit links point at, the include and exclude globs
+of the last run, and who refreshed it). Its rows belong to the space, not to whoever
+uploaded them: everyone who may write the space refreshes the same index, and everyone who
+may read it searches it (:mod:`bli_memory.core.team.postgres.documents`).
 
 - ``memory_doc_files``: each indexed file's size and SHA-256 (what the client's manifest
   is compared with);
@@ -47,6 +47,7 @@ _UP = [
         skipped       jsonb NOT NULL DEFAULT '[]'::jsonb,
         web           text,
         revision      text,
+        globs         jsonb NOT NULL DEFAULT '{}'::jsonb,
         updated_by    bigint REFERENCES memory_people (id),
         created_at    timestamptz NOT NULL DEFAULT now(),
         UNIQUE (space, owner_id)
