@@ -186,7 +186,10 @@ def _show_report(space: str, report: Any, where: str = "") -> int:
     sys.stdout.write(f"space {space}{where}: {_count(report.documents, 'document')} "
                      f"({report.indexed} indexed, {report.unchanged} unchanged, {report.removed} removed; "
                      f"{_count(report.chunks, 'chunk')} written), "
-                     f"{_count(report.commits, 'new commit')}; skipped: {skipped}\n")
+                     f"{_count(report.commits, 'new commit')}"
+                     + (f", {_count(report.dropped_commits, 'commit')} dropped (no longer in the history)"
+                        if report.dropped_commits else "")
+                     + f"; skipped: {skipped}\n")
     return 0
 
 
@@ -307,6 +310,8 @@ def _show_hits(found: Any, space: str, args: argparse.Namespace, *, indexed: boo
         trail = " > ".join(c.heading)
         sys.stdout.write(f"{where}  [similarity {h.similarity:.2f}]{'  ' + trail if trail else ''}\n")
         sys.stdout.write("    " + " ".join(c.text.split())[:300] + "\n")
+        if h.link:
+            sys.stdout.write(f"    {h.link}\n")
     return 0
 
 
@@ -397,4 +402,10 @@ def _delete(yes: bool) -> int:
         except FileNotFoundError:
             pass
     sys.stdout.write(f"deleted {path}\n" if removed else f"no documents index at {path}\n")
+    from bli_memory.core.settings import load_settings
+    from bli_memory.core.team.client.remote import remote_target
+
+    if remote_target(load_settings()) is not None:
+        sys.stdout.write("this machine uses a team memory service: the space's index there is untouched "
+                         "(`documents forget PATH` keeps files out of it)\n")
     return 0

@@ -47,7 +47,8 @@ EMBED_BATCH = 64
 @dataclass
 class IndexReport:
     """What one run did: files seen, (re)indexed, unchanged, removed; chunks and commits
-    written; files skipped, by reason."""
+    written; commits dropped (no longer in the history, after a rewrite); files skipped, by
+    reason."""
 
     documents: int = 0
     indexed: int = 0
@@ -56,6 +57,7 @@ class IndexReport:
     chunks: int = 0
     commits: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    dropped_commits: int = 0
 
 
 def _embed(embed_many: Callable[[Sequence[str]], Any], texts: Sequence[str],
@@ -82,7 +84,9 @@ def _index_commits(index: DocumentIndex, root: Path, space: str, embed_many: Cal
     commits, again = read_history(root, last)
     stored = index.commit_shas(space)
     if again and stored:
-        index.drop_commits(space, sorted(stored - {c.sha for c in commits}))
+        gone = sorted(stored - {c.sha for c in commits})
+        index.drop_commits(space, gone)
+        report.dropped_commits = len(gone)
     rows = commit_rows([c for c in commits if c.sha not in stored])  # oldest first
     if progress is not None and rows:
         progress("commits", 0, len(rows))

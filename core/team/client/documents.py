@@ -210,6 +210,7 @@ class RemoteDocuments:
         finished = {"root": str(root), "web": web_address(root), "revision": head_commit(root),
                     "skipped": [{"path": s.path, "reason": s.reason} for s in skipped][:SKIPPED_SENT],
                     "lastCommit": newest, "include": list(include), "exclude": list(exclude)}
+        report.dropped_commits = len(gone)
         bodies = list(_parts(root, space, stale, (extra, gone), commit_rows(commits), finished, read_source))
         for n, body in enumerate(bodies, 1):
             data = self._call("POST", "/api/documents/upload", body, timeout=BULK_TIMEOUT_S)
