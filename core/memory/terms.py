@@ -36,6 +36,7 @@ English, Porter 2001); on LoCoMo it lifts the keyword channel's recall_any@5 fro
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -101,6 +102,7 @@ def _parts(token: str) -> list[str]:
 
 
 _stemmer: Any = None
+_STEM_LOCK = threading.Lock()
 _POSSESSIVE = ("'s", "\u2019s")
 
 
@@ -122,13 +124,19 @@ def stem(word: str) -> str:
 @lru_cache(maxsize=1 << 16)
 def _snowball(word: str) -> str:
     """The Snowball stem, kept: a project's vocabulary repeats, and the pure-Python stemmer
-    cost about 8 ms per 1.5 KB chunk before (``docs/benchmarks.md``, documents at scale)."""
-    global _stemmer
-    if _stemmer is None:
-        import snowballstemmer
+    cost about 8 ms per 1.5 KB chunk before (``docs/benchmarks.md``, documents at scale).
 
-        _stemmer = snowballstemmer.stemmer("english")
-    return str(_stemmer.stemWord(word))
+    The stemmer keeps its word in its own fields while it works, so two threads stemming at
+    once (the service's workers, the daemon's) corrupt each other (``IndexError``, or a wrong
+    stem): one thread at a time, under :data:`_STEM_LOCK`.
+    """
+    global _stemmer
+    with _STEM_LOCK:
+        if _stemmer is None:
+            import snowballstemmer
+
+            _stemmer = snowballstemmer.stemmer("english")
+        return str(_stemmer.stemWord(word))
 
 
 def _word_base(whole: str) -> str | None:

@@ -109,7 +109,7 @@ def finish(conn: psycopg.Connection[Any], index_id: int | None, run: RunState, m
 
     masked = masked_paths([p for p, _ in run.skipped])
     skipped = [[masked.get(p, p), r] for p, r in run.skipped]
-    globs = {"include": list(run.include), "exclude": list(run.exclude)}
+    globs = {"include": [clean(g) for g in run.include], "exclude": [clean(g) for g in run.exclude]}
     conn.execute(
         "UPDATE memory_doc_indexes SET root = %s, refreshed_at = now(), skipped = %s::jsonb, web = %s, "
         "revision = %s, last_commit = %s, globs = %s::jsonb, updated_by = %s WHERE id = %s",

@@ -397,7 +397,7 @@ def _pattern(raw: str) -> str:
     from bli_memory.core.documents.globs import forget_pattern
 
     try:
-        return forget_pattern(raw or "")
+        return clean(forget_pattern(raw or ""))  # shown to every reader: never a secret
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from None
 

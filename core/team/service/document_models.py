@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from bli_memory.core.documents.sources import SKIP_REASONS
 from bli_memory.core.memory.document_wire import DocumentHitRecord, DocumentsStateRecord
 from bli_memory.core.team.service.models import SpaceRequest
 
@@ -63,17 +64,32 @@ MAX_PATH_CHARS = 1024
 MAX_TEXT_CHARS = 8000
 #: Most files left out that a run records (the first, in path order).
 MAX_SKIPPED = 5000
+#: Why a client may say a file was left out (:data:`~bli_memory.core.documents.sources.SKIP_REASONS`
+#: and ``forgotten``): a reason is shown to every reader, so it is never free text.
+SKIP_REASONS_SENT = (*SKIP_REASONS, "forgotten")
 #: Most include (and exclude) globs a run records.
 MAX_GLOBS = 64
 
+def _plain_path(path: str) -> str:
+    """A repository path as git lists it: relative, no ``.``/``..`` or empty name, no control
+    character (a path is shown in answers, links and a terminal)."""
+    names = path.split("/")
+    if any(n in ("", ".", "..") for n in names) or any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        raise ValueError("a path must be relative to the repository's top folder, with no '.', '..' "
+                         "or empty name and no control character")
+    return path
+
+
 DocPath = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS,
-                               description="A path relative to the repository root, with `/`.")]
+                               description="A path relative to the repository root, with `/`."),
+                    AfterValidator(_plain_path)]
+#: What a forget or a glob is: a path-like pattern, checked where it is used.
+Pattern = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's bytes, hex.")]
 CommitSha = Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$", description="A commit's full id.")]
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Line = Annotated[int, Field(ge=1, le=10**8)]
-Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]],
-                  Field(max_length=MAX_GLOBS)]
+Globs = Annotated[list[Pattern], Field(max_length=MAX_GLOBS)]
 
 
 class _Request(BaseModel):
@@ -138,6 +154,12 @@ class ChunkIn(_Request):
     endLine: Line
     text: Text
 
+    @model_validator(mode="after")
+    def _lines(self) -> ChunkIn:
+        if self.endLine < self.startLine:
+            raise ValueError("a chunk's endLine comes before its startLine")
+        return self
+
 
 class FileIn(_Request):
     """Chunks ``offset`` to ``offset + len(chunks) - 1`` of ``total`` of one version of a file; the
@@ -161,15 +183,16 @@ class CommitIn(_Request):
     """One commit message, its secrets masked by the client."""
 
     sha: CommitSha
-    date: Annotated[str, Field(max_length=64)]
+    date: Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\d\d:\d\d)$",
+                               description="The committer date, ISO 8601 with its offset.")]
     text: Text
 
 
 class SkippedIn(_Request):
     """A file left out of the index, and why."""
 
-    path: DocPath
-    reason: Annotated[str, Field(max_length=32)]
+    path: Pattern
+    reason: Literal[SKIP_REASONS_SENT]  # type: ignore[valid-type]
 
 
 class RunStateIn(_Request):
@@ -177,7 +200,7 @@ class RunStateIn(_Request):
 
     root: Annotated[str, Field(max_length=4096)] | None = None
     skipped: Annotated[list[SkippedIn], Field(max_length=MAX_SKIPPED)] = Field(default_factory=list)
-    web: Annotated[str, Field(max_length=2048)] | None = None
+    web: Annotated[str, Field(max_length=2048, pattern=r"^https://[^\s]+$")] | None = None
     revision: CommitSha | None = None
     lastCommit: CommitSha | None = Field(None, description="The newest commit read (null: none).")
     include: Globs = Field(default_factory=list, description="The run's include globs (empty: the defaults).")
@@ -207,7 +230,7 @@ class DocumentForgetRequest(SpaceRequest):
     """A path to keep out of the index from now on, as a ``.gitignore`` line reads (a file, a
     folder, a glob), relative to the repository's top folder; or, with ``undo``, to let back in."""
 
-    path: DocPath
+    path: Pattern
     undo: bool = Field(False, description="Let the path back in (the next run uploads it).")
 
 

@@ -48,3 +48,34 @@ def test_identifier_queries_stay_exact() -> None:
             "BLI-3581 is unrelated."]
     assert _search(docs, "BLI-3580", every=True) == [0]
     assert _search(docs, "release-billing", every=True) == [0]
+
+
+def test_stemming_from_many_threads_at_once_gives_every_word_its_stem() -> None:
+    import random
+    import string
+    import threading
+
+    import snowballstemmer
+
+    from bli_memory.core.memory.terms import stem
+
+    rng = random.Random(7)
+    words = list({"".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 14)))
+                  for _ in range(40_000)})
+    errors: list[BaseException] = []
+
+    def work(part: list[str]) -> None:
+        for w in part:
+            try:
+                stem(w)
+            except Exception as exc:  # noqa: BLE001 - the stemmer's own IndexError when shared
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(words[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    reference = snowballstemmer.stemmer("english")
+    assert errors == []
+    assert [w for w in words if stem(w) != reference.stemWord(w)] == []  # and no wrong stem was kept

@@ -59,7 +59,18 @@ def test_documents_doors_need_a_token_and_refuse_what_they_cannot_keep(client: A
                        {**good, "path": f"{n}.md", "chunks": [_chunk("a")] * 200, "total": 200}
                        for n in range(2)]}, "at most 256 chunks"),
                    ({"containerTag": space, "commits": [{"sha": "abc", "date": "d", "text": "t"}]},
-                    "commits.0.sha")],
+                    "commits.0.sha"),
+                   ({"containerTag": space, "commits": [{"sha": "a" * 40, "date": TOKEN, "text": "t"}]},
+                    "commits.0.date"),
+                   *(({"containerTag": space, "files": [{**good, "path": bad}]}, "a path must be relative")
+                     for bad in ("../../etc/passwd", "/etc/passwd", "evil\x1b[31mred\r\n.md", "a//b.md")),
+                   ({"containerTag": space,
+                     "files": [{**good, "chunks": [{**_chunk("a", 5), "endLine": 1}]}]},
+                    "endLine comes before"),
+                   ({"containerTag": space,
+                     "finished": {"skipped": [{"path": "x.md", "reason": "AKIAZ7QW3R"}]}},
+                    "finished.skipped.0.reason"),
+                   ({"containerTag": space, "finished": {"web": "javascript:alert(4)//"}}, "finished.web")],
         "forget": [({"containerTag": space, "path": ""}, "path"),
                    ({"containerTag": space, "path": "../other/"}, "not a path inside the repository"),
                    ({"containerTag": space, "path": "/etc/passwd"}, "not a path inside the repository")],
@@ -229,3 +240,18 @@ def test_what_a_client_sends_unmasked_is_kept_masked_and_a_rewritten_history_kee
     assert _post(client, p, "forget", undo).json()["undone"] is True
     assert _status(client, p, space).forgotten == []
     assert _post(client, p, "forget", undo).json()["undone"] is False
+
+
+def test_globs_and_forgotten_paths_a_client_sends_are_kept_masked(client: Any, new_person, space: str,
+                                                                  service_db: str) -> None:
+    p = new_person()
+    body = {"containerTag": space, "finished": {"include": [f"docs/{TOKEN}/**"], "exclude": [f"{TOKEN}.md"]}}
+    assert _post(client, p, "upload", body).status_code == 200
+    assert _post(client, p, "forget", {"containerTag": space, "path": f"secrets/{TOKEN}/"}).status_code == 200
+    with psycopg.connect(service_db) as conn:
+        kept = conn.execute("SELECT i.globs::text, coalesce(string_agg(f.path, ' '), '') "
+                            "FROM memory_doc_indexes i LEFT JOIN memory_doc_forgotten f ON f.index_id = i.id "
+                            "WHERE i.space = %s "
+                            "GROUP BY i.globs::text", (space,)).fetchall()
+    assert kept and all(TOKEN not in " ".join(row) for row in kept), kept
+    assert "[REDACTED:" in kept[0][0] and "[REDACTED:" in kept[0][1]
