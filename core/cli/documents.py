@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def main(argv: list[str]) -> int:
         if args.command == "status":
             return _status(index, space, args.json)
         if args.command == "forget":
-            return _forget(index, space, args.path, undo=args.undo)
+            return _forget(index.forget_path, index.unforget_path, space, args.path, undo=args.undo)
         return _search(index, space, args)
     finally:
         index.close()
@@ -221,18 +222,22 @@ def _forget_path(raw: str) -> str:
         raise InvalidInputError(str(exc)) from None
 
 
-def _forget(index: Any, space: str, raw: str, *, undo: bool) -> int:
+def _forget(forget: Callable[[str, str], int], unforget: Callable[[str, str], bool], space: str, raw: str, *,
+            undo: bool, where: str = "") -> int:
+    """``documents forget [--undo] PATH`` on either index: ``forget(space, path)`` answers the
+    files it dropped, ``unforget(space, path)`` whether the path was kept out; ``where`` names
+    the service when it is the team's index."""
     path = _forget_path(raw)
     if undo:
-        if not index.unforget_path(space, path):
-            sys.stdout.write(f"{path} was not kept out of space {space}; nothing changed\n")
+        if not unforget(space, path):
+            sys.stdout.write(f"{path} was not kept out of space {space}{where}; nothing changed\n")
             return 1
-        sys.stdout.write(f"{path} is let back into space {space}: the next `documents index` reads it\n")
+        sys.stdout.write(f"{path} is let back into space {space}{where}: the next `documents index` "
+                         "reads it\n")
         return 0
-    dropped = index.forget_path(space, path)
-    what = (f"{dropped} indexed file{'' if dropped == 1 else 's'} dropped" if dropped
-            else "no indexed file matched it")
-    sys.stdout.write(f"{path} is kept out of space {space} from now on ({what}; "
+    dropped = forget(space, path)
+    what = f"{_count(dropped, 'indexed file')} dropped" if dropped else "no indexed file matched it"
+    sys.stdout.write(f"{path} is kept out of space {space}{where} from now on ({what}; "
                      f"`documents forget --undo {path}` lets it back in)\n")
     return 0
 
@@ -341,20 +346,7 @@ def _on_service(remote: Any, space: str, args: argparse.Namespace) -> int:
         found = docs.search(args.query, space=space, limit=max(1, min(args.limit, 50)), kinds=kinds)
         return _show_hits(found, space, args, indexed=bool(found) or docs.plan(space).state is not None)
     if args.command == "forget":
-        path = _forget_path(args.path)
-        if args.undo:
-            if not docs.unforget(space, path):
-                sys.stdout.write(f"{path} was not kept out of space {space}{where}; nothing changed\n")
-                return 1
-            sys.stdout.write(f"{path} is let back into space {space}{where}: the next `documents index` "
-                             "reads it\n")
-            return 0
-        dropped = docs.forget(space, path)
-        what = (f"{dropped} indexed file{'' if dropped == 1 else 's'} dropped" if dropped
-                else "no indexed file matched it")
-        sys.stdout.write(f"{path} is kept out of space {space}{where} from now on ({what}; "
-                         f"`documents forget --undo {path}` lets it back in)\n")
-        return 0
+        return _forget(docs.forget, docs.unforget, space, args.path, undo=args.undo, where=where)
     plan = docs.plan(space)
     running = current_run(lock)
     st = plan.state
