@@ -29,6 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from bli_memory.core.headless import (
+        HeadlessAnswer,
+        HeadlessCommand,
+        HeadlessInfo,
+        HeadlessRequest,
+        HeadlessRun,
+    )
     from bli_memory.core.memory.backend import MemoryBackend
     from bli_memory.core.models import (
         AdjustedPlan,
@@ -199,6 +206,46 @@ def host_print_config(host: str, contract: dict[str, Any]) -> str | None:
 
     Returns:
         The text, or ``None`` when ``host`` is not this plugin's. Stops at first
+        non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def host_headless_command(host: str, request: HeadlessRequest) -> HeadlessCommand | None:
+    """How the host's own CLI runs one headless request for the ``host`` extractor.
+
+    The command must run with no tools, no MCP servers, no hooks and no session kept,
+    and print JSON; it runs in ``request.workdir`` (an empty temporary folder) with
+    ``BLI_MEMORY_HOOKS_OFF=1`` set (:mod:`bli_memory.core.headless`). Check the flags
+    against the CLI's ``--help`` at the version CI pins.
+
+    Returns:
+        The command, or ``None`` when ``host`` is not this plugin's (or its CLI cannot
+        run headless). Stops at first non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def host_headless_answer(host: str, run: HeadlessRun) -> HeadlessAnswer | None:
+    """Read the answer and the reported spend from a finished headless request.
+
+    Returns:
+        The answer (``error`` set to a reason of
+        :data:`~bli_memory.core.headless.HEADLESS_FAILURES` when the run failed), or
+        ``None`` when ``host`` is not this plugin's. Stops at first non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def host_headless_info(host: str, home: Path) -> HeadlessInfo | None:
+    """Name the CLI, default model, provider and account a headless request would use.
+
+    Args:
+        host: Adapter name.
+        home: The home folder whose host login is read (never written).
+
+    Returns:
+        The description, or ``None`` when ``host`` is not this plugin's. Stops at first
         non-None result.
     """
 

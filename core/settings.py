@@ -113,8 +113,27 @@ class Settings(BaseSettings):
     )
     extractor: str | None = Field(
         default=None,
-        description="Extractor for extract jobs: default (rules, offline) or openai; default: openai "
-        "when extract_url is set, else default.",
+        description="Extractor for extract jobs: default (rules, offline), openai or host; default: "
+        "the choice `install --extractor` saved, else openai when extract_url is set, else default.",
+    )
+    extract_host: str | None = Field(
+        default=None,
+        description="The host whose own CLI and login the host extractor uses (claude, codex, gemini); "
+        "overrides the saved choice.",
+    )
+    extract_host_model: str | None = Field(
+        default=None, description="Model the host extractor asks its host for; default: the host's small one."
+    )
+    extract_daily_requests: int | None = Field(
+        default=None, ge=0, description="Most host-model requests per UTC day (default 200); then the rules."
+    )
+    extract_max_tokens: int | None = Field(
+        default=None, ge=200,
+        description="Most tokens of session digest per host-model request (default 4000).",
+    )
+    extract_timeout_s: float | None = Field(
+        default=None, gt=0, description="Seconds one host-model request may take before its processes are "
+        "killed (default 120)."
     )
     extract_url: str | None = Field(
         default=None, description="OpenAI-compatible endpoint (base URL or .../chat/completions)."

@@ -100,6 +100,11 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
                             help="print what would change, per host and file, and write nothing")
         parser.add_argument("--verbose", action="store_true",
                             help="with --dry-run, show the full diff of plugin files too")
+    if command == "install":
+        parser.add_argument("--extractor", choices=("host", "rules"),
+                            help="what distils captured exchanges: rules (the default, offline) or host: "
+                                 "the installed host's own CLI and login (claude, codex, gemini; "
+                                 "docs/extraction.md says what is sent and what it costs)")
     # Host-specific flags come from the host plugins (hook spec host_install_options).
     options = [o for batch in pm.hook.host_install_options() for o in batch] if command == "install" else []
     for option in options:
@@ -141,6 +146,9 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         # `uninstall --host all` takes them away too.
         ours = [h for h in skipped if skipped_status[h].state in ("installed", "outdated")]
         hosts, skipped = hosts + ours, [h for h in skipped if h not in ours]
+    extractor_host = None
+    if command == "install" and args.extractor == "host":
+        extractor_host = _extractor_host(pm, hosts, home)  # refused before anything is written
     plans = plan_hosts(pm, hosts, contract, home, uninstall=command == "uninstall")
     plans, after_apply = _adjust_plans(pm, plans, options, args, home, uninstall=command == "uninstall")
     reports = apply_plans(plans, dry_run=args.dry_run, uninstall=command == "uninstall")
@@ -152,6 +160,8 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         return 0
     for done in after_apply:
         done()
+    if command == "install" and args.extractor:
+        _choose_extractor(pm, args.extractor, extractor_host, out)
     if command == "install":
         from bli_memory.core.hooks.daemon_start import release
         from bli_memory.core.memory.redaction.vendor import warm
@@ -176,6 +186,40 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
     if command == "uninstall" and not args.dry_run:
         _stop_daemon_if_unused(pm, contract, home, out)
     return 0
+
+
+def _extractor_host(pm, hosts: list[str], home: Path) -> str:
+    """The host whose model ``install --extractor host`` uses: the one host installed with
+    it that can run headless.
+
+    Raises:
+        ConfigError: none of the hosts installed can, or several can.
+    """
+    from bli_memory.core.errors import ConfigError
+    from bli_memory.core.extraction.host_config import headless_hosts
+
+    can = headless_hosts(pm, home)
+    able = [h for h in hosts if h in can]
+    if len(able) != 1:
+        raise ConfigError(
+            "--extractor host uses the model of the one host installed with it "
+            f"({', '.join(can)}); installing {', '.join(hosts) or 'none'}: "
+            "name one with --host, or run `bli-memory-mcp extractor use host --host NAME`",
+            reason="config_invalid")
+    return able[0]
+
+
+def _choose_extractor(pm, kind: str, host: str | None, out) -> None:
+    """``install --extractor``: save the choice (``host``: say what it means first)."""
+    from bli_memory.core.cli.extractor import opt_in
+    from bli_memory.core.extraction.host_config import save_choice
+
+    if kind == "rules" or host is None:
+        save_choice("default")
+        out("extractor: the rules (offline); no host CLI will be started\n")
+        return
+    out(f"extractor: host ({host})\n")
+    opt_in(pm, host, out=out)
 
 
 def _adjust_plans(pm, plans: list, options: list, args, home: Path, *, uninstall: bool) -> tuple[list, list]:

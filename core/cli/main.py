@@ -41,6 +41,9 @@ commands:
   documents index|status|search|forget|delete
                          the project's documents and commit messages, searched beside
                          its memories
+  extractor status|use host --host H|use rules
+                         what distils captured exchanges: the rules (default, offline)
+                         or, opted in, your own claude/codex/gemini CLI's model
   model list|install NAME
                          embedding models: install mpnet (all-mpnet-base-v2) to use it
   ui [--no-open] [--port N]
@@ -48,7 +51,7 @@ commands:
   hook EVENT [--host H] [--probe]
                          lifecycle hook reading the host's JSON on stdin;
                          EVENT is session-start, prompt or stop
-  install [--host H|all] [--dry-run]
+  install [--host H|all] [--dry-run] [--extractor host|rules]
                          register the server and hooks with an agent host (default: {default_host})
   uninstall [--host H|all] [--dry-run]
                          remove exactly what install added
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``bli-memory-mcp``; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
+        if os.environ.get("BLI_MEMORY_HOOKS_OFF") == "1":  # inside a headless request (core/headless.py)
+            return 0
         from bli_memory.core.hooks.main import main as hook_main
 
         return hook_main(args[1:])
@@ -142,6 +147,7 @@ _SUBCOMMANDS = {
     "service": "bli_memory.core.cli.service",
     "memory": "bli_memory.core.cli.memory",
     "documents": "bli_memory.core.cli.documents",
+    "extractor": "bli_memory.core.cli.extractor",
     "model": "bli_memory.core.cli.model",
     "ui": "bli_memory.core.ui.cli",
 }

@@ -145,6 +145,15 @@ def render_text(view: Mapping[str, Any]) -> str:
     unreadable = f", unreadable {ob['unreadable']}" if ob["unreadable"] else ""
     lines.append(f"  queued {ob['queued']}, shipped {ob['shipped']}, conflict {ob['conflict']}, "
                  f"rejected {ob['rejected']}{unreadable}")
+    spend = view.get("extraction")
+    if spend:
+        lines.append("")
+        lines.append(f"EXTRACTION  the host model ({spend['host'] or 'no longer chosen'}), today (UTC)")
+        budget = f" of {spend['daily_requests']}" if spend["daily_requests"] is not None else ""
+        lines.append(f"  requests {spend['requests']}{budget}, tokens in {spend['input_tokens']}, "
+                     f"out {spend['output_tokens']}, cost reported ${spend['cost_usd']:.4f}")
+        for reason, count in sorted(spend["fallbacks"].items()):
+            lines.append(f"  fell back to the rules: {reason} {count}")
     return "\n".join(_printable(line) for line in lines) + "\n"  # names and reasons are others' text
 
 
@@ -178,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"cockpit ops: {exc}\n")
         return 2
     view = build_view(max_rows=args.max_rows)
+    from bli_memory.core.extraction.host_spend import spend_today
+
+    view["extraction"] = spend_today()  # the host extractor's spend today, or None
     if args.json:
         sys.stdout.write(json.dumps(view, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     else:

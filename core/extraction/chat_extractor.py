@@ -8,11 +8,11 @@ redacts first). httpx is imported only when it extracts.
 
 from __future__ import annotations
 
-import json
-import re
+import time
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.core.extraction.statements import KINDS, MAX_STATEMENT_CHARS, MAX_STATEMENTS, Statement
+from bli_memory.core.extraction.model_facts import INSTRUCTIONS, json_in, statements_from
+from bli_memory.core.extraction.statements import Statement
 
 if TYPE_CHECKING:
     from bli_memory.core.settings import Settings
@@ -21,42 +21,11 @@ __all__ = ["ChatCompletionsExtractor"]
 
 
 
-_SYSTEM_PROMPT = """\
-You keep the long-term memory of a software project for coding agents.
-From the conversation excerpt, list the durable statements worth remembering in later
-sessions: decisions and their reasons, the person's preferences, project conventions,
-facts about the project (paths, services, versions, hosts), commands that worked, and
-fixes to errors (the error and its cause or fix). Skip greetings, thanks, questions,
-plans, progress reports and anything only true for this moment.
-Write each statement as one self-contained sentence in the third person ("The user
-prefers ...", "The project uses ..."). Never include secrets or [REDACTED] values.
-Answer with JSON only: {"facts": [{"text": "...", "kind": "decision|preference|convention|fact|command|fix"}]}
-and {"facts": []} when nothing is worth keeping."""
-
-
 def _chat_url(base: str) -> str:
     base = base.strip().rstrip("/")
     if base.endswith("/chat/completions"):
         return base
     return base + "/chat/completions"
-
-
-def _json_object(content: str) -> Any:
-    """The first JSON object or array in a model's answer (code fences tolerated)."""
-    text = content.strip()
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1).strip()
-    for opener in ("{", "["):
-        start = text.find(opener)
-        if start < 0:
-            continue
-        try:
-            obj, _ = json.JSONDecoder().raw_decode(text[start:])
-            return obj
-        except ValueError:
-            continue
-    raise ValueError("no JSON in the answer")
 
 
 class ChatCompletionsExtractor:
@@ -70,9 +39,9 @@ class ChatCompletionsExtractor:
         timeout: Seconds for the whole request.
         transport: An httpx transport (tests and custom networking); default: httpx's.
 
-    The request is one ``POST`` with ``temperature: 0`` and a system prompt asking
-    for ``{"facts": [{"text", "kind"}]}`` JSON (OpenAI Chat Completions API,
-    ``choices[0].message.content``).
+    The request is one ``POST`` with ``temperature: 0`` and the instructions of
+    :mod:`~bli_memory.core.extraction.model_facts` as the system prompt (the answer is
+    ``{"facts": [...]}`` JSON in ``choices[0].message.content``, OpenAI Chat Completions API).
     """
 
     name = "openai"
@@ -112,6 +81,16 @@ class ChatCompletionsExtractor:
         """See :meth:`~bli_memory.core.extraction.statements.Extractor.extract`.
 
         Raises:
+            ServiceError: as :meth:`extract_reported`.
+        """
+        return self.extract_reported(text)[0]
+
+    def extract_reported(self, text: str) -> tuple[list[Statement], dict[str, Any]]:
+        """The statements and the request's spend: ``{"extractor": "openai", "model",
+        "input_tokens", "output_tokens", "cost_usd": None, "request_s"}`` (tokens from the
+        answer's ``usage``, None when the endpoint gives none).
+
+        Raises:
             ServiceError: reason ``timeout``, ``dashboard_unreachable`` (no connection),
                 ``http_<status>`` or ``bad_response`` (an answer that is not the JSON
                 asked for).
@@ -121,9 +100,12 @@ class ChatCompletionsExtractor:
         from bli_memory.core.errors import ServiceError
         from bli_memory.core.extraction.injected import strip_captured
 
+        report: dict[str, Any] = {"extractor": "openai", "model": self.model, "input_tokens": None,
+                                  "output_tokens": None, "cost_usd": None, "request_s": None}
         body = strip_captured(text or "").strip()
         if not body:
-            return []
+            return [], report
+        started = time.monotonic()
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -131,7 +113,7 @@ class ChatCompletionsExtractor:
             "model": self.model,
             "temperature": 0,
             "messages": [
-                {"role": "system", "content": _SYSTEM_PROMPT},
+                {"role": "system", "content": INSTRUCTIONS},
                 {"role": "user", "content": body},
             ],
         }
@@ -149,30 +131,14 @@ class ChatCompletionsExtractor:
                 f"the extraction endpoint answered HTTP {response.status_code}",
                 reason=f"http_{response.status_code}",
             )
+        report["request_s"] = round(time.monotonic() - started, 3)
         try:
-            content = response.json()["choices"][0]["message"]["content"]
-            data = _json_object(content)
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            answer = response.json()
+            usage = answer.get("usage") or {}
+            report.update(input_tokens=usage.get("prompt_tokens"),
+                          output_tokens=usage.get("completion_tokens"))
+            return statements_from(json_in(answer["choices"][0]["message"]["content"])), report
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ServiceError(
                 "the extraction endpoint's answer is not usable", reason="bad_response"
             ) from exc
-        items = data.get("facts", []) if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise ServiceError("the extraction endpoint's answer is not usable", reason="bad_response")
-        out: list[Statement] = []
-        seen: set[str] = set()
-        for item in items:
-            if isinstance(item, str):
-                item = {"text": item}
-            if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-                continue
-            statement = " ".join(item["text"].split())
-            if not statement or len(statement) > MAX_STATEMENT_CHARS or statement.lower() in seen:
-                continue
-            kind = str(item.get("kind", "fact")).lower()
-            seen.add(statement.lower())
-            out.append(Statement(text=statement, kind=kind if kind in KINDS else "fact"))  # type: ignore[arg-type]
-            if len(out) >= MAX_STATEMENTS:
-                break
-        return out
-

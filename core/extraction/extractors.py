@@ -84,11 +84,17 @@ def _openai_from_env() -> ChatCompletionsExtractor:
     return ChatCompletionsExtractor.from_settings(load_settings())
 
 
+def _host_from_env() -> Any:
+    return get_extractor(name="host")
+
+
 @hookimpl
 def register_extractors(register: Callable[[str, Callable[[], Any]], None]) -> None:
-    """Register the built-in extractors: ``default`` (rules) and ``openai`` (an endpoint)."""
+    """Register the built-in extractors: ``default`` (rules), ``openai`` (an endpoint) and
+    ``host`` (the person's own host CLI)."""
     register("default", RuleExtractor)
     register("openai", _openai_from_env)
+    register("host", _host_from_env)
 
 
 def _plugin_modules(settings: Settings) -> list[str]:
@@ -139,8 +145,10 @@ def available_extractors(
 def get_extractor(
     pm: pluggy.PluginManager | None = None, *, settings: Settings | None = None, name: str | None = None
 ) -> Extractor:
-    """The extractor to use: ``name``, else ``BLI_MEMORY_EXTRACTOR``, else ``openai`` when
-    ``BLI_MEMORY_EXTRACT_URL`` is set, else ``default``.
+    """The extractor to use: ``name``, else ``BLI_MEMORY_EXTRACTOR``, else the choice
+    ``install --extractor`` saved (:mod:`~bli_memory.core.extraction.host_config`), else
+    ``openai`` when ``BLI_MEMORY_EXTRACT_URL`` is set, else ``default``. ``host`` is the
+    person's own host CLI (:mod:`~bli_memory.core.extraction.host_model`).
 
     Raises:
         ConfigError: the chosen name is not registered, or its configuration is incomplete.
@@ -149,9 +157,23 @@ def get_extractor(
         from bli_memory.core.settings import load_settings
 
         settings = load_settings()
+    if not (name or settings.extractor):
+        from bli_memory.core.extraction.host_config import load_choice
+
+        saved = load_choice().get("extractor")  # `install --extractor host` saved it
+        name = saved if saved in ("host", "default") else None
     chosen = name or settings.extractor or ("openai" if settings.extract_url else "default")
     if chosen == "default" and not _plugin_modules(settings) and pm is None:
         return RuleExtractor()  # the common case needs no plugin manager
+    if chosen == "host":
+        from bli_memory.core.extraction.host_config import host_choice
+        from bli_memory.core.extraction.host_model import HostModelExtractor
+
+        if pm is None:
+            from bli_memory.core.plugins import get_plugin_manager
+
+            pm = get_plugin_manager()
+        return HostModelExtractor(host_choice(settings), pm)
     factories = available_extractors(pm, settings=settings)
     if chosen not in factories:
         raise ConfigError(

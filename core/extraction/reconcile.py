@@ -69,11 +69,13 @@ __all__ = [
     "CONTRADICTION_SIMILARITY",
     "DUPLICATE_SIMILARITY",
     "OUTCOME_KEYS",
+    "OUTDATED_SIMILARITY",
     "PARAPHRASE_SIMILARITY",
     "RELATED_SIMILARITY",
     "UPDATE_SIMILARITY",
     "decide",
     "distil",
+    "outdated_memory",
 ]
 
 #: Keys of the outcome :func:`distil` returns (and the worker records on the job row).
@@ -324,6 +326,35 @@ def _hits(result_hits: tuple[SearchHit, ...]) -> list[tuple[str, str, float]]:
     return out
 
 
+#: Cosine similarity at which a live memory says the claim a model marked outdated.
+#: A restatement of one claim by two writers scores well above it; two claims of one
+#: frame with other values ("port 8443" / "port 9443") score at about it, and the subject
+#: check below decides.
+OUTDATED_SIMILARITY = 0.75
+
+
+def outdated_memory(backend: MemoryBackend, space: str, statement: Statement, content: str) -> str | None:
+    """The live memory ``statement.outdates`` names, when it is on the statement's subject.
+
+    A model may say an earlier claim is stale ("The default format is 'md'."). The
+    memory that says it is superseded only when it is the closest live memory to that
+    claim (cosine >= :data:`OUTDATED_SIMILARITY`) and names every word of the statement's
+    subject, as the new statement does: a change on one subject never retires another.
+
+    Returns:
+        The memory id, or None.
+    """
+    subject = _content_terms(statement.subject or "")
+    if not subject or not subject <= _content_terms(content):
+        return None
+    result = backend.search(statement.outdates or "", space=space, limit=3)
+    for mid, text, sim in _hits(result.hits)[:1]:
+        same_subject = subject <= _content_terms(text)
+        if sim >= OUTDATED_SIMILARITY and same_subject and _normalise(text) != _normalise(content):
+            return mid
+    return None
+
+
 def distil(
     text: str,
     *,
@@ -333,6 +364,7 @@ def distil(
     session_id: str | None,
     extractor: Extractor | None = None,
     trace: list[dict[str, Any]] | None = None,
+    report: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     """Extract durable statements from ``text`` and reconcile them with the space.
 
@@ -347,6 +379,8 @@ def distil(
             :func:`~bli_memory.core.extraction.extractors.get_extractor`.
         trace: When a list is given, one dict per statement is appended:
             ``{"text", "kind", "action", "id", "related"}`` (tests, benchmarks).
+        report: When a dict is given and the extractor reports on its run
+            (``extract_reported``, the ``host`` extractor), that report is merged into it.
 
     Returns:
         ``{"added", "updated", "unchanged", "conflicted", "corrected", "extract_ms",
@@ -370,7 +404,16 @@ def distil(
         from bli_memory.core.extraction.extractors import get_extractor
 
         extractor = get_extractor()
-    statements: list[Statement] = list(extractor.extract(clean)) if clean.strip() else []
+    statements: list[Statement] = []
+    if clean.strip():
+        reported = getattr(extractor, "extract_reported", None)
+        if reported is not None:
+            found, said = reported(clean)
+            statements = list(found)
+            if report is not None:
+                report.update(said)
+        else:
+            statements = list(extractor.extract(clean))
     t1 = time.perf_counter()
     name = getattr(extractor, "name", type(extractor).__name__)
     from bli_memory.core.extraction import tombstones
@@ -390,6 +433,10 @@ def distil(
             continue
         result = backend.search(content, space=space, limit=SEARCH_LIMIT)
         action, ids = decide(content, _hits(result.hits))
+        if action in ("add", "conflict") and st.outdates:
+            stale = outdated_memory(backend, space, st, content)
+            if stale is not None:
+                action, ids = "correct", [stale]
         metadata: dict[str, Any] = {"kind": st.kind, "extracted": True, "extractor": name}
         memory_id: str | None = ids[0] if ids else None
         if action == "unchanged":

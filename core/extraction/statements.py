@@ -32,10 +32,20 @@ class Statement:
         text: Self-contained sentence, as it will be stored.
         kind: One of :data:`KINDS`; ``preference``, ``convention`` and ``decision``
             feed the User Profile.
+        subject: What the statement is about ("the package manager"), when the
+            extractor names it (a model does; the rules do not).
+        source: The sentence of the conversation it came from, when given.
+        outdates: An earlier claim this statement makes stale ("The default format is
+            'md'."), when the extractor says so; reconcile supersedes a live memory
+            that says it only on the same subject
+            (:func:`bli_memory.core.extraction.reconcile.distil`).
     """
 
     text: str
     kind: StatementKind = "fact"
+    subject: str | None = None
+    source: str | None = None
+    outdates: str | None = None
 
 
 class Extractor(Protocol):

@@ -19,7 +19,9 @@ Guarantees, on the embedded store (:class:`~bli_memory.core.embedded.store.SQLit
   model endpoint keeps failing, the last attempt falls back to the offline rules so
   the exchange is still distilled.
 - **Outcome on the row and in the log.** ``done`` jobs record ``{added, updated,
-  unchanged, conflicted, corrected, extract_ms, reconcile_ms}`` in ``outcome`` and write one
+  unchanged, conflicted, corrected, extract_ms, reconcile_ms}`` in ``outcome`` (with the
+  ``host`` extractor also ``extraction``: its spend, or the reason the rules answered
+  instead, :mod:`~bli_memory.core.extraction.host_model`) and write one
   stderr line ``[bli-memory] extract job done {"job": ..., "added": ..., ...}``; a
   failed attempt writes ``[bli-memory] extract job failed {"job", "reason",
   "attempts", "retry_in_s"}`` (reasons from the closed set, never text or secrets).
@@ -165,11 +167,12 @@ def _run_job(
 
     heartbeat = _Heartbeat(queue, job.id, worker_id, lease_seconds)
     trace: list[dict[str, Any]] = []
+    report: dict[str, Any] = {}
     try:
         try:
             outcome = distil(
                 job.text, backend=backend, space=job.space, source=job.source,
-                session_id=job.session_id, extractor=extractor, trace=trace,
+                session_id=job.session_id, extractor=extractor, trace=trace, report=report,
             )
         except ServiceError:
             if job.attempts < max_attempts or getattr(extractor, "name", "") == "default":
@@ -198,10 +201,13 @@ def _run_job(
         return "failed" if final else "retry"
     heartbeat.stop()
     recorded: dict[str, Any] = {**outcome, "memories": _written(trace)}
+    if report:  # the host extractor's request: its spend, or why the rules answered
+        recorded["extraction"] = report
     if not queue.finish_job(job.id, worker_id, recorded):
         _log("lost", {"job": job.id, "reason": "lease_expired", "attempts": job.attempts})
         return "lost"
-    _log("done", {"job": job.id, **outcome})
+    said = {k: report[k] for k in ("extractor", "fallback") if report.get(k)}
+    _log("done", {"job": job.id, **outcome, **said})
     return "done"
 
 

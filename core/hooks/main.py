@@ -275,7 +275,14 @@ def _parse_args(argv: list[str]) -> tuple[str | None, str, bool]:
 
 
 def main(argv: list[str]) -> int:
-    """Run one hook; always returns 0 (hooks fail open). ``-h``/``--help`` prints the usage."""
+    """Run one hook; always returns 0 (hooks fail open). ``-h``/``--help`` prints the usage.
+
+    With ``BLI_MEMORY_HOOKS_OFF=1`` (:data:`bli_memory.core.headless.HOOKS_OFF_ENV`, set on
+    every headless request the ``host`` extractor makes) it returns at once: no stdin read,
+    no output, no receipt, no daemon started.
+    """
+    if os.environ.get("BLI_MEMORY_HOOKS_OFF") == "1":
+        return 0
     if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(
             f"usage: bli-memory-mcp hook {{{'|'.join(_EVENTS)}}} [--host H] [--probe]\n\n"

@@ -58,7 +58,10 @@ async def captures(request: Request) -> Response:
     store = _machine(request).store
 
     def read() -> dict[str, Any]:
-        return {"jobs": store.jobs.recent_jobs(limit=CAPTURES_SHOWN), "job_counts": store.jobs.job_counts()}
+        from bli_memory.core.extraction.host_spend import spend_today
+
+        return {"jobs": store.jobs.recent_jobs(limit=CAPTURES_SHOWN), "job_counts": store.jobs.job_counts(),
+                "host_spend": spend_today()}
 
     return render(request, "captures.html", nav="captures", **await run_in_threadpool(read))
 
