@@ -213,3 +213,55 @@ def test_hook_host_conventions() -> None:
     assert conventions["gemini"].context_wrappers == ("hook_context",)
     assert conventions["claude"].agent == "claude-code" and "CLAUDECODE" in conventions["claude"].env_markers
     assert [c.host for c in conventions.values() if c.experience_dir] == ["codex"]
+
+
+def test_hook_host_headless_command(tmp_path: Path) -> None:
+    from bli_memory.core.extraction.model_facts import FACTS_SCHEMA
+    from bli_memory.core.headless import HeadlessRequest
+
+    pm = get_plugin_manager()
+    request = HeadlessRequest(prompt="Session digest: ...", schema=FACTS_SCHEMA, workdir=tmp_path)
+    claude = pm.hook.host_headless_command(host="claude", request=request)
+    assert claude.argv[:2] == ("claude", "-p") and claude.stdin == request.prompt
+    assert json.loads(claude.argv[claude.argv.index("--settings") + 1])["disableAllHooks"] is True
+    assert claude.argv[claude.argv.index("--tools") + 1] == ""
+    codex = pm.hook.host_headless_command(host="codex", request=request)
+    assert "--ephemeral" in codex.argv and codex.login_check == ("codex", "login", "status")
+    assert json.loads(codex.files["schema.json"]) == FACTS_SCHEMA
+    gemini = pm.hook.host_headless_command(host="gemini", request=request)
+    assert json.loads(gemini.files[".gemini/settings.json"])["hooksConfig"]["enabled"] is False
+    assert pm.hook.host_headless_command(host="hermes", request=request) is None
+
+
+def test_hook_host_headless_answer(tmp_path: Path) -> None:
+    from bli_memory.core.headless import HeadlessRun
+
+    pm = get_plugin_manager()
+    said = {"type": "result", "is_error": False, "result": '{"facts": []}', "total_cost_usd": 0.000127,
+            "usage": {"input_tokens": 42, "cache_read_input_tokens": 8, "output_tokens": 17}}
+    ok = pm.hook.host_headless_answer(host="claude", run=HeadlessRun(0, json.dumps(said), "", tmp_path))
+    assert (ok.text, ok.error, ok.input_tokens, ok.output_tokens) == ('{"facts": []}', None, 50, 17)
+    assert ok.cost_usd == 0.000127
+    # Claude Code 2.1.197 without a login: exit 1, this result, nothing on stderr.
+    out = {"type": "result", "is_error": True, "result": "Not logged in \u00b7 Please run /login"}
+    refused = pm.hook.host_headless_answer(host="claude", run=HeadlessRun(1, json.dumps(out), "", tmp_path))
+    assert refused.error == "not_logged_in"
+    lines = "\n".join(json.dumps(e) for e in (
+        {"type": "thread.started"},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "{}"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 123, "output_tokens": 45}}))
+    codex = pm.hook.host_headless_answer(host="codex", run=HeadlessRun(0, lines, "", tmp_path))
+    assert (codex.text, codex.input_tokens, codex.output_tokens) == ("{}", 123, 45)
+    no_auth = HeadlessRun(41, "", "Please set an Auth method", tmp_path)  # Gemini CLI 0.61.0, no login
+    gemini = pm.hook.host_headless_answer(host="gemini", run=no_auth)
+    assert gemini.error == "not_logged_in"
+
+
+def test_hook_host_headless_info(tmp_path: Path) -> None:
+    pm = get_plugin_manager()
+    (tmp_path / ".claude.json").write_text(json.dumps({"oauthAccount": {"emailAddress": "ann@example.com"}}))
+    info = pm.hook.host_headless_info(host="claude", home=tmp_path)
+    assert (info.cli, info.provider) == ("claude", "Anthropic")
+    assert info.account == "ann@example.com (Claude subscription login)"
+    assert pm.hook.host_headless_info(host="gemini", home=tmp_path).account is None
+    assert pm.hook.host_headless_info(host="copilot", home=tmp_path) is None
