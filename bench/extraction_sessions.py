@@ -35,6 +35,9 @@ writes ``bench/results/extraction_sessions.json``; ``--write`` replaces the sect
 ``docs/benchmarks-extraction.md`` between its ``real-sessions`` markers.
 ``--split tuning`` replays the tuning part alone (its test lines are skipped unread) and
 prints each version's totals, for work on the rules; it writes nothing.
+
+``--extractor openai|host ...`` replays the rules and a model side by side instead
+(precision, recall, tokens and seconds per exchange): see ``bench/extraction_models.py``.
 """
 
 from __future__ import annotations
@@ -152,17 +155,22 @@ def replay(rows: list[dict[str, Any]], rev: str | None, cosine: _Cosines,
                 s = sessions.setdefault(row["session"], {"split": row["split"], "exchanges": []})
                 space = "bench_" + re.sub(r"\W", "_", row["session"])
                 trace: list[dict[str, Any]] = []
-                t0 = time.perf_counter()
-                extractor.extract(row["text"])
-                extract_ms = (time.perf_counter() - t0) * 1000
-                distil(row["text"], backend=backend, space=space, source="bench",
-                       session_id=row["session"], extractor=extractor, trace=trace)
+                said: dict[str, Any] = {}
+                mine = {"report": said} if rev is None else {}  # older revisions' distil has no report
+                outcome = distil(row["text"], backend=backend, space=space, source="bench",
+                                 session_id=row["session"], extractor=extractor, trace=trace, **mine)
+                extract_ms = outcome.get("extract_ms")
+                if extract_ms is None:  # a revision before distil timed its extractor
+                    t0 = time.perf_counter()
+                    extractor.extract(row["text"])
+                    extract_ms = (time.perf_counter() - t0) * 1000
                 old = {}
                 for t in trace:
                     if t["action"] == "update" and t.get("related"):
                         history = backend.history(t["id"])
                         old[t["text"]] = history[1].content if len(history) > 1 else ""
-                s["exchanges"].append({"row": row, "trace": trace, "replaced": old, "extract_ms": extract_ms})
+                s["exchanges"].append({"row": row, "trace": trace, "replaced": old, "extract_ms": extract_ms,
+                                       "report": said})
                 s["live"] = [m.content for m in backend.store.recent([space], limit=1000)]
         finally:
             backend.close()
@@ -306,6 +314,10 @@ def main(argv: list[str]) -> int:
     facts missed, and skips the baselines; the test part is never shown. ``--split
     tuning`` replays every version on the tuning part alone and prints its totals.
     """
+    if "--extractor" in argv:  # the rules beside a model, in one run (bench/extraction_models.py)
+        from extraction_models import main as models_main
+
+        return models_main(argv)
     revs = dict(BASELINES)
     if "--before" in argv:
         revs = {"before": argv[argv.index("--before") + 1]}

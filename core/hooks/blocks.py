@@ -155,6 +155,13 @@ def recall_block(
     return _bounded(lines, RECALL_TAG, budget)
 
 
+#: When the agent should save on its own, in one line of the session-start block (the MCP
+#: server's instructions say the same, core/mcp/server.py): what capture may miss is what
+#: the agent knows it just settled.
+SAVE_GUIDANCE = ("Call save_memory yourself when one is settled: a decision with its reason, a convention, "
+                 "a setup fact, a correction (update_memory for a fact that changed).")
+
+
 def context_block(
     facts: Sequence[Memory], recent: Sequence[Memory], *, space: str, budget: int, line_chars: int = 400,
     wrappers: Iterable[str] = (),
@@ -168,6 +175,7 @@ def context_block(
         return None
     tags = tuple(sorted(set(wrappers)))
     lines: list[Line] = [f"{MARKER} Memory for {space}, kept across sessions and agents."]
+    lines.append(f"{MARKER} {SAVE_GUIDANCE}")
     lines.append(f"{MARKER} User Profile:")
     lines += [_memory_line(m, line_chars, "", tags) for m in facts] or [f"{MARKER} (nothing recorded yet)"]
     lines.append(f"{MARKER} Recent Context:")

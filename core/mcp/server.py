@@ -55,9 +55,11 @@ SERVER_NAME = "bli-memory"
 
 INSTRUCTIONS = (
     "Durable memory shared by every coding agent this person uses. Search it before "
-    "answering questions about this project's decisions, conventions, commands and history; "
-    "save durable facts (decisions and their reasons, preferences, conventions, fixes) when "
-    "you learn them; update a memory when a fact changes instead of saving a contradiction. "
+    "answering questions about this project's decisions, conventions, commands and history. "
+    "Call save_memory yourself, once, when one of these is settled: a decision with its reason, "
+    "a convention, a setup fact (paths, versions, commands that configure something), or a "
+    "correction; update_memory when a fact changed, instead of saving a contradiction. Not for "
+    "progress, plans or what is true only now. "
     "Zero results is a normal answer: the record is silent on that."
 )
 

@@ -42,3 +42,16 @@ def test_a_memory_cannot_close_the_hosts_wrapper_early() -> None:
     block = recall_block([SearchHit(memory=memory, similarity=0.9, score=0.9)], space="s", budget=2000,
                          wrappers=("hook_context",))
     assert block is not None and "</hook_context>" not in block
+
+
+def test_the_session_start_block_says_when_to_save_and_stays_within_its_budget() -> None:
+    from bli_memory.core.hooks.blocks import SAVE_GUIDANCE, context_block
+    from bli_memory.core.settings import load_settings
+
+    budget = load_settings().recall_budget_chars
+    many = [Memory(id=f"m{i}", space="s", content=f"Decision {i}: " + "the cache layer stays in Redis. " * 12,
+                   created_at="2026-12-01T00:00:00Z") for i in range(60)]
+    block = context_block(many[:30], many[30:], space="s", budget=budget)
+    assert SAVE_GUIDANCE in block and "save_memory" in block
+    assert len(block) <= budget
+    assert len(SAVE_GUIDANCE) <= 200  # one line, not a manual: 156 characters of a 6,000 budget
