@@ -98,17 +98,23 @@ def make_private_file(path: Path) -> None:
     """Create ``path`` empty with mode 0600 if missing (its folder with :func:`make_private_dir`).
 
     An existing file keeps its content; if group or others could read it, it is made 0600.
+    An existing file is never opened: closing any descriptor of a file drops every POSIX
+    lock the process holds on it, so opening a SQLite database that a connection of this
+    process has open would let another process's closing connection take it for unused
+    and delete its ``-wal`` and ``-shm`` files from under that connection (SQLite's "How
+    To Corrupt An SQLite Database File", section 2.2).
 
     Raises:
         OSError: the file or its folder cannot be created.
     """
     make_private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
     try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, FILE_MODE)
+        return
+    os.close(fd)
 
 
 def write_temp(path: Path, data: bytes | str, *, mode: int | None = None) -> Path:

@@ -116,3 +116,27 @@ def test_install_and_the_receipt_log_make_private_folders_under_umask_000(
     for name, mode in modes.items():
         if (home / name).is_dir():
             assert mode == 0o700, (name, oct(mode))
+
+
+@pytest.mark.e2e
+def test_making_an_open_database_private_keeps_its_write_ahead_log(tmp_path: Path) -> None:
+    """Opening and closing an open database's file in this process would drop this process's
+    locks on it; another process's closing connection then deletes the ``-wal`` under ours."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = tmp_path / "memory.sqlite3"
+    ours = sqlite3.connect(path, isolation_level=None)
+    ours.execute("PRAGMA journal_mode = WAL")
+    ours.execute("CREATE TABLE t (x)")
+    ours.execute("INSERT INTO t VALUES (1)")
+    try:
+        make_private_file(path)  # what every store does when it is built, here a second time
+        other = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+                 "c.execute('INSERT INTO t VALUES (2)'); c.close()")
+        subprocess.run([sys.executable, "-c", other, str(path)], check=True, timeout=60)
+        assert (tmp_path / "memory.sqlite3-wal").exists()
+        assert ours.execute("SELECT count(*) FROM t").fetchone()[0] == 2
+    finally:
+        ours.close()
