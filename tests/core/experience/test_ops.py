@@ -354,3 +354,20 @@ def test_ops_usage(temp_home: Path) -> None:
     assert r.returncode == 2 and "cockpit ops --memory" in r.stderr
     r = cockpit_ops("--memory", "--max-rows", "0")
     assert r.returncode == 2 and "--max-rows must be at least 1" in r.stderr
+
+
+def test_the_host_extractors_spend_today_is_shown(temp_home: Path) -> None:
+    from bli_memory.core.extraction import host_ledger
+    from bli_memory.core.extraction.host_config import save_choice
+
+    r = cockpit_ops("--memory", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["extraction"] is None  # not chosen, nothing spent
+    assert "EXTRACTION" not in cockpit_ops("--memory").stdout
+    save_choice("host", host="gemini", daily_requests=50)
+    host_ledger.record(requested=True, input_tokens=900, output_tokens=120)
+    host_ledger.record(requested=False, fallback="budget_spent")
+    spend = json.loads(cockpit_ops("--memory", "--json").stdout)["extraction"]
+    assert spend == {"host": "gemini", "daily_requests": 50, "requests": 1, "input_tokens": 900,
+                     "output_tokens": 120, "cost_usd": 0.0, "fallbacks": {"budget_spent": 1}}
+    text = section(cockpit_ops("--memory").stdout, "EXTRACTION")
+    assert "requests 1 of 50, tokens in 900, out 120" in text and "budget_spent 1" in text

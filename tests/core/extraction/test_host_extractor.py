@@ -194,3 +194,13 @@ def test_an_outdated_claim_on_another_subject_retires_nothing(backend: EmbeddedB
                      extractor=_Said(other))
     assert (outcome["updated"], outcome["added"]) == (0, 1)
     assert len(backend.list_memories(space="s")) == 2
+
+
+def test_a_fact_the_person_forgot_is_not_captured_again_from_a_model(backend: EmbeddedBackend) -> None:
+    kept = backend.save("The staging database listens on port 6543.", space="s").memory
+    backend.forget(space="s", id=kept.id)
+    again = Statement("The staging database listens on port 6543.", subject="staging database port")
+    outcome = distil("User: x\n\nAssistant: y", backend=backend, space="s", source="t", session_id=None,
+                     extractor=_Said(again))
+    assert (outcome["unchanged"], outcome["added"]) == (1, 0)
+    assert backend.list_memories(space="s") == []

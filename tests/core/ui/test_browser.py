@@ -13,6 +13,7 @@ Without chromium these tests skip, and fail when ``BLI_MEMORY_REQUIRE_INTEGRATIO
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import shutil
 import tempfile
@@ -365,7 +366,11 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
         job = jobs.claim_job("w", lease_seconds=60, max_attempts=3)
         assert job is not None and job.id == done
         jobs.finish_job(done, "w", {"added": 2, "updated": 1, "unchanged": 0, "conflicted": 1,
-                                    "memories": [{"id": ui_server.ids["deploy"], "action": "added"}]})
+                                    "memories": [{"id": ui_server.ids["deploy"], "action": "added"}],
+                                    "extraction": {"extractor": "default", "host": "claude", "model": None,
+                                                   "fallback": "not_logged_in", "input_tokens": None,
+                                                   "output_tokens": None, "cost_usd": None,
+                                                   "request_s": 1.2}})
         store.experience.add_experience({
             "id": "0b9c6a52-4f7e-4c55-9a39-0d1c8a3e5f10", "store": "bli", "verdict": "win",
             "reason": "recalled the <b>region</b> before I asked",
@@ -373,6 +378,15 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
     finally:
         store.close()
     stats = ui_server.home / ".local" / "state" / "bli-cockpit" / "memory-hook-stats.json"
+    # The host extractor is chosen, and today's ledger holds its spend (core/extraction/host_ledger.py).
+    (ui_server.home / ".config" / "bli-cockpit").mkdir(parents=True, exist_ok=True)
+    (ui_server.home / ".config" / "bli-cockpit" / "extractor.json").write_text(json.dumps(
+        {"extractor": "host", "host": "claude", "daily_requests": 200, "max_tokens": 4000, "timeout_s": 120}))
+    stats.parent.mkdir(parents=True, exist_ok=True)
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    (stats.parent / "host-extractor.json").write_text(json.dumps({"days": {today: {
+        "requests": 3, "input_tokens": 1200, "output_tokens": 310, "cost_usd": 0.0042,
+        "fallbacks": {"not_logged_in": 1}}}}))
     now = time.time()
     for h in range(30):
         for ms, route in ((12, "daemon"), (25, "daemon"), (640 + 20 * h, "direct")):
@@ -389,6 +403,10 @@ def test_captures_health_and_ops_pages(signed_in: Any, ui_server: UiServer) -> N
     rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "table tbody tr")]
     assert any("done" in r and "hook:claude" in r and " 2 1 0 1" in r for r in rows), rows
     assert any("queued" in r and "hook:codex" in r for r in rows)
+    assert any("rules (host model: not_logged_in)" in r for r in rows), rows  # the job says why
+    spend = d.find_element(By.ID, "host-spend").text
+    assert "(claude): 3 of 200 requests, 1200 tokens in, 310 out, $0.0042" in spend, spend
+    assert "not_logged_in 1" in spend
     assert "user: later" not in _text(d)  # a job's raw text is never shown
     # A capture links the memory it wrote; space and source never break inside a word.
     link = d.find_element(By.CSS_SELECTOR, "ul.written a")
