@@ -47,6 +47,7 @@ HEADLESS_FAILURES: tuple[str, ...] = (
     "host_missing",    # the host CLI is not on PATH
     "host_failed",     # the CLI exited with an error that is none of the above
     "busy",            # another request held the one-at-a-time lock past the timeout
+    "config_invalid",  # the saved choice or a BLI_MEMORY_EXTRACT_* variable cannot be used
 )
 
 

@@ -162,6 +162,10 @@ def run(command: str, argv: list[str], *, prog: str = "bli-memory-mcp", pm=None)
         done()
     if command == "install" and args.extractor:
         _choose_extractor(pm, args.extractor, extractor_host, out)
+    elif command == "install":
+        _say_saved_extractor(out)
+    else:
+        _drop_extractor_of(hosts, out)
     if command == "install":
         from bli_memory.core.hooks.daemon_start import release
         from bli_memory.core.memory.redaction.vendor import warm
@@ -200,13 +204,38 @@ def _extractor_host(pm, hosts: list[str], home: Path) -> str:
 
     can = headless_hosts(pm, home)
     able = [h for h in hosts if h in can]
+    if not able:
+        raise ConfigError(
+            f"--extractor host needs a host whose CLI runs headless ({', '.join(can)}); "
+            f"{', '.join(hosts) or 'none'} cannot", reason="config_invalid")
     if len(able) != 1:
         raise ConfigError(
-            "--extractor host uses the model of the one host installed with it "
-            f"({', '.join(can)}); installing {', '.join(hosts) or 'none'}: "
-            "name one with --host, or run `bli-memory-mcp extractor use host --host NAME`",
+            "--extractor host uses the model of the one host installed with it; installing "
+            f"{', '.join(hosts)}: name one with --host, or run "
+            "`bli-memory-mcp extractor use host --host NAME`",
             reason="config_invalid")
     return able[0]
+
+
+def _say_saved_extractor(out) -> None:
+    """A plain ``install`` says so when an earlier opt-in still sends captures to a host's model."""
+    from bli_memory.core.extraction.host_config import choice_path, load_choice
+
+    saved = load_choice()
+    if saved.get("extractor") == "host":
+        out(f"extractor: host ({saved.get('host')}) stays chosen, saved in {choice_path()}: captures go to "
+            "that host's model; `bli-memory-mcp extractor use rules` turns it off\n")
+
+
+def _drop_extractor_of(hosts: list[str], out) -> None:
+    """``uninstall`` of the host whose model distils captures puts the rules back."""
+    from bli_memory.core.extraction.host_config import load_choice, save_choice
+
+    saved = load_choice()
+    if saved.get("extractor") == "host" and saved.get("host") in hosts:
+        save_choice("default")
+        out(f"extractor: back to the rules (offline); the host extractor used {saved['host']}, "
+            "now uninstalled\n")
 
 
 def _choose_extractor(pm, kind: str, host: str | None, out) -> None:
@@ -218,7 +247,6 @@ def _choose_extractor(pm, kind: str, host: str | None, out) -> None:
         save_choice("default")
         out("extractor: the rules (offline); no host CLI will be started\n")
         return
-    out(f"extractor: host ({host})\n")
     opt_in(pm, host, out=out)
 
 

@@ -63,6 +63,8 @@ def _help_text() -> str:
                         ("bli-memory-mcp status", ("status", "--help")),
                         ("bli-memory-mcp daemon", ("daemon", "--help")),
                         ("bli-memory-mcp worker", ("worker", "--help")),
+                        ("bli-memory-mcp extractor", ("extractor", "--help")),
+                        ("bli-memory-mcp extractor use", ("extractor", "use", "--help")),
                         ("bli-memory-mcp service", ("service", "--help")),
                         ("bli-memory-mcp ui", ("ui", "--help"))):
         parts += [f"## {title}", "", "```", run(*args).rstrip(), "```", ""]

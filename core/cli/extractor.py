@@ -37,10 +37,12 @@ def disclosure(pm: Any, host: str, model: str | None) -> list[str]:
     info = pm.hook.host_headless_info(host=host, home=home_dir())
     if info is None:
         raise ConfigError(f"no host plugin runs {host!r} headless", reason="config_invalid")
-    account = info.account or f"the account `{info.cli}` is logged in with"
+    account = (f"{info.account}" if info.account else
+               f"no login found in {info.display}'s files: until `{info.cli}` is logged in, every capture "
+               "falls back to the rules (not_logged_in)")
     return [
-        f"capture will ask {info.display}'s model ({model or info.default_model}) through your own "
-        f"`{info.cli}` login: {account}, at {info.provider}.",
+        f"capture will ask {info.display}'s model ({model or info.default_model}) at {info.provider}, "
+        f"through your own `{info.cli}` login: {account}.",
         "each request sends a digest of the exchange (your statements, candidate sentences from the "
         "replies, file names; secrets masked, no file bodies), never the transcript.",
         "requests count against that account's usage or bill, and its provider's terms for "
@@ -63,6 +65,7 @@ def opt_in(pm: Any, host: str, *, out: Callable[[str], Any], model: str | None =
     path = save_choice("host", host=host, model=model, daily_requests=daily_requests,
                        max_tokens=max_tokens, timeout_s=timeout_s)
     choice = host_choice(load_settings())
+    out(f"extractor: host ({host})\n")
     for line in lines:
         out(f"  - {line}\n")
     out(f"  - at most {choice.daily_requests} requests a day, {choice.max_tokens} digest tokens each, "
@@ -73,6 +76,8 @@ def opt_in(pm: Any, host: str, *, out: Callable[[str], Any], model: str | None =
 def _status(as_json: bool) -> int:
     from bli_memory.core.extraction import host_ledger
     from bli_memory.core.extraction.host_config import choice_path, headless_hosts, host_choice, load_choice
+    from bli_memory.core.paths import home_dir
+    from bli_memory.core.plugins import get_plugin_manager
     from bli_memory.core.settings import load_settings
 
     settings = load_settings()
@@ -80,28 +85,32 @@ def _status(as_json: bool) -> int:
     chosen = settings.extractor or saved.get("extractor") or ("openai" if settings.extract_url else "default")
     view: dict[str, Any] = {"extractor": chosen, "saved_in": str(choice_path()) if saved else None}
     if chosen == "host":
+        pm = get_plugin_manager()
         choice = host_choice(settings)
-        view.update(host=choice.host, model=choice.model, daily_requests=choice.daily_requests,
+        info = pm.hook.host_headless_info(host=choice.host, home=home_dir())
+        view.update(host=choice.host, model=choice.model or (info.default_model if info else None),
+                    account=info.account if info else None, daily_requests=choice.daily_requests,
                     max_tokens=choice.max_tokens, timeout_s=choice.timeout_s,
                     today=host_ledger.read_days().get(host_ledger.today(), {}))
     if as_json:
         sys.stdout.write(json.dumps(view, indent=2) + "\n")
         return 0
-    names = {"default": "the rules (offline)", "openai": "an OpenAI-compatible endpoint",
-             "host": f"the {view.get('host')} CLI's own model"}
-    sys.stdout.write(f"extractor: {chosen} ({names.get(chosen, 'a plugin')})\n")
-    if chosen != "host":
-        from bli_memory.core.paths import home_dir
-        from bli_memory.core.plugins import get_plugin_manager
-
-        able = headless_hosts(get_plugin_manager(), home_dir())
-        sys.stdout.write(f"  hosts whose own model can distil instead: {', '.join(able) or 'none'} "
-                         "(`extractor use host --host NAME`)\n")
+    out = sys.stdout.write
     if chosen == "host":
+        out(f"extractor: host: {view['host']}'s own model, {view['model']}"
+            f" ({view['account'] or 'no login found in its files'})\n")
         today = view["today"]
-        sys.stdout.write(f"  today: {today.get('requests', 0)} of {view['daily_requests']} requests, "
-                         f"{today.get('input_tokens', 0)} tokens in, {today.get('output_tokens', 0)} out, "
-                         f"${today.get('cost_usd', 0.0):.4f}; fallbacks {today.get('fallbacks', {})}\n")
+        fell = ", ".join(f"{k} {v}" for k, v in sorted((today.get("fallbacks") or {}).items())) or "none"
+        out(f"  today (UTC): {today.get('requests', 0)} of {view['daily_requests']} requests, "
+            f"{today.get('input_tokens', 0)} tokens in, {today.get('output_tokens', 0)} out, "
+            f"${today.get('cost_usd', 0.0):.4f} reported; fell back to the rules: {fell}\n")
+        out("  `extractor use rules` turns it off\n")
+        return 0
+    names = {"default": "rules: offline, no model", "openai": "openai: an OpenAI-compatible endpoint"}
+    out(f"extractor: {names.get(chosen, chosen + ': a plugin')}\n")
+    able = headless_hosts(get_plugin_manager(), home_dir())
+    out(f"  the model of a host you run can distil instead: `extractor use host --host "
+        f"{'|'.join(able) or 'NAME'}` (docs/extraction.md)\n")
     return 0
 
 
@@ -113,7 +122,11 @@ def main(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     status = sub.add_parser("status", help="the extractor in use, and today's host-model spend")
     status.add_argument("--json", action="store_true", help="print JSON")
-    use = sub.add_parser("use", help="choose the extractor")
+    use = sub.add_parser("use", help="choose the extractor",
+                         description="Choose what distils captured exchanges: `use rules` (offline, the "
+                                     "default) or `use host --host NAME` (that host's CLI and login; "
+                                     "docs/extraction.md says what is sent and what it costs). A limit "
+                                     "not given keeps the saved one.")
     use.add_argument("kind", choices=("host", "rules"), help="host: your host CLI's model; rules: offline")
     use.add_argument("--host", help="whose CLI and login: a host that runs headless "
                                     "(`extractor status` lists them)")
@@ -129,6 +142,9 @@ def main(argv: list[str]) -> int:
     if args.kind == "rules":
         from bli_memory.core.extraction.host_config import save_choice
 
+        if args.host or args.model or args.daily_requests is not None or args.max_tokens is not None \
+                or args.timeout is not None:
+            use.error("use rules takes no --host, --model or limits")
         save_choice("default")
         sys.stdout.write("extractor: the rules (offline); no host CLI will be started\n")
         return 0
@@ -137,9 +153,10 @@ def main(argv: list[str]) -> int:
     from bli_memory.core.plugins import get_plugin_manager
 
     able = headless_hosts(get_plugin_manager(), home_dir())
+    if not args.host:
+        use.error(f"use host needs --host {'|'.join(able)}")
     if args.host not in able:
-        parser.error(f"use host needs --host {'|'.join(able)}")
-    sys.stdout.write(f"extractor: host ({args.host})\n")
+        use.error(f"{args.host} cannot run headless; the host extractor runs {', '.join(able)}")
     opt_in(get_plugin_manager(), args.host, out=sys.stdout.write, model=args.model,
            daily_requests=args.daily_requests, max_tokens=args.max_tokens, timeout_s=args.timeout)
     return 0

@@ -171,7 +171,8 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``cockpit ops``; returns 0 when the view was printed, 2 on a usage error."""
-    parser = _Parser(prog="cockpit ops", description="Memory operations: hook counts and experience totals.")
+    parser = _Parser(prog="cockpit ops", description="Memory operations: hook counts, experience totals, "
+                                                      "the outbox and the host model's spend today.")
     parser.add_argument("--memory", action="store_true", help="the memory view (required)")
     parser.add_argument("--json", action="store_true", help="print the view as JSON")
     parser.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS,

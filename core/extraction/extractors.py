@@ -173,7 +173,10 @@ def get_extractor(
             from bli_memory.core.plugins import get_plugin_manager
 
             pm = get_plugin_manager()
-        return HostModelExtractor(host_choice(settings), pm)
+        try:
+            return HostModelExtractor(host_choice(settings), pm)
+        except ConfigError:  # a hand-edited choice: each job falls back to the rules and says why
+            return HostModelExtractor(None, pm, problem="config_invalid")
     factories = available_extractors(pm, settings=settings)
     if chosen not in factories:
         raise ConfigError(

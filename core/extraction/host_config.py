@@ -15,6 +15,7 @@ missing file means the rules: the host extractor is never chosen by default.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +99,8 @@ def load_choice() -> dict[str, Any]:
 def save_choice(extractor: str, *, host: str | None = None, model: str | None = None,
                 daily_requests: int | None = None, max_tokens: int | None = None,
                 timeout_s: float | None = None) -> Path:
-    """Save ``extractor`` (``host`` or ``default``) and, for ``host``, its limits.
+    """Save ``extractor`` (``host`` or ``default``) and, for ``host``, its limits: a limit
+    not given keeps the saved one, else its default.
 
     Raises:
         ConfigError: no ``host`` is named for ``host`` (whether its plugin can run headless
@@ -107,15 +109,22 @@ def save_choice(extractor: str, *, host: str | None = None, model: str | None = 
     if extractor not in ("host", "default"):
         raise ConfigError(f"unknown extractor {extractor!r}: use host or default", reason="config_invalid")
     data: dict[str, Any] = {"extractor": extractor}
+    before = load_choice()
+    daily_requests = before.get("daily_requests") if daily_requests is None else daily_requests
+    max_tokens = before.get("max_tokens") if max_tokens is None else max_tokens
+    timeout_s = before.get("timeout_s") if timeout_s is None else timeout_s
     if extractor == "host":
         if not host or not host.replace("-", "").replace("_", "").isalnum():
             raise ConfigError(f"the host extractor needs a host's name, not {host!r}",
                               reason="config_invalid")
-        data.update(host=host, model=model,
+        data.update(host=host, model=model or None,
                     daily_requests=DEFAULT_DAILY_REQUESTS if daily_requests is None else daily_requests,
                     max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
                     timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
         _check_limits(data)
+    else:  # back to the rules: what was chosen for the host stays for the next opt-in
+        data.update({k: before[k] for k in ("host", "model", "daily_requests", "max_tokens", "timeout_s")
+                     if k in before})
     path = choice_path()
     make_private_dir(path.parent)
     atomic_write(path, json.dumps(data, indent=2) + "\n", mode=FILE_MODE)
@@ -135,7 +144,8 @@ def _check_limits(data: dict[str, Any]) -> None:
     checks = (("daily_requests", int, 0), ("max_tokens", int, 200), ("timeout_s", (int, float), 1))
     for key, kind, least in checks:
         value = data.get(key)
-        if isinstance(value, bool) or not isinstance(value, kind) or value < least:
+        if (isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value)
+                or value < least or value > 10**9):
             raise ConfigError(f"extractor setting {key} must be a number of at least {least}, not {value!r}",
                               reason="config_invalid")
 

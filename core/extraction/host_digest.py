@@ -34,6 +34,10 @@ _FILE_NAME = re.compile(
     r"[\w-]+\.(?:md|txt|json|jsonl|ya?ml|toml|py|js|ts|tsx|go|rs|java|rb|sh|cfg|ini|csv|html|css|sql|lock))"
     r"(?![\w/])")
 _MOST_FILES = 40
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+#: A line of program output pasted into a prompt: a timestamp or a log level first.
+_LOG_LINE = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}\b|"
+                       r"(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)")
 
 
 def estimate_tokens(text: str) -> int:
@@ -48,16 +52,17 @@ def _user_lines(text: str) -> list[str]:
             continue
         for unit in units(body, per_line=True):
             line = " ".join(unit.split())
-            if line and not is_output_line(unit) and len(line.split()) >= 2:
+            if line and not is_output_line(unit) and not _LOG_LINE.match(line) and len(line.split()) >= 2:
                 lines.append(line)
     return lines
 
 
 def _files(text: str) -> list[str]:
     names: list[str] = []
-    for match in _FILE_NAME.finditer(text):
+    for match in _FILE_NAME.finditer(_FENCE.sub(" ", text)):  # a code block is a body, not a name
         name = match.group(1).rstrip(".")
-        if len(name) > 2 and "://" not in name and name not in names and not name.startswith("//"):
+        named = len(name) > 2 and re.search(r"[A-Za-z]", name) and "://" not in name
+        if named and name not in names and not name.startswith("//"):
             names.append(name)
         if len(names) >= _MOST_FILES:
             break

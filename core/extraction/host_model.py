@@ -48,15 +48,19 @@ class HostModelExtractor:
     """Extraction by the person's own host CLI, falling back to the rules.
 
     Args:
-        choice: Host, model and limits (:func:`~bli_memory.core.extraction.host_config.host_choice`).
+        choice: Host, model and limits (:func:`~bli_memory.core.extraction.host_config.host_choice`),
+            or None when they cannot be read: every job then falls back (``config_invalid``).
         pm: The plugin manager whose adapters answer the ``host_headless_*`` hooks.
+        problem: A reason every job falls back for, found when the extractor was built.
     """
 
     name = "host"
 
-    def __init__(self, choice: HostChoice, pm: pluggy.PluginManager) -> None:
+    def __init__(self, choice: HostChoice | None, pm: pluggy.PluginManager, *,
+                 problem: str | None = None) -> None:
         self.choice = choice
         self._pm = pm
+        self._problem = problem if choice is not None else (problem or "config_invalid")
         self._rules = RuleExtractor()
 
     def extract(self, text: str) -> list[Statement]:
@@ -74,20 +78,27 @@ class HostModelExtractor:
             ``digest_tokens``, ``input_tokens``, ``output_tokens``, ``cost_usd`` and
             ``request_s`` (None where the host reports nothing or no request was made).
         """
-        report: dict[str, Any] = {"extractor": f"host:{self.choice.host}", "host": self.choice.host,
-                                  "model": self.choice.model, "fallback": None, "digest_tokens": 0,
-                                  "input_tokens": None, "output_tokens": None, "cost_usd": None,
-                                  "request_s": None}
-        brief = digest(text, max_tokens=self.choice.max_tokens)
+        choice = self.choice
+        host = choice.host if choice else None
+        report: dict[str, Any] = {"extractor": f"host:{host or '?'}", "host": host,
+                                  "model": choice.model if choice else None, "fallback": None,
+                                  "digest_tokens": 0, "input_tokens": None,
+                                  "output_tokens": None, "cost_usd": None, "request_s": None}
+        if choice is None or self._problem:  # the saved choice cannot be used: the rules, and why
+            return self._fall_back(text, report, self._problem or "config_invalid")
+        brief = digest(text, max_tokens=choice.max_tokens)
         if not brief:
             return [], report
         report["digest_tokens"] = estimate_tokens(brief)
-        with _one_at_a_time, host_ledger.held_lock(self.choice.timeout_s) as lock:
+        with _one_at_a_time, host_ledger.held_lock(choice.timeout_s) as lock:
             if lock is None:
                 return self._fall_back(text, report, "busy")
-            if host_ledger.used_today() >= self.choice.daily_requests:
+            if host_ledger.used_today() >= choice.daily_requests:
                 return self._fall_back(text, report, "budget_spent")
-            answer = self._ask(brief, lock, report)
+            try:
+                answer = self._ask(choice, brief, lock, report)
+            except Exception:  # noqa: BLE001 - whatever the host did, this job keeps the rules' capture
+                answer = HeadlessAnswer(None, "host_failed")
             if answer.error is None and answer.text is not None:
                 try:
                     statements = statements_from(json_in(answer.text))
@@ -96,7 +107,8 @@ class HostModelExtractor:
                                             answer.cost_usd)
             report.update(input_tokens=answer.input_tokens, output_tokens=answer.output_tokens,
                           cost_usd=answer.cost_usd)
-            requested = answer.error not in ("host_missing",)
+            # Nothing left the machine when the CLI is missing or has no login: not a request.
+            requested = answer.error not in ("host_missing", "not_logged_in")
             host_ledger.record(requested=requested, input_tokens=answer.input_tokens,
                                output_tokens=answer.output_tokens, cost_usd=answer.cost_usd,
                                fallback=answer.error)
@@ -104,22 +116,22 @@ class HostModelExtractor:
             return self._fall_back(text, report, answer.error, recorded=True)
         return statements, report
 
-    def _ask(self, brief: str, lock: Any, report: dict[str, Any]) -> HeadlessAnswer:
+    def _ask(self, choice: HostChoice, brief: str, lock: Any, report: dict[str, Any]) -> HeadlessAnswer:
         from bli_memory.core.extraction.host_run import run_headless
 
         hook = self._pm.hook
-        with run_folder(self.choice.host) as workdir:
+        with run_folder(choice.host) as workdir:
             request = HeadlessRequest(prompt=f"{INSTRUCTIONS}\n\nSession digest:\n\n{brief}\n",
-                                      schema=FACTS_SCHEMA, workdir=workdir, model=self.choice.model)
-            command = hook.host_headless_command(host=self.choice.host, request=request)
+                                      schema=FACTS_SCHEMA, workdir=workdir, model=choice.model)
+            command = hook.host_headless_command(host=choice.host, request=request)
             if command is None:
                 return HeadlessAnswer(None, "host_missing")
             started = time.monotonic()
-            run = run_headless(command, workdir=workdir, timeout_s=self.choice.timeout_s, lock=lock)
+            run = run_headless(command, workdir=workdir, timeout_s=choice.timeout_s, lock=lock)
             report["request_s"] = round(time.monotonic() - started, 3)
             if isinstance(run, str):
                 return HeadlessAnswer(None, run)
-            answer = hook.host_headless_answer(host=self.choice.host, run=run)
+            answer = hook.host_headless_answer(host=choice.host, run=run)
         if answer is None:
             return HeadlessAnswer(None, "host_failed")
         if answer.error is None and not answer.text:

@@ -195,6 +195,8 @@ def test_without_a_login_the_job_falls_back_to_the_rules(
     assert (x["fallback"], x["extractor"]) == ("not_logged_in", "default"), x
     assert any("6543" in m.content for m in live(project))  # the rules kept what they could
     assert _cli_processes(temp_home) == []
+    today = json.loads(_ours(temp_home, "extractor", "status", "--json"))["today"]
+    assert (today["requests"], today["fallbacks"]) == (0, {"not_logged_in": 1})  # nothing was sent
 
 
 def test_past_the_daily_budget_no_request_is_made_and_the_rules_capture(

@@ -88,6 +88,11 @@ def test_the_choice_is_saved_privately_and_the_variables_win() -> None:
     assert headless_hosts(get_plugin_manager(), Path.home()) == ["claude", "codex", "gemini"]  # no hermes
     with pytest.raises(ConfigError, match="daily_requests"):
         save_choice("host", host="claude", daily_requests=-1)
+    for absurd in (float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="timeout_s"):
+            save_choice("host", host="claude", timeout_s=absurd)
+    save_choice("host", host="gemini")  # another host keeps the limits saved before
+    assert host_choice(load_settings()) == HostChoice(host="gemini", daily_requests=3)
 
 
 def test_the_ledger_counts_requests_and_fallbacks_per_day() -> None:
@@ -204,3 +209,32 @@ def test_a_fact_the_person_forgot_is_not_captured_again_from_a_model(backend: Em
                      extractor=_Said(again))
     assert (outcome["unchanged"], outcome["added"]) == (1, 0)
     assert backend.list_memories(space="s") == []
+
+
+def test_a_hand_edited_choice_falls_back_to_the_rules_and_says_why() -> None:
+    from bli_memory.core.extraction.extractors import get_extractor
+    from bli_memory.core.extraction.host_config import choice_path
+
+    choice_path().parent.mkdir(parents=True, exist_ok=True)
+    choice_path().write_text(json.dumps({"extractor": "host", "host": "claude", "daily_requests": -1}))
+    found, report = get_extractor().extract_reported(EXCHANGE)
+    assert (report["fallback"], report["extractor"]) == ("config_invalid", "default")
+    assert any("pnpm" in s.text for s in found)  # the rules' capture, not a lost job
+    assert host_ledger.read_days()[host_ledger.today()] == {
+        "requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+        "fallbacks": {"config_invalid": 1}}
+
+
+@pytest.mark.e2e
+def test_uninstall_of_the_chosen_host_puts_the_rules_back(project: Path) -> None:
+    def ours(*args: str) -> str:
+        r = subprocess.run([bin_path(), *args], capture_output=True, text=True, cwd=project, timeout=180)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    said = ours("install", "--host", "claude", "--extractor", "host")
+    assert "extractor: host (claude)" in said and "falls back to the rules" in said  # no login here
+    assert load_choice()["extractor"] == "host"
+    assert "stays chosen" in ours("install", "--host", "claude")  # a plain install says it is still on
+    assert "back to the rules" in ours("uninstall", "--host", "claude")
+    assert load_choice()["extractor"] == "default"
