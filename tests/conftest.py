@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -93,22 +93,28 @@ def temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         kill_daemons_of(home)
 
 
-def daemon_pids(home: Path) -> list[int]:
-    """Live (not zombie) ``bli-memory-mcp daemon`` processes whose HOME is ``home``."""
+def processes_of(home: Path, wanted: Callable[[bytes], bool]) -> list[int]:
+    """Live (not zombie) processes whose HOME is ``home`` and whose NUL-separated command
+    line ``wanted`` accepts."""
     needle = b"HOME=" + os.fsencode(home)
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes()
             environ = (entry / "environ").read_bytes().split(b"\0")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"daemon" in cmdline and needle in environ and state != "Z":
+        if needle in environ and state != "Z" and wanted(cmdline):
             pids.append(int(entry.name))
     return pids
+
+
+def daemon_pids(home: Path) -> list[int]:
+    """Live (not zombie) ``bli-memory-mcp daemon`` processes whose HOME is ``home``."""
+    return processes_of(home, lambda cmdline: b"daemon" in cmdline.split(b"\0"))
 
 
 def kill_daemons_of(home: Path) -> None:

@@ -17,7 +17,6 @@ A missing CLI skips with the package to install, or fails with
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -27,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import bin_path
+from tests.conftest import bin_path, processes_of
 from tests.core.extraction.test_worker import jobs, live, stop, write_transcript
 from tests.hooks_util import receipt_log_path
 from tests.integration.test_host_clis import host_env, require
@@ -135,20 +134,7 @@ def _extraction(job: dict[str, Any]) -> dict[str, Any]:
 
 def _cli_processes(home: Path) -> list[int]:
     """Live processes whose HOME is ``home``, other than our own commands."""
-    needle = b"HOME=" + os.fsencode(home)
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in environ and state != "Z" and b"bli-memory-mcp" not in cmdline:
-            found.append(int(entry.name))
-    return found
+    return processes_of(home, lambda cmdline: b"bli-memory-mcp" not in cmdline)
 
 
 @pytest.mark.parametrize("host", sorted(STUBBED))
