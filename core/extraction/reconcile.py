@@ -69,13 +69,11 @@ __all__ = [
     "CONTRADICTION_SIMILARITY",
     "DUPLICATE_SIMILARITY",
     "OUTCOME_KEYS",
-    "OUTDATED_SIMILARITY",
     "PARAPHRASE_SIMILARITY",
     "RELATED_SIMILARITY",
     "UPDATE_SIMILARITY",
     "decide",
     "distil",
-    "outdated_memory",
 ]
 
 #: Keys of the outcome :func:`distil` returns (and the worker records on the job row).
@@ -326,35 +324,6 @@ def _hits(result_hits: tuple[SearchHit, ...]) -> list[tuple[str, str, float]]:
     return out
 
 
-#: Cosine similarity at which a live memory says the claim a model marked outdated.
-#: A restatement of one claim by two writers scores well above it; two claims of one
-#: frame with other values ("port 8443" / "port 9443") score at about it, and the subject
-#: check below decides.
-OUTDATED_SIMILARITY = 0.75
-
-
-def outdated_memory(backend: MemoryBackend, space: str, statement: Statement, content: str) -> str | None:
-    """The live memory ``statement.outdates`` names, when it is on the statement's subject.
-
-    A model may say an earlier claim is stale ("The default format is 'md'."). The
-    memory that says it is superseded only when it is the closest live memory to that
-    claim (cosine >= :data:`OUTDATED_SIMILARITY`) and names every word of the statement's
-    subject, as the new statement does: a change on one subject never retires another.
-
-    Returns:
-        The memory id, or None.
-    """
-    subject = _content_terms(statement.subject or "")
-    if not subject or not subject <= _content_terms(content):
-        return None
-    result = backend.search(statement.outdates or "", space=space, limit=3)
-    for mid, text, sim in _hits(result.hits)[:1]:
-        same_subject = subject <= _content_terms(text)
-        if sim >= OUTDATED_SIMILARITY and same_subject and _normalise(text) != _normalise(content):
-            return mid
-    return None
-
-
 def distil(
     text: str,
     *,
@@ -395,6 +364,7 @@ def distil(
     """
     from bli_memory.core.errors import NotFoundError
     from bli_memory.core.extraction.injected import strip_captured
+    from bli_memory.core.extraction.outdated import outdated_memory
     from bli_memory.core.memory.redaction import redact
 
     counts = {"added": 0, "updated": 0, "unchanged": 0, "conflicted": 0, "corrected": 0}
@@ -432,9 +402,11 @@ def distil(
                               "related": [], "suppressed": True})
             continue
         result = backend.search(content, space=space, limit=SEARCH_LIMIT)
-        action, ids = decide(content, _hits(result.hits))
+        near = _hits(result.hits)
+        action, ids = decide(content, near)
         if action in ("add", "conflict") and st.outdates:
-            stale = outdated_memory(backend, space, st, content)
+            claim = _hits(backend.search(st.outdates, space=space, limit=3).hits)
+            stale = outdated_memory(st, content, claim, near)
             if stale is not None:
                 action, ids = "correct", [stale]
         metadata: dict[str, Any] = {"kind": st.kind, "extracted": True, "extractor": name}

@@ -238,3 +238,18 @@ def test_uninstall_of_the_chosen_host_puts_the_rules_back(project: Path) -> None
     assert "stays chosen" in ours("install", "--host", "claude")  # a plain install says it is still on
     assert "back to the rules" in ours("uninstall", "--host", "claude")
     assert load_choice()["extractor"] == "default"
+
+
+@pytest.mark.parametrize(("old", "new", "subject"), [
+    ("The project deploys to production only on Fridays after the release review.",
+     "The project uses pnpm because npm installs were slow.", "project"),
+    ("The user prefers tabs over spaces in Python code.",
+     "The user prefers pytest fixtures over setup methods in Python tests.", "user Python"),
+])
+def test_a_broad_subject_from_a_model_retires_nothing(backend: EmbeddedBackend, old: str, new: str,
+                                                        subject: str) -> None:
+    backend.save(old, space="s")
+    outcome = distil("User: x\n\nAssistant: y", backend=backend, space="s", source="t", session_id=None,
+                     extractor=_Said(Statement(new, kind="decision", subject=subject, outdates=old)))
+    assert (outcome["updated"], outcome["added"]) == (0, 1)
+    assert old in [m.content for m in backend.list_memories(space="s")]
