@@ -6,7 +6,8 @@ Checked against ``codex exec --help``, ``codex features list`` and a recording s
 
 - ``codex login status`` first: a request made logged out sends no credentials and
   retries, with no word of a login, so the check (0.1 s, exit 1 "Not logged in") is what
-  tells ``not_logged_in``;
+  tells ``not_logged_in``; skipped when ``CODEX_API_KEY`` or ``OPENAI_API_KEY`` is set,
+  which ``exec`` uses while ``login status`` does not count them;
 - ``exec --ephemeral`` (no session file, which would hold the digest),
   ``--skip-git-repo-check`` (the run folder is no repository), ``--sandbox read-only``,
   ``--ignore-rules``, the digest on stdin (``-``);
@@ -33,6 +34,7 @@ no switch at this version leaves it out.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -104,8 +106,10 @@ def host_headless_command(host: str, request: HeadlessRequest) -> HeadlessComman
             "--ignore-rules", *switches, *overrides, "--output-schema", str(folder / "schema.json"), "-")
     files = {"system.md": _SYSTEM, "catalog.json": json.dumps(_catalog(model)),
              "schema.json": json.dumps(request.schema)}
+    # A key in the environment serves `codex exec` while `login status` says "Not logged in".
+    keyed = any(os.environ.get(k) for k in ("CODEX_API_KEY", "OPENAI_API_KEY"))
     return HeadlessCommand(argv=argv, files=files, stdin=request.prompt,
-                           login_check=("codex", "login", "status"))
+                           login_check=None if keyed else ("codex", "login", "status"))
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:

@@ -125,7 +125,8 @@ def host_headless_answer(host: str, run: HeadlessRun) -> HeadlessAnswer | None:
         data = None
     if run.returncode != 0 or not isinstance(data, dict):
         said = run.stderr.lower()
-        login = "auth method" in said or "authorization is required" in said or "api key not valid" in said
+        login = any(w in said for w in ("auth method", "authorization is required", "api key not valid",
+                                        "401", "unauthenticated"))
         failed = "not_logged_in" if login else ("host_failed" if run.returncode else "bad_json")
         return HeadlessAnswer(None, failed)
     tokens_in, tokens_out = _tokens(data.get("stats"))

@@ -229,6 +229,10 @@ def host_headless_command(host: str, request: HeadlessRequest) -> HeadlessComman
 def host_headless_answer(host: str, run: HeadlessRun) -> HeadlessAnswer | None:
     """Read the answer and the reported spend from a finished headless request.
 
+    Also called after a request that was killed or never started (``returncode`` -9, no
+    output), whose answer is not used: the plugin removes what its CLI kept of the request
+    either way (Gemini CLI's chat log of the digest).
+
     Returns:
         The answer (``error`` set to a reason of
         :data:`~bli_memory.core.headless.HEADLESS_FAILURES` when the run failed), or

@@ -132,8 +132,8 @@ class Settings(BaseSettings):
         description="Most tokens of session digest per host-model request (default 4000).",
     )
     extract_timeout_s: float | None = Field(
-        default=None, gt=0, description="Seconds one host-model request may take before its processes are "
-        "killed (default 120)."
+        default=None, gt=0, le=86_400,
+        description="Seconds one host-model request may take before its processes are killed (default 120).",
     )
     extract_url: str | None = Field(
         default=None, description="OpenAI-compatible endpoint (base URL or .../chat/completions)."

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,9 +115,7 @@ def save_choice(extractor: str, *, host: str | None = None, model: str | None = 
     max_tokens = before.get("max_tokens") if max_tokens is None else max_tokens
     timeout_s = before.get("timeout_s") if timeout_s is None else timeout_s
     if extractor == "host":
-        if not host or not host.replace("-", "").replace("_", "").isalnum():
-            raise ConfigError(f"the host extractor needs a host's name, not {host!r}",
-                              reason="config_invalid")
+        _check_host(host)
         data.update(host=host, model=model or None,
                     daily_requests=DEFAULT_DAILY_REQUESTS if daily_requests is None else daily_requests,
                     max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
@@ -140,14 +139,29 @@ def clear_choice() -> bool:
         return False
 
 
+_HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+#: The bounds of each limit. A timeout above a day would overflow the poll of a request's
+#: pipes (epoll takes at most about 2,147,483 s) and holds a worker for no purpose.
+_LIMITS: tuple[tuple[str, type | tuple[type, ...], float, float], ...] = (
+    ("daily_requests", int, 0, 1_000_000), ("max_tokens", int, 200, 1_000_000),
+    ("timeout_s", (int, float), 1, 86_400))
+
+
+def _check_host(host: Any) -> None:
+    """A host's name is a plugin name (it also names the request's run folder)."""
+    if not isinstance(host, str) or not _HOST_NAME.match(host):
+        raise ConfigError(f"the host extractor needs a host's name (claude, codex, gemini), not {host!r}",
+                          reason="config_invalid")
+
+
 def _check_limits(data: dict[str, Any]) -> None:
-    checks = (("daily_requests", int, 0), ("max_tokens", int, 200), ("timeout_s", (int, float), 1))
-    for key, kind, least in checks:
+    for key, kind, least, most in _LIMITS:
         value = data.get(key)
-        if (isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value)
-                or value < least or value > 10**9):
-            raise ConfigError(f"extractor setting {key} must be a number of at least {least}, not {value!r}",
-                              reason="config_invalid")
+        number = float(value) if isinstance(value, (int, float)) and isinstance(value, kind) \
+            and not isinstance(value, bool) else math.nan
+        if not math.isfinite(number) or not least <= number <= most:
+            raise ConfigError(f"extractor setting {key} must be a number from {least:g} to {most:g}, "
+                              f"not {value!r}", reason="config_invalid")
 
 
 def host_choice(settings: Settings) -> HostChoice:
@@ -158,10 +172,11 @@ def host_choice(settings: Settings) -> HostChoice:
     """
     saved = load_choice()
     host = settings.extract_host or saved.get("host")
-    if not isinstance(host, str) or not host:
+    if not host:
         raise ConfigError(
             "the host extractor needs a host: set BLI_MEMORY_EXTRACT_HOST or run "
             "`bli-memory-mcp extractor use host --host NAME`", reason="config_invalid")
+    _check_host(host)
     merged = {
         "daily_requests": settings.extract_daily_requests if settings.extract_daily_requests is not None
         else saved.get("daily_requests", DEFAULT_DAILY_REQUESTS),

@@ -34,6 +34,9 @@ _FILE_NAME = re.compile(
     r"[\w-]+\.(?:md|txt|json|jsonl|ya?ml|toml|py|js|ts|tsx|go|rs|java|rb|sh|cfg|ini|csv|html|css|sql|lock))"
     r"(?![\w/])")
 _MOST_FILES = 40
+#: A path segment that reads as a key or a token, not a name: long, and letters, digits
+#: and case mixed with no word separator ("q8Z3Kp0vX9aaZZt7RpLmN0wQ4sT2uV6y").
+_TOKEN_LIKE = re.compile(r"(?=[^/]*[A-Z])(?=[^/]*[a-z])(?=[^/]*\d)[A-Za-z0-9+=]{16,}")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 #: A line of program output pasted into a prompt: a timestamp or a log level first.
 _LOG_LINE = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}\b|"
@@ -61,7 +64,8 @@ def _files(text: str) -> list[str]:
     names: list[str] = []
     for match in _FILE_NAME.finditer(_FENCE.sub(" ", text)):  # a code block is a body, not a name
         name = match.group(1).rstrip(".")
-        named = len(name) > 2 and re.search(r"[A-Za-z]", name) and "://" not in name
+        named = (len(name) > 2 and re.search(r"[A-Za-z]", name) and "://" not in name
+                 and not _TOKEN_LIKE.search(name))
         if named and name not in names and not name.startswith("//"):
             names.append(name)
         if len(names) >= _MOST_FILES:
@@ -79,6 +83,9 @@ def digest(text: str, *, max_tokens: int) -> str:
     Returns:
         The digest, or ``""`` when the exchange holds nothing to distil.
     """
+    from bli_memory.core.extraction.rephrase import home_to_tilde
+
+    text = home_to_tilde(text)  # /home/<name>/... -> ~/...: the person's user name is not sent
     budget = max_tokens * CHARS_PER_TOKEN
     said = _user_lines(text)
     replies = [c.text for c in candidates(text) if c.role != "user"]
@@ -98,6 +105,8 @@ def digest(text: str, *, max_tokens: int) -> str:
         block = [head]
         used += len(head)
         for item in fresh:
+            if item.lower() in seen:  # each line once, within a section too
+                continue
             line = f"- {item}\n"
             if used + len(line) > budget:
                 break

@@ -80,8 +80,18 @@ def used_today() -> int:
 
 def record(*, requested: bool, input_tokens: int | None = None, output_tokens: int | None = None,
            cost_usd: float | None = None, fallback: str | None = None) -> None:
-    """Add one job's spend to today's line (call it while holding :func:`held_lock`, or
-    for a fallback that made no request)."""
+    """Add one job's spend to today's line, under a lock of its own (a fallback outside the
+    request lock may record at the same moment as a request)."""
+    path = ledger_path()
+    make_private_dir(path.parent)
+    with open(path.parent / "host-extractor-ledger.lock", "a", encoding="utf-8") as guard:  # its own lock
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        _add(requested=requested, input_tokens=input_tokens, output_tokens=output_tokens,
+             cost_usd=cost_usd, fallback=fallback)
+
+
+def _add(*, requested: bool, input_tokens: int | None, output_tokens: int | None, cost_usd: float | None,
+         fallback: str | None) -> None:
     days = read_days()
     line = days.setdefault(today(), {})
     line["requests"] = int(line.get("requests", 0) or 0) + int(requested)
@@ -92,9 +102,7 @@ def record(*, requested: bool, input_tokens: int | None = None, output_tokens: i
         fallbacks = line.setdefault("fallbacks", {})
         fallbacks[fallback] = int(fallbacks.get(fallback, 0) or 0) + 1
     kept = dict(sorted(days.items())[-KEEP_DAYS:])
-    path = ledger_path()
-    make_private_dir(path.parent)
-    atomic_write(path, json.dumps({"days": kept}, indent=1, sort_keys=True), mode=FILE_MODE)
+    atomic_write(ledger_path(), json.dumps({"days": kept}, indent=1, sort_keys=True), mode=FILE_MODE)
 
 
 @contextlib.contextmanager
@@ -135,7 +143,10 @@ def run_folder(host: str) -> Iterator[Path]:
     records every folder it runs in (``~/.gemini/projects.json``) with a chat log of its
     own, which a new folder per request would multiply in the person's home.
     """
-    folder = paths.state_dir() / "headless" / f"bli-memory-{host}"
+    base = paths.state_dir() / "headless"
+    folder = base / f"bli-memory-{host}"
+    if folder.resolve().parent != base.resolve() or not host.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"not a host's name: {host!r}")  # never a folder outside our own
     shutil.rmtree(folder, ignore_errors=True)
     make_private_dir(folder)
     try:

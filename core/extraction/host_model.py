@@ -32,7 +32,7 @@ from bli_memory.core.extraction.host_digest import digest, estimate_tokens
 from bli_memory.core.extraction.host_ledger import run_folder
 from bli_memory.core.extraction.model_facts import FACTS_SCHEMA, INSTRUCTIONS, json_in, statements_from
 from bli_memory.core.extraction.rule_extractor import RuleExtractor
-from bli_memory.core.headless import HeadlessAnswer, HeadlessRequest
+from bli_memory.core.headless import HeadlessAnswer, HeadlessRequest, HeadlessRun
 
 if TYPE_CHECKING:
     import pluggy
@@ -129,7 +129,8 @@ class HostModelExtractor:
             started = time.monotonic()
             run = run_headless(command, workdir=workdir, timeout_s=choice.timeout_s, lock=lock)
             report["request_s"] = round(time.monotonic() - started, 3)
-            if isinstance(run, str):
+            if isinstance(run, str):  # killed or never started: the plugin still tidies up after it
+                hook.host_headless_answer(host=choice.host, run=HeadlessRun(-9, "", "", workdir))
                 return HeadlessAnswer(None, run)
             answer = hook.host_headless_answer(host=choice.host, run=run)
         if answer is None:

@@ -1,12 +1,13 @@
 """Run one headless host command, and leave nothing of it running.
 
-The command runs in its own process group from an empty temporary folder, with
-``BLI_MEMORY_HOOKS_OFF=1`` (:data:`~bli_memory.core.headless.HOOKS_OFF_ENV`). When it
-answers, times out, or the worker is stopped, the whole group is killed (``SIGKILL``), so
-no helper the CLI started outlives the job. On Linux the CLI is started under
-``setpriv --pdeathsig KILL`` (util-linux) where that exists, so it also dies with a worker
-killed outright; anything of its group still running then is killed by the next worker
-that takes the request lock (:func:`~bli_memory.core.extraction.host_ledger.reap_leftover`).
+The command runs in its own process group in an empty private folder, with
+``BLI_MEMORY_HOOKS_OFF=1`` (:data:`~bli_memory.core.headless.HOOKS_OFF_ENV`), under the
+guard of :mod:`~bli_memory.core.extraction.host_guard`: when the CLI exits, what it left in
+the group is killed; when the worker is gone (killed outright, or a daemon or MCP server
+that exited mid-request), the guard kills the whole group. When the request times out or
+the worker stops it, the worker kills the group itself (``SIGKILL``). Should the guard
+itself be killed with the worker, the next worker that takes the request lock kills what
+is left (:func:`~bli_memory.core.extraction.host_ledger.reap_leftover`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import IO
 
+from bli_memory.core.extraction import host_guard
 from bli_memory.core.extraction.host_ledger import group_members, note_running
 from bli_memory.core.headless import HOOKS_OFF_ENV, HeadlessCommand, HeadlessRun
 
@@ -82,10 +85,7 @@ def _run(command: HeadlessCommand, *, workdir: Path, timeout_s: float,
         return "host_missing"
     _write_files(command, workdir)
     env = {**os.environ, **command.env, HOOKS_OFF_ENV: "1"}
-    argv = [executable, *command.argv[1:]]
-    setpriv = shutil.which("setpriv") if os.uname().sysname == "Linux" else None
-    if setpriv:
-        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+    argv = [sys.executable, "-I", str(Path(host_guard.__file__)), executable, *command.argv[1:]]
     proc = subprocess.Popen(  # noqa: S603 - the host's own CLI, resolved on PATH
         argv, cwd=workdir, env=env, start_new_session=True,
         stdin=subprocess.PIPE if command.stdin is not None else subprocess.DEVNULL,

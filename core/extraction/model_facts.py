@@ -88,10 +88,8 @@ def json_in(content: str) -> Any:
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     if fenced:
         text = fenced.group(1).strip()
-    for opener in ("{", "["):
-        start = text.find(opener)
-        if start < 0:
-            continue
+    starts = sorted((i, o) for o in ("{", "[") if (i := text.find(o)) >= 0)  # whichever opens first
+    for start, _ in starts:
         try:
             obj, _ = json.JSONDecoder().raw_decode(text[start:])
             return obj

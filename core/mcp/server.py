@@ -206,9 +206,17 @@ def _start_extract_drain(
     """Run queued extract jobs in a background thread, off the request path.
 
     Only for a backend with a local job queue (the embedded store); the memory
-    service drains its own. Returns the thread, or None when there is nothing to drain.
+    service drains its own. Never inside a host's headless request
+    (``BLI_MEMORY_HOOKS_OFF=1``): a server a host started there must not claim the queue's
+    jobs and then die with that host. Returns the thread, or None when there is nothing to
+    drain.
     """
+    import os
+
     from bli_memory.core.extraction.worker import default_worker_id, job_queue
+
+    if os.environ.get("BLI_MEMORY_HOOKS_OFF") == "1":
+        return None
 
     try:
         queue = job_queue(backend)  # opens the store: it may be unreadable right now

@@ -253,3 +253,105 @@ def test_a_broad_subject_from_a_model_retires_nothing(backend: EmbeddedBackend, 
                      extractor=_Said(Statement(new, kind="decision", subject=subject, outdates=old)))
     assert (outcome["updated"], outcome["added"]) == (0, 1)
     assert old in [m.content for m in backend.list_memories(space="s")]
+
+
+def test_a_host_name_never_names_a_folder_outside_our_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bli_memory.core.extraction.extractors import get_extractor
+
+    victim = Path.home() / "victim" / "sub"
+    victim.mkdir(parents=True)
+    (victim / "file.txt").write_text("x")
+    monkeypatch.setenv("BLI_MEMORY_EXTRACTOR", "host")
+    monkeypatch.setenv("BLI_MEMORY_EXTRACT_HOST", "x/../../../../../victim")
+    _, report = get_extractor().extract_reported(EXCHANGE)
+    assert report["fallback"] == "config_invalid"
+    assert (victim / "file.txt").exists()
+    with pytest.raises(ValueError):
+        with host_ledger.run_folder("../victim"):
+            pass
+    assert (victim / "file.txt").exists()
+
+
+def test_a_model_answer_that_is_a_bare_list_is_read_as_one() -> None:
+    from bli_memory.core.extraction.model_facts import json_in
+
+    assert json_in('Here: [{"text": "The project uses pnpm."}]') == [{"text": "The project uses pnpm."}]
+
+
+def test_no_drain_runs_in_an_mcp_server_a_headless_request_started(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    import threading
+
+    from bli_memory.core.mcp.server import _start_extract_drain
+
+    backend = EmbeddedBackend(tmp_path / "m.sqlite3")
+    try:
+        monkeypatch.setenv("BLI_MEMORY_HOOKS_OFF", "1")
+        assert _start_extract_drain(backend, threading.Event(), threading.Event()) is None
+    finally:
+        backend.close()
+
+
+def _fake_cli(tmp_path: Path, body: str) -> dict[str, str]:
+    folder = tmp_path / "fake-bin"
+    folder.mkdir(exist_ok=True)
+    script = folder / "claude"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+FACTS = {"facts": [{"text": "The project uses pnpm.", "subject": "pnpm", "kind": "decision", "source": "x",
+                    "outdates": None}]}
+ANSWER = json.dumps({"type": "result", "is_error": False, "usage": {"input_tokens": 5, "output_tokens": 3},
+                     "result": json.dumps(FACTS)})
+
+
+@pytest.mark.e2e
+def test_an_answer_is_kept_when_the_cli_leaves_a_helper_holding_its_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bli_memory.core.extraction.host_model import HostModelExtractor
+    from bli_memory.core.plugins import get_plugin_manager
+    from tests.conftest import processes_of
+
+    env = _fake_cli(tmp_path, f"sleep 300 &\ncat > /dev/null\necho '{ANSWER}'\n")
+    monkeypatch.setenv("PATH", env["PATH"])
+    extractor = HostModelExtractor(HostChoice(host="claude", timeout_s=60), get_plugin_manager())
+    found, report = extractor.extract_reported(EXCHANGE)
+    assert report["fallback"] is None and [s.text for s in found] == ["The project uses pnpm."]
+    assert processes_of(Path.home(), lambda cmdline: cmdline.startswith(b"sleep\x00300")) == []
+
+
+@pytest.mark.e2e
+def test_a_worker_killed_mid_request_takes_the_clis_own_children_with_it(project: Path,
+                                                                        tmp_path: Path) -> None:
+    """A CLI that is a wrapper (Codex CLI's node script starts its native binary) leaves no child."""
+    import signal
+    import time
+
+    from tests.conftest import processes_of
+
+    env = {**os.environ, **_fake_cli(tmp_path, "sleep 300 &\nwait\n")}
+    subprocess.run([bin_path(), "extractor", "use", "host", "--host", "claude", "--timeout", "250"],
+                   check=True, capture_output=True, env=env, timeout=120)
+    turn = [("Which package manager do we use?", "We moved from npm to pnpm because installs were slow.")]
+    stop(project, write_transcript(tmp_path / "one.jsonl", turn), PATH=env["PATH"])
+    worker = subprocess.Popen([bin_path(), "worker", "--once"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    sleeping = lambda: processes_of(Path.home(), lambda cmdline: cmdline.startswith(b"sleep\x00300"))  # noqa: E731
+    try:
+        give_up = time.monotonic() + 120
+        while not sleeping() and time.monotonic() < give_up:
+            time.sleep(0.2)
+        assert sleeping(), "the CLI's child never started"
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+        give_up = time.monotonic() + 60
+        while sleeping() and time.monotonic() < give_up:
+            time.sleep(0.2)
+        assert sleeping() == []
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        for pid in sleeping():
+            os.kill(pid, signal.SIGKILL)
