@@ -46,13 +46,6 @@ from bli_memory.adapters.codex_config import (
     trusted_hash,
     wanted_hooks,
 )
-
-# Its headless requests for the host extractor live beside it; pluggy finds them here.
-from bli_memory.adapters.codex_headless import (  # noqa: F401
-    host_headless_answer,
-    host_headless_command,
-    host_headless_info,
-)
 from bli_memory.core.errors import HostError
 from bli_memory.core.hooks.payloads import additional_context, failed_stop_message
 from bli_memory.core.hooks.payloads import payload_str as _str

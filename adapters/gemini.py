@@ -44,12 +44,6 @@ import os
 import shutil
 from typing import Any
 
-# Its headless requests for the host extractor live beside it; pluggy finds them here.
-from bli_memory.adapters.gemini_headless import (  # noqa: F401
-    host_headless_answer,
-    host_headless_command,
-    host_headless_info,
-)
 from bli_memory.adapters.gemini_trust import TRUST_NOTE_PREFIX, adjust_plan
 from bli_memory.adapters.gemini_trust import gemini_dir as _gemini_dir
 from bli_memory.adapters.gemini_trust import is_subpath as _is_subpath

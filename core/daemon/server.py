@@ -204,6 +204,8 @@ class Daemon:
             self._check_idle()
 
     def _check_idle(self) -> None:
+        if not self._ready.is_set():
+            return  # idle time counts from ready: a slow warm-up is not idleness
         with self._active_lock:
             busy = self._active > 0 or bool(self._relays)
         if not busy and time.monotonic() - self.last_request > self.idle_seconds:
